@@ -1,0 +1,1 @@
+"""Frozen dataclasses shared by every layer; standard library only."""

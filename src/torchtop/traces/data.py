@@ -1,0 +1,112 @@
+"""The columnar form of one trace file: numpy arrays per event kind, names interned once.
+
+Analysis works on whole arrays (sort, merge, searchsorted), never on per-event objects, so a
+trace of millions of events costs a few arrays of floats. Times are microseconds, relative to
+`origin_us` (the first event's timestamp) so that float64 keeps sub-microsecond precision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from torchtop.model.trace import DeviceInfo, TraceInfo
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+
+NO_ID = -1
+"""Stands for a missing correlation or external id in the int arrays."""
+
+
+def empty_floats() -> Floats:
+    return np.zeros(0, dtype=np.float64)
+
+
+def empty_ints() -> Ints:
+    return np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class Spans:
+    """Intervals with an optional per-interval name code, thread code and ids."""
+
+    start_us: Floats = field(default_factory=empty_floats)
+    end_us: Floats = field(default_factory=empty_floats)
+    name: Ints = field(default_factory=empty_ints)
+    thread: Ints = field(default_factory=empty_ints)
+    correlation: Ints = field(default_factory=empty_ints)
+    external_id: Ints = field(default_factory=empty_ints)
+    device: Ints = field(default_factory=empty_ints)
+
+    def __len__(self) -> int:
+        return len(self.start_us)
+
+    @property
+    def dur_us(self) -> Floats:
+        return self.end_us - self.start_us
+
+    def select(self, mask: npt.NDArray[np.bool_]) -> Spans:
+        return Spans(
+            self.start_us[mask],
+            self.end_us[mask],
+            self.name[mask],
+            self.thread[mask],
+            self.correlation[mask],
+            self.external_id[mask],
+            self.device[mask],
+        )
+
+
+@dataclass
+class Copies:
+    """Memcpy events: the spans plus bytes, direction and whether host memory was pinned."""
+
+    spans: Spans = field(default_factory=Spans)
+    bytes: Floats = field(default_factory=empty_floats)
+    kind: Ints = field(default_factory=empty_ints)
+    """0 HtoD, 1 DtoH, 2 DtoD, 3 other (PtoP, unknown)."""
+    pageable: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+
+
+COPY_KINDS = ("HtoD", "DtoH", "DtoD", "other")
+
+
+@dataclass
+class MemoryTrack:
+    """`[memory]` instant events on CUDA devices: allocation deltas and totals when written."""
+
+    ts_us: Floats = field(default_factory=empty_floats)
+    bytes: Floats = field(default_factory=empty_floats)
+    total_allocated: Floats = field(default_factory=empty_floats)
+    device: Ints = field(default_factory=empty_ints)
+
+
+@dataclass
+class TraceData:
+    """Everything analysis needs from one trace file (one rank, one span)."""
+
+    info: TraceInfo
+    names: list[str]
+    threads: list[str]
+    origin_us: float
+    kernels: Spans
+    copies: Copies
+    memsets: Spans
+    runtime: Spans
+    ops: Spans
+    """CPU operators (`cpu_op`, `Operator`, `Python`), ProfilerStep excluded."""
+    annotations: Spans
+    """CPU-side `user_annotation` ranges, ProfilerStep excluded."""
+    steps: Spans
+    """ProfilerStep ranges as the host saw them; `name` holds the step number."""
+    syncs: Spans
+    """`cuda_sync` events (the device side of a synchronisation)."""
+    memory: MemoryTrack
+    profiler_span: tuple[float, float] | None
+    devices: list[DeviceInfo] = field(default_factory=list)
+
+    def name_of(self, code: int) -> str:
+        return self.names[code]

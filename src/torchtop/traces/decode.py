@@ -1,0 +1,246 @@
+"""Stream a chrome-trace JSON document into batches of typed events, in bounded memory.
+
+The event array is cut between two events (a `}` `,` `{` boundary) every few megabytes and each
+piece is decoded on its own, so a 10 GB trace never sits in memory whole. A cut that falls inside
+a string makes the piece invalid JSON (the string never closes), so a failed decode moves the cut
+to an earlier boundary: the cut can never silently split an event.
+
+Real files break the JSON grammar in known ways; each is repaired only in the piece that needs it,
+so clean files pay nothing: unquoted `N/A`, `NaN` or `Infinity` become `null`, invalid UTF-8 is
+replaced. A file cut off mid-write (or a truncated `.gz`) keeps every whole event before the cut
+and reports how many bytes were lost.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import msgspec
+
+from torchtop.traces.schema import (
+    EVENT_LIST_DECODER,
+    HEADER_DECODER,
+    TAIL_DECODER,
+    Event,
+    TraceHeader,
+)
+
+BLOCK_BYTES = 8 << 20
+_HEAD_LIMIT_BYTES = 256 << 20
+_MAX_CUT_RETRIES = 64
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BAD_LITERAL = re.compile(rb"(?<=[:\[,])(\s*)(?:N/A|NaN|-?Infinity)(?=\s*[,\]}])")
+_WHITESPACE = b" \t\r\n"
+
+
+class TraceFormatError(ValueError):
+    """The bytes are not a chrome-trace document; the message says why, in one line."""
+
+
+@dataclass
+class DecodeStats:
+    """What the decoder saw beyond the events themselves."""
+
+    bytes_decoded: int = 0
+    lost_bytes: int = 0
+    truncated: bool = False
+    repaired_pieces: int = 0
+    dropped_malformed: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+ProgressCallback = Callable[[], None]
+
+
+class EventStream:
+    """Iterate over batches of events from a binary stream holding one trace document.
+
+    After iteration, `header` holds the document's other keys (before or after the array)
+    and `stats` what had to be repaired or was lost.
+    """
+
+    def __init__(self, stream: BinaryIO, on_block: ProgressCallback | None = None) -> None:
+        self._stream = stream
+        self._on_block = on_block
+        self._eof = False
+        self.header = TraceHeader()
+        self.stats = DecodeStats()
+
+    def __iter__(self) -> Iterator[list[Event]]:
+        buf, bare_array = self._read_head()
+        while not self._eof:
+            buf += self._read_block()
+            cut = _last_boundary(buf, len(buf))
+            if cut is None:
+                continue
+            events, cut = self._decode_before(buf, cut)
+            if events:
+                yield events
+            buf = buf[cut + 1 :]
+        yield from self._decode_tail(buf, bare_array)
+
+    def _read_block(self) -> bytes:
+        try:
+            block = self._stream.read(BLOCK_BYTES)
+        except (EOFError, zlib.error, OSError) as exc:
+            # A .gz cut off mid-write: keep what was inflated, the tail decoder reports the loss.
+            self.stats.truncated = True
+            self.stats.notes.append(f"compressed stream ends early ({_short(exc)})")
+            block = b""
+        if not block:
+            self._eof = True
+        if self._on_block is not None:
+            self._on_block()
+        return block
+
+    def _read_head(self) -> tuple[bytes, bool]:
+        buf = b""
+        while True:
+            block = self._read_block()
+            buf += block
+            stripped = buf.lstrip(_WHITESPACE)
+            if stripped[:1] == b"[":
+                return stripped[1:], True
+            if stripped and stripped[:1] != b"{":
+                raise TraceFormatError("not JSON (expected an object or an array)")
+            match = _EVENTS_KEY.search(buf)
+            if match:
+                self._decode_header(buf[: match.start()] + b'"traceEvents":[]}')
+                return buf[match.end() :], False
+            if self._eof or len(buf) > _HEAD_LIMIT_BYTES:
+                if not buf.strip(_WHITESPACE):
+                    raise TraceFormatError("empty file")
+                raise TraceFormatError("JSON without a traceEvents array: not a PyTorch trace")
+
+    def _decode_header(self, doc: bytes) -> None:
+        try:
+            self.header = HEADER_DECODER.decode(_repair(doc))
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            self.stats.notes.append("could not read the keys before traceEvents")
+
+    def _decode_before(self, buf: bytes, cut: int) -> tuple[list[Event], int]:
+        """Decode the events in buf[:cut] (cut is a separating comma), moving the cut back if needed."""
+        for _ in range(_MAX_CUT_RETRIES):
+            events = self._decode_piece(buf[:cut])
+            if events is not None:
+                self.stats.bytes_decoded += cut + 1
+                return events, cut
+            earlier = _last_boundary(buf, cut)
+            if earlier is None:
+                break
+            cut = earlier
+        raise TraceFormatError(f"malformed JSON in the event array near byte {self.stats.bytes_decoded}")
+
+    def _decode_piece(self, piece: bytes) -> list[Event] | None:
+        doc = b"[" + piece + b"]"
+        try:
+            return EVENT_LIST_DECODER.decode(doc)
+        except msgspec.ValidationError:
+            return self._decode_leniently(doc)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            pass
+        repaired = _repair(doc)
+        if repaired == doc:
+            return None
+        try:
+            events = EVENT_LIST_DECODER.decode(repaired)
+        except msgspec.ValidationError:
+            events = self._decode_leniently(repaired)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return None
+        if events is not None:
+            self.stats.repaired_pieces += 1
+        return events
+
+    def _decode_leniently(self, doc: bytes) -> list[Event] | None:
+        """Valid JSON with an odd-typed field somewhere: keep every event that fits, count the rest."""
+        try:
+            raw: list[Any] = msgspec.json.decode(doc)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return None
+        events = []
+        for item in raw:
+            try:
+                events.append(msgspec.convert(item, Event))
+            except msgspec.ValidationError:
+                self.stats.dropped_malformed += 1
+        return events
+
+    def _decode_tail(self, buf: bytes, bare_array: bool) -> Iterator[list[Event]]:
+        opener = b"[" if bare_array else b'{"traceEvents":['
+        for doc in (opener + buf, _repair(opener + buf)):
+            try:
+                if bare_array:
+                    events = EVENT_LIST_DECODER.decode(doc)
+                else:
+                    tail = TAIL_DECODER.decode(doc)
+                    events = tail.traceEvents
+                    self._merge_header(tail)
+            except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+                continue
+            self.stats.bytes_decoded += len(buf)
+            yield events
+            return
+        yield from self._salvage_truncated(buf)
+
+    def _salvage_truncated(self, buf: bytes) -> Iterator[list[Event]]:
+        self.stats.truncated = True
+        body = buf.rstrip(_WHITESPACE + b",]}")
+        # The file may end right after a whole event: try that first, then the last boundary.
+        whole = self._decode_piece(body) if body.endswith(b"}") else None
+        if whole is not None:
+            self.stats.bytes_decoded += len(body)
+            self.stats.lost_bytes = len(buf) - len(body)
+            yield whole
+            return
+        cut = _last_boundary(buf, len(buf))
+        if cut is None:
+            self.stats.lost_bytes = len(buf)
+            return
+        events, cut = self._decode_before(buf, cut)
+        self.stats.lost_bytes = len(buf) - cut
+        yield events
+
+    def _merge_header(self, tail: TraceHeader) -> None:
+        for name in TraceHeader.__struct_fields__:
+            value = getattr(tail, name)
+            if value is not None:
+                setattr(self.header, name, value)
+
+
+def _last_boundary(buf: bytes, end: int) -> int | None:
+    """Index of the last comma before `end` that separates two events: `}` ws `,` ws `{`."""
+    pos = end
+    while True:
+        pos = buf.rfind(b"{", 0, pos)
+        if pos <= 0:
+            return None
+        comma = _skip_ws_back(buf, pos - 1)
+        if comma >= 0 and buf[comma] == 0x2C:  # ','
+            brace = _skip_ws_back(buf, comma - 1)
+            if brace >= 0 and buf[brace] == 0x7D:  # '}'
+                return comma
+
+
+def _skip_ws_back(buf: bytes, index: int) -> int:
+    while index >= 0 and buf[index] in _WHITESPACE:
+        index -= 1
+    return index
+
+
+def _repair(doc: bytes) -> bytes:
+    repaired = _BAD_LITERAL.sub(rb"\1null", doc)
+    try:
+        repaired.decode("utf-8")
+    except UnicodeDecodeError:
+        repaired = repaired.decode("utf-8", "replace").encode("utf-8")
+    return repaired
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:120]

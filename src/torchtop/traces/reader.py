@@ -1,0 +1,133 @@
+"""Read one trace file into `TraceData`, or fail with one line that names the file."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+from torchtop.errors import InputError
+from torchtop.model.trace import DeviceInfo, TraceInfo
+from torchtop.traces.columns import (
+    ANNOTATION,
+    KERNEL,
+    MEMSET,
+    OP,
+    RUNTIME,
+    SYNC,
+    ColumnBuilder,
+)
+from torchtop.traces.data import TraceData
+from torchtop.traces.decode import EventStream, TraceFormatError
+from torchtop.traces.schema import DeviceProperties, TraceHeader
+
+ProgressSink = Callable[[int, int], None]
+"""Called with (bytes read so far, file size) as the file is read."""
+
+_RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_trace(path: Path, on_progress: ProgressSink | None = None) -> TraceData:
+    """Read a `.json` or `.json.gz` Kineto trace. Raises InputError for anything unreadable."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as raw:
+            compressed = raw.read(2) == _GZIP_MAGIC
+            raw.seek(0)
+            stream = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+
+            def report() -> None:
+                if on_progress is not None:
+                    on_progress(raw.tell(), size)
+
+            events = EventStream(stream, on_block=report)  # type: ignore[arg-type]
+            builder = ColumnBuilder()
+            for batch in events:
+                builder.add(batch)
+    except TraceFormatError as exc:
+        raise InputError(str(path), str(exc)) from None
+    except (gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(str(path), f"not a readable gzip file ({exc})") from None
+    except OSError as exc:
+        raise InputError(str(path), exc.strerror or str(exc)) from None
+    if builder.events_total == 0 and not events.stats.truncated:
+        raise InputError(str(path), "the trace holds no events")
+    if events.stats.truncated and builder.events_total == 0:
+        raise InputError(str(path), "truncated before its first whole event")
+    return _assemble(path, builder, events)
+
+
+def _assemble(path: Path, builder: ColumnBuilder, events: EventStream) -> TraceData:
+    origin = builder.origin()
+    header = events.header
+    stats = events.stats
+    info = TraceInfo(
+        path=str(path),
+        rank=_rank(header, path),
+        world_size=_int_or_none(header.distributedInfo.world_size) if header.distributedInfo else None,
+        backend=_str_or_none(header.distributedInfo.backend) if header.distributedInfo else None,
+        events_total=builder.events_total,
+        dropped_corrupt=builder.dropped_corrupt,
+        dropped_malformed=stats.dropped_malformed,
+        truncated=stats.truncated,
+        lost_bytes=stats.lost_bytes,
+        repaired=stats.repaired_pieces > 0,
+        notes=tuple(stats.notes),
+    )
+    span = builder.profiler_span
+    return TraceData(
+        info=info,
+        names=builder.names.values,
+        threads=builder.threads.values,
+        origin_us=origin,
+        kernels=builder.spans(KERNEL, origin),
+        copies=builder.copies(origin),
+        memsets=builder.spans(MEMSET, origin),
+        runtime=builder.spans(RUNTIME, origin),
+        ops=builder.spans(OP, origin),
+        annotations=builder.spans(ANNOTATION, origin),
+        steps=builder.step_columns.spans(origin),
+        syncs=builder.spans(SYNC, origin),
+        memory=builder.memory_track(origin),
+        profiler_span=None if span is None else (span[0] - origin, span[1] - origin),
+        devices=[_device(p, i) for i, p in enumerate(header.deviceProperties or [])],
+    )
+
+
+def _rank(header: TraceHeader, path: Path) -> int | None:
+    if header.distributedInfo is not None:
+        rank = _int_or_none(header.distributedInfo.rank)
+        if rank is not None:
+            return rank
+    match = _RANK_IN_NAME.search(path.name)
+    return int(match.group(1)) if match else None
+
+
+def _device(props: DeviceProperties, position: int) -> DeviceInfo:
+    index = _int_or_none(props.id)
+    return DeviceInfo(
+        index=position if index is None else index,
+        name=_str_or_none(props.name) or "unknown GPU",
+        total_memory_bytes=_int_or_none(props.totalGlobalMem),
+        compute_major=_int_or_none(props.computeMajor),
+        compute_minor=_int_or_none(props.computeMinor),
+        sm_count=_int_or_none(props.numSms),
+    )
+
+
+def _int_or_none(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
