@@ -1,0 +1,97 @@
+"""Sets of time intervals as sorted, disjoint numpy arrays: union, intersection, difference.
+
+Every operation is a sort plus `searchsorted`, never a Python loop over intervals, so merging the
+millions of kernel and operator intervals of a gigabyte trace takes a fraction of a second.
+Touching intervals merge, as torch-tb-profiler merges them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+Floats = npt.NDArray[np.float64]
+Bools = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class IntervalSet:
+    """Disjoint, sorted [start, end) intervals."""
+
+    start: Floats
+    end: Floats
+
+    @staticmethod
+    def empty() -> IntervalSet:
+        return IntervalSet(np.zeros(0), np.zeros(0))
+
+    @staticmethod
+    def of(start: Floats, end: Floats) -> IntervalSet:
+        """The union of arbitrary (overlapping, unsorted) intervals."""
+        keep = end > start
+        start, end = start[keep], end[keep]
+        if len(start) == 0:
+            return IntervalSet.empty()
+        order = np.argsort(start, kind="stable")
+        start, end = start[order], end[order]
+        reach = np.maximum.accumulate(end)
+        # A new group begins where an interval starts after everything before it has ended.
+        new_group = np.empty(len(start), dtype=np.bool_)
+        new_group[0] = True
+        new_group[1:] = start[1:] > reach[:-1]
+        first = np.flatnonzero(new_group)
+        last = np.append(first[1:], len(start)) - 1
+        return IntervalSet(start[first], reach[last])
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def total(self) -> float:
+        return float((self.end - self.start).sum())
+
+    def contains(self, points: Floats) -> Bools:
+        index = np.searchsorted(self.start, points, side="right") - 1
+        inside = index >= 0
+        inside[inside] = points[inside] < self.end[index[inside]]
+        return inside
+
+    def intersect(self, other: IntervalSet) -> IntervalSet:
+        return self._combine(other, keep_other=True)
+
+    def subtract(self, other: IntervalSet) -> IntervalSet:
+        return self._combine(other, keep_other=False)
+
+    def union(self, other: IntervalSet) -> IntervalSet:
+        return IntervalSet.of(
+            np.concatenate([self.start, other.start]), np.concatenate([self.end, other.end])
+        )
+
+    def _combine(self, other: IntervalSet, keep_other: bool) -> IntervalSet:
+        if len(self) == 0:
+            return IntervalSet.empty()
+        if len(other) == 0:
+            return IntervalSet.empty() if keep_other else self
+        points = np.unique(np.concatenate([self.start, self.end, other.start, other.end]))
+        left, right = points[:-1], points[1:]
+        middle = (left + right) / 2
+        keep = self.contains(middle) & (other.contains(middle) == keep_other)
+        return IntervalSet.of(left[keep], right[keep])
+
+    def covered_within(self, lo: Floats, hi: Floats) -> Floats:
+        """For each window [lo[i], hi[i]], how much of it this set covers."""
+        return self._covered_before(hi) - self._covered_before(lo)
+
+    def _covered_before(self, t: Floats) -> Floats:
+        if len(self) == 0:
+            return np.zeros(len(t))
+        lengths = self.end - self.start
+        cumulative = np.concatenate([[0.0], np.cumsum(lengths)])
+        index = np.searchsorted(self.start, t, side="right") - 1
+        result = np.zeros(len(t))
+        valid = index >= 0
+        i = index[valid]
+        partial = np.minimum(t[valid], self.end[i]) - self.start[i]
+        result[valid] = cumulative[i] + partial
+        return result

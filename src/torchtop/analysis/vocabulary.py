@@ -1,0 +1,112 @@
+"""What event names mean: data loading, collectives, copies, synchronisation, Tensor Cores.
+
+Predicates run once per distinct name (a trace has thousands of names, millions of events), and
+`codes_where` turns a predicate into the set of name codes for vectorised masks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+COLLECTIVE_PREFIXES = ("nccl:", "gloo:", "mpi:", "ucc:", "rccl:")
+COMM_KERNEL_MARKERS = ("nccl", "rccl")
+# On a CPU-only job the collective is host work, so its c10d entry points count as communication.
+CPU_COLLECTIVE_NAMES = frozenset(
+    {
+        "record_param_comms",
+        "c10d::allreduce_",
+        "c10d::allgather_",
+        "c10d::_allgather_base_",
+        "c10d::reduce_scatter_",
+        "c10d::_reduce_scatter_base_",
+        "c10d::broadcast_",
+        "c10d::reduce_",
+        "c10d::alltoall_",
+        "c10d::alltoall_base_",
+        "c10d::barrier",
+        "c10d::wait",
+    }
+)
+COPY_OP_NAMES = frozenset(
+    {"aten::copy_", "aten::to", "aten::_to_copy", "aten::contiguous", "aten::clone"}
+)
+SYNC_RUNTIME_NAMES = frozenset(
+    {
+        "cudaStreamSynchronize",
+        "cudaDeviceSynchronize",
+        "cudaEventSynchronize",
+        "cudaStreamWaitEvent",
+        "hipStreamSynchronize",
+        "hipDeviceSynchronize",
+        "hipEventSynchronize",
+    }
+)
+SYNC_OP_NAMES = frozenset({"aten::item", "aten::_local_scalar_dense"})
+
+# Kernel-name fragments of Tensor Core kernels (NVIDIA PyProf's list, as torch-tb-profiler used),
+# plus the Hopper/Ampere CUTLASS and cuBLASLt spellings.
+TENSOR_CORE_KERNEL_MARKERS = (
+    "h884", "s884", "h1688", "s1688", "hmma", "i8816", "16816", "dgrad_1x1_stride_2x2",
+    "first_layer_wgrad_kernel", "conv1x1", "conv2d_c1_k1", "direct_group", "xmma_implicit_gemm",
+    "xmma_sparse_conv", "xmma_warp_specialized_implicit_gemm", "xmma_gemm", "xmma_sparse_gemm",
+    "c1688", "sm80_xmma", "sm90_xmma", "wgmma", "tensorop", "cutlass_80", "cutlass_90",
+    "gemm_bf16", "gemm_f16", "ampere_fp16", "ampere_bf16", "hopper",
+)  # fmt: skip
+# Operators whose kernels could use Tensor Cores under autocast (PyTorch's autocast fp16 list).
+TENSOR_CORE_ELIGIBLE_OPS = frozenset(
+    {
+        "aten::_convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_tbc",
+        "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d",
+        "aten::convolution", "aten::cudnn_convolution", "aten::cudnn_convolution_transpose",
+        "aten::prelu", "aten::addmm", "aten::addmv", "aten::addr", "aten::matmul", "aten::mm",
+        "aten::mv", "aten::linear", "aten::addbmm", "aten::baddbmm", "aten::bmm",
+        "aten::chain_matmul", "aten::linalg_multi_dot", "aten::_thnn_fused_lstm_cell",
+        "aten::_thnn_fused_gru_cell", "aten::lstm_cell", "aten::gru_cell", "aten::rnn_tanh_cell",
+        "aten::rnn_relu_cell", "CudnnConvolutionBackward", "BmmBackward0",
+        "aten::cudnn_convolution_transpose_backward", "CudnnConvolutionTransposeBackward",
+        "MmBackward", "aten::cudnn_convolution_backward_weight", "aten::addmm_", "AddmvBackward",
+        "MvBackward", "aten::cudnn_convolution_transpose_backward_weight",
+        "aten::cudnn_convolution_transpose_backward_input", "AddmmBackward",
+        "aten::cudnn_convolution_backward_input", "AddbmmBackward",
+        "aten::cudnn_convolution_backward", "aten::convolution_backward", "aten::_scaled_mm",
+        "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+    }
+)  # fmt: skip
+
+
+def is_dataloader(name: str) -> bool:
+    return (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__")) or (
+        name.startswith("enumerate(DataPipe)#")
+    )
+
+
+def is_collective_annotation(name: str) -> bool:
+    return name.startswith(COLLECTIVE_PREFIXES)
+
+
+def is_cpu_collective(name: str) -> bool:
+    return is_collective_annotation(name) or name in CPU_COLLECTIVE_NAMES
+
+
+def is_comm_kernel(name: str) -> bool:
+    lowered = name.lower()
+    return any(marker in lowered for marker in COMM_KERNEL_MARKERS)
+
+
+def uses_tensor_cores(kernel_name: str) -> bool:
+    lowered = kernel_name.lower()
+    return any(marker.lower() in lowered for marker in TENSOR_CORE_KERNEL_MARKERS)
+
+
+def codes_where(names: Sequence[str], predicate: Callable[[str], bool]) -> npt.NDArray[np.int64]:
+    return np.array([code for code, name in enumerate(names) if predicate(name)], dtype=np.int64)
+
+
+def mask_names(
+    codes: npt.NDArray[np.int64], names: Sequence[str], predicate: Callable[[str], bool]
+) -> npt.NDArray[np.bool_]:
+    """Which of `codes` name something the predicate accepts."""
+    return np.isin(codes, codes_where(names, predicate))
