@@ -224,7 +224,7 @@ class ColumnBuilder:
         self.kinds[kind].add(columns)
 
     def _add_copy_details(self, events: list[Event]) -> None:
-        self.copy_extra["bytes"].append(floats([_arg(e.args, "bytes") for e in events]))
+        self.copy_extra["bytes"].append(floats([_none_nan(e.args, "bytes") for e in events]))
         kinds, pageable = zip(*(_copy_kind(e.name) for e in events), strict=True)
         self.copy_extra["kind"].append(np.array(kinds, dtype=np.int64))
         self.copy_extra["pageable"].append(np.array(pageable, dtype=np.bool_))

@@ -1,0 +1,3 @@
+from torchtop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Events and samples to named metrics: step-time breakdown, GPU, host, communication."""

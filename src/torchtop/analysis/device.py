@@ -1,0 +1,191 @@
+"""Device-side metrics: GPU utilisation, kernel launch overhead, Tensor Cores, copies, memory."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torchtop.analysis.intervals import IntervalSet
+from torchtop.analysis.steps import StepWindows
+from torchtop.analysis.vocabulary import (
+    TENSOR_CORE_ELIGIBLE_OPS,
+    codes_where,
+    uses_tensor_cores,
+)
+from torchtop.model.analysis import CopyStat, Metrics, NamedTime
+from torchtop.traces.data import COPY_KINDS, NO_ID, TraceData
+
+TINY_KERNEL_US = 10.0
+TOP_N = 10
+
+
+def gpu_metrics(trace: TraceData, steps: StepWindows) -> Metrics:
+    kernels = trace.kernels
+    if len(kernels) == 0:
+        return {"has_gpu": bool(len(trace.copies.spans) or len(trace.runtime))}
+    lo, hi = float(steps.start_us[0]), float(steps.end_us[-1])
+    span = hi - lo
+    in_steps = (kernels.start_us >= lo) & (kernels.end_us <= hi)
+    durations = kernels.dur_us[in_steps] if in_steps.any() else kernels.dur_us
+    utilization = _utilization(trace, lo, hi)
+    metrics: Metrics = {
+        "has_gpu": True,
+        "gpu_utilization": utilization,
+        "gpu_idle_share": None if utilization is None else max(0.0, 1.0 - utilization),
+        "gpu_count": int(len(np.unique(kernels.device[kernels.device != NO_ID]))) or 1,
+        "kernels_per_step": float(in_steps.sum()) / max(len(steps), 1),
+        "kernel_median_us": float(np.median(durations)),
+        "tiny_kernel_fraction": float((durations < TINY_KERNEL_US).mean()),
+        "launch_delay_median_us": _launch_delay(trace),
+        "gpu_gaps_per_step": _gaps_per_step(trace, lo, hi, len(steps)) if span > 0 else None,
+    }
+    metrics.update(_tensor_cores(trace))
+    metrics.update(_compute_capability(trace))
+    metrics.update(_memory(trace))
+    return metrics
+
+
+def _utilization(trace: TraceData, lo: float, hi: float) -> float | None:
+    """Kernel busy time over the steps' span, averaged over the devices that ran kernels."""
+    if hi <= lo:
+        return None
+    kernels = trace.kernels
+    window = IntervalSet(np.array([lo]), np.array([hi]))
+    shares = []
+    for device in np.unique(kernels.device):
+        mine = kernels.device == device
+        busy = IntervalSet.of(kernels.start_us[mine], kernels.end_us[mine]).intersect(window)
+        shares.append(busy.total() / (hi - lo))
+    return float(np.mean(shares))
+
+
+def _launch_delay(trace: TraceData) -> float | None:
+    """Median time from the launching runtime call's start to the kernel's start."""
+    kernels, runtime = trace.kernels, trace.runtime
+    if len(runtime) == 0:
+        return None
+    order = np.argsort(runtime.correlation, kind="stable")
+    sorted_corr = runtime.correlation[order]
+    position = np.searchsorted(sorted_corr, kernels.correlation)
+    position = np.minimum(position, len(sorted_corr) - 1)
+    found = (sorted_corr[position] == kernels.correlation) & (kernels.correlation != NO_ID)
+    if not found.any():
+        return None
+    delays = kernels.start_us[found] - runtime.start_us[order[position[found]]]
+    return float(np.median(delays))
+
+
+def _gaps_per_step(trace: TraceData, lo: float, hi: float, step_count: int) -> float:
+    busy = IntervalSet.of(trace.kernels.start_us, trace.kernels.end_us).intersect(
+        IntervalSet(np.array([lo]), np.array([hi]))
+    )
+    return max(len(busy) - 1, 0) / max(step_count, 1)
+
+
+def _tensor_cores(trace: TraceData) -> Metrics:
+    kernels = trace.kernels
+    total = float(kernels.dur_us.sum())
+    if total <= 0:
+        return {}
+    tc_codes = codes_where(trace.names, uses_tensor_cores)
+    tc_time = float(kernels.dur_us[np.isin(kernels.name, tc_codes)].sum())
+    eligible_codes = codes_where(trace.names, TENSOR_CORE_ELIGIBLE_OPS.__contains__)
+    eligible_ids = trace.ops.external_id[np.isin(trace.ops.name, eligible_codes)]
+    eligible_ids = eligible_ids[eligible_ids != NO_ID]
+    from_eligible = np.isin(kernels.external_id, eligible_ids) & (kernels.external_id != NO_ID)
+    return {
+        "tc_used_share": tc_time / total,
+        "tc_eligible_share": float(kernels.dur_us[from_eligible].sum()) / total,
+    }
+
+
+def _compute_capability(trace: TraceData) -> Metrics:
+    for device in trace.devices:
+        if device.compute_major is not None:
+            return {"compute_capability": device.compute_major + (device.compute_minor or 0) / 10}
+    return {}
+
+
+def _memory(trace: TraceData) -> Metrics:
+    """Peak device memory allocated, over the device's capacity, from `[memory]` events."""
+    memory = trace.memory
+    if len(memory.ts_us) == 0:
+        return {}
+    best: Metrics = {}
+    for device in np.unique(memory.device):
+        mine = memory.device == device
+        totals = memory.total_allocated[mine]
+        if np.isfinite(totals).any():
+            peak = float(np.nanmax(totals))
+        else:
+            order = np.argsort(memory.ts_us[mine], kind="stable")
+            peak = float(np.cumsum(memory.bytes[mine][order]).max())
+        capacity = next((d.total_memory_bytes for d in trace.devices if d.index == device), None)
+        share = peak / capacity if capacity else None
+        if share is not None and share >= float(best.get("memory_peak_share") or 0.0):  # type: ignore[arg-type]
+            best = {"memory_peak_bytes": peak, "memory_peak_share": share}
+        elif not best:
+            best = {"memory_peak_bytes": peak}
+    return best
+
+
+def top_kernels(trace: TraceData) -> tuple[NamedTime, ...]:
+    kernels = trace.kernels
+    if len(kernels) == 0:
+        return ()
+    total = float(kernels.dur_us.sum()) or 1.0
+    sums = np.bincount(kernels.name, weights=kernels.dur_us, minlength=len(trace.names))
+    counts = np.bincount(kernels.name, minlength=len(trace.names))
+    best = np.argsort(sums)[::-1][:TOP_N]
+    return tuple(
+        NamedTime(
+            name=trace.names[code],
+            count=int(counts[code]),
+            total_us=float(sums[code]),
+            share=float(sums[code]) / total,
+            tensor_cores=uses_tensor_cores(trace.names[code]),
+        )
+        for code in best.tolist()
+        if sums[code] > 0
+    )
+
+
+def copy_stats(trace: TraceData) -> tuple[CopyStat, ...]:
+    copies = trace.copies
+    stats = []
+    for kind in range(len(COPY_KINDS)):
+        for pageable in (True, False):
+            mine = (copies.kind == kind) & (copies.pageable == pageable)
+            if not mine.any():
+                continue
+            seconds = float(copies.spans.dur_us[mine].sum()) / 1e6
+            volume = float(np.nansum(copies.bytes[mine]))
+            stats.append(
+                CopyStat(
+                    kind=COPY_KINDS[kind],
+                    pageable=pageable,
+                    count=int(mine.sum()),
+                    bytes=volume,
+                    total_us=seconds * 1e6,
+                    gb_per_s=volume / seconds / 1e9 if seconds > 0 else None,
+                )
+            )
+    return tuple(stats)
+
+
+def copy_metrics(trace: TraceData, steps: StepWindows, step_total_us: float) -> Metrics:
+    copies = trace.copies
+    if len(copies.spans) == 0:
+        return {}
+    htod = copies.kind == 0
+    pageable = copies.pageable
+    steps_n = max(len(steps), 1)
+    htod_seconds = float(copies.spans.dur_us[htod].sum()) / 1e6
+    htod_bytes = float(np.nansum(copies.bytes[htod]))
+    return {
+        "htod_bytes_per_step": htod_bytes / steps_n,
+        "htod_gb_per_s": htod_bytes / htod_seconds / 1e9 if htod_seconds > 0 else None,
+        "pageable_copy_fraction": float(copies.spans.dur_us[pageable].sum())
+        / max(float(copies.spans.dur_us.sum()), 1e-9),
+        "pageable_htod_per_step": float((htod & pageable).sum()) / steps_n,
+        "copy_time_share": float(copies.spans.dur_us.sum()) / step_total_us if step_total_us else None,
+    }

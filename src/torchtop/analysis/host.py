@@ -1,0 +1,133 @@
+"""Host-side metrics: synchronisations, copies on the CPU, operator self time, parallelism style."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torchtop.analysis.intervals import IntervalSet
+from torchtop.analysis.steps import StepWindows
+from torchtop.analysis.vocabulary import (
+    COPY_OP_NAMES,
+    SYNC_OP_NAMES,
+    SYNC_RUNTIME_NAMES,
+    codes_where,
+)
+from torchtop.model.analysis import Metrics, NamedTime
+from torchtop.traces.data import Floats, Spans, TraceData
+
+TOP_N = 10
+
+
+def sync_metrics(trace: TraceData, steps: StepWindows) -> Metrics:
+    """Host waits on the device: explicit synchronize calls and `.item()`-style scalar reads."""
+    runtime_sync = np.isin(trace.runtime.name, codes_where(trace.names, SYNC_RUNTIME_NAMES.__contains__))
+    op_sync = np.isin(trace.ops.name, codes_where(trace.names, SYNC_OP_NAMES.__contains__))
+    if not (len(trace.runtime) or len(trace.kernels)):
+        return {}
+    lo, hi = steps.start_us, steps.end_us
+    busy = IntervalSet.of(
+        np.concatenate([trace.runtime.start_us[runtime_sync], trace.ops.start_us[op_sync]]),
+        np.concatenate([trace.runtime.end_us[runtime_sync], trace.ops.end_us[op_sync]]),
+    )
+    total = float((hi - lo).sum())
+    calls = _count_within(trace.runtime.start_us[runtime_sync], lo, hi) + _count_within(
+        _outermost_starts(trace.ops, op_sync), lo, hi
+    )
+    return {
+        "syncs_per_step": calls / max(len(steps), 1),
+        "sync_share": float(busy.covered_within(lo, hi).sum()) / total if total > 0 else None,
+    }
+
+
+def _count_within(points: Floats, lo: Floats, hi: Floats) -> float:
+    inside = IntervalSet.of(lo.copy(), hi.copy()).contains(points)
+    return float(inside.sum())
+
+
+def _outermost_starts(spans: Spans, mask: np.ndarray) -> Floats:
+    """Starts of the selected spans not nested in another selected span (item contains its read)."""
+    selected = IntervalSet.of(spans.start_us[mask], spans.end_us[mask])
+    return selected.start
+
+
+def cpu_metrics(trace: TraceData, steps: StepWindows) -> Metrics:
+    """Shares of step time in copy-like operators and in any operator at all."""
+    lo, hi = steps.start_us, steps.end_us
+    total = float((hi - lo).sum())
+    if total <= 0:
+        return {}
+    ops = trace.ops
+    copy = np.isin(ops.name, codes_where(trace.names, COPY_OP_NAMES.__contains__))
+    copy_busy = IntervalSet.of(ops.start_us[copy], ops.end_us[copy])
+    any_busy = IntervalSet.of(ops.start_us, ops.end_us)
+    main_thread = _main_thread(trace, steps)
+    main = ops.thread == main_thread
+    main_busy = IntervalSet.of(ops.start_us[main], ops.end_us[main])
+    return {
+        "copy_op_share": float(copy_busy.covered_within(lo, hi).sum()) / total,
+        "op_share": float(any_busy.covered_within(lo, hi).sum()) / total,
+        "main_thread_op_share": float(main_busy.covered_within(lo, hi).sum()) / total,
+        "threads_with_ops": int(len(np.unique(ops.thread))),
+    }
+
+
+def _main_thread(trace: TraceData, steps: StepWindows) -> int:
+    """The thread of the step markers, else the one with the most operator time."""
+    if len(trace.steps):
+        return int(trace.steps.thread[0])
+    if len(trace.ops) == 0:
+        return -1
+    time_per_thread = np.bincount(trace.ops.thread, weights=trace.ops.dur_us)
+    return int(np.argmax(time_per_thread))
+
+
+def parallelism_metrics(trace: TraceData) -> Metrics:
+    names = set(trace.names)
+    backend = (trace.info.backend or "").lower()
+    return {
+        "uses_dp": "DataParallel.forward" in names,
+        "uses_ddp": "DistributedDataParallel.forward" in names,
+        "uses_nccl": backend == "nccl" or any(n.startswith("nccl:") for n in names),
+        "uses_gloo": backend == "gloo" or any(n.startswith("gloo:") for n in names),
+        "world_size": trace.info.world_size,
+    }
+
+
+def top_ops(trace: TraceData) -> tuple[NamedTime, ...]:
+    """Operators ranked by self time (their time minus that of operators nested inside)."""
+    ops = trace.ops
+    if len(ops) == 0:
+        return ()
+    self_us = _self_times(ops)
+    sums = np.bincount(ops.name, weights=self_us, minlength=len(trace.names))
+    counts = np.bincount(ops.name, minlength=len(trace.names))
+    total = float(self_us.sum()) or 1.0
+    best = np.argsort(sums)[::-1][:TOP_N]
+    return tuple(
+        NamedTime(trace.names[c], int(counts[c]), float(sums[c]), float(sums[c]) / total)
+        for c in best.tolist()
+        if sums[c] > 0
+    )
+
+
+def _self_times(ops: Spans) -> Floats:
+    order = np.lexsort((-ops.end_us, ops.start_us, ops.thread))
+    start = ops.start_us[order].tolist()
+    end = ops.end_us[order].tolist()
+    thread = ops.thread[order].tolist()
+    child_time = [0.0] * len(start)
+    stack: list[int] = []
+    current_thread = None
+    for i in range(len(start)):
+        if thread[i] != current_thread:
+            stack.clear()
+            current_thread = thread[i]
+        while stack and end[stack[-1]] <= start[i]:
+            stack.pop()
+        if stack:
+            child_time[stack[-1]] += end[i] - start[i]
+        stack.append(i)
+    self_sorted = np.array(end) - np.array(start) - np.array(child_time)
+    result = np.empty(len(start))
+    result[order] = np.maximum(self_sorted, 0.0)
+    return result

@@ -1,0 +1,78 @@
+"""Every metric a rule may name, with its meaning and unit: the vocabulary of `rules/`.
+
+Rule files are checked against this list when loaded, so a misspelt metric is an error, not a
+rule that silently never fires. Metrics that only the live agent can measure (the job's own
+settings) are listed too; offline they are None and rules that need them stay quiet.
+"""
+
+from __future__ import annotations
+
+CLASSES = ("dataloader", "memcpy", "cpu", "gpu", "communication")
+
+_SHARE = "share of step time (0-1), counted as torch-tb-profiler counts it"
+
+METRICS: dict[str, str] = {
+    # The step-time breakdown.
+    "kernel_share": f"GPU kernels (not collectives): {_SHARE}",
+    "memcpy_share": f"device memcpy: {_SHARE}",
+    "memset_share": f"device memset: {_SHARE}",
+    "communication_share": f"collectives not hidden behind kernels or copies: {_SHARE}",
+    "runtime_share": f"CUDA/HIP runtime calls while the device is idle: {_SHARE}",
+    "dataloader_share": f"waiting for the DataLoader's next batch: {_SHARE}",
+    "cpu_exec_share": f"other CPU operators while the device is idle: {_SHARE}",
+    "other_share": f"no recorded activity (Python between ops, untraced work): {_SHARE}",
+    # Steps.
+    "steps_count": "steps analysed",
+    "step_mean_ms": "mean step time, ms",
+    "step_p50_ms": "median step time, ms",
+    "step_p95_ms": "95th percentile step time, ms",
+    "step_cv": "step time standard deviation over its mean",
+    "has_step_markers": "the trace has ProfilerStep#N markers (else it is one step)",
+    # The device.
+    "has_gpu": "the trace shows GPU activity",
+    "gpu_utilization": "kernel busy time over the steps' span (0-1), averaged over GPUs",
+    "gpu_idle_share": "1 - gpu_utilization",
+    "gpu_count": "GPUs that ran kernels in this trace",
+    "kernels_per_step": "kernels launched per step",
+    "kernel_median_us": "median kernel duration, µs",
+    "tiny_kernel_fraction": "fraction of kernels shorter than 10 µs",
+    "launch_delay_median_us": "median time from launch call to kernel start, µs (small = the "
+    "GPU waits for launches; large = the CPU runs ahead)",
+    "gpu_gaps_per_step": "idle gaps between kernels per step",
+    "tc_used_share": "kernel time in Tensor Core kernels over all kernel time (0-1)",
+    "tc_eligible_share": "kernel time launched by Tensor-Core-eligible operators over all kernel "
+    "time (0-1)",
+    "compute_capability": "the GPU's compute capability, e.g. 8.0",
+    "memory_peak_bytes": "peak device memory allocated, bytes",
+    "memory_peak_share": "peak device memory allocated over the device's capacity (0-1)",
+    # Copies.
+    "htod_bytes_per_step": "host-to-device bytes copied per step",
+    "htod_gb_per_s": "achieved host-to-device bandwidth, GB/s",
+    "pageable_copy_fraction": "copy time from or to pageable host memory over all copy time (0-1)",
+    "pageable_htod_per_step": "host-to-device copies from pageable memory per step",
+    "copy_time_share": "all memcpy time (overlapped or not) over step time",
+    # Host.
+    "syncs_per_step": "host synchronisations per step (synchronize calls, .item())",
+    "sync_share": "time the host spends in synchronisations: share of step time",
+    "copy_op_share": "copy-like operators (copy_, to, contiguous, clone) on the host: share of "
+    "step time",
+    "op_share": "any CPU operator running, on any thread: share of step time",
+    "main_thread_op_share": "operators running on the training loop's thread: share of step time",
+    "threads_with_ops": "threads that recorded operators",
+    # Distribution.
+    "uses_dp": "torch.nn.DataParallel is in use",
+    "uses_ddp": "DistributedDataParallel is in use",
+    "uses_nccl": "NCCL collectives are in use",
+    "uses_gloo": "gloo collectives are in use",
+    "world_size": "processes in the job",
+    "comm_overlap_fraction": "communication time that overlaps compute (0-1)",
+    "comm_raw_share": "all communication time, hidden or not: share of step time",
+    "ranks_count": "ranks analysed together",
+    "rank_step_spread": "(slowest - fastest) / median of the ranks' mean step times",
+    "slowest_rank": "label of the rank with the longest mean step",
+    # The job's settings, measured by the live agent (None offline).
+    "host_cpu_count": "CPU cores the job may use",
+    "torch_num_threads": "torch.get_num_threads() in the job",
+    "dataloader_num_workers": "DataLoader num_workers",
+    "dataloader_pin_memory": "DataLoader pin_memory",
+}

@@ -1,0 +1,176 @@
+"""Analyse traces into `RankAnalysis` values: one per rank, plus the job as a whole.
+
+A folder may hold several files of one worker (one per profiled span) and files of several
+ranks. Files of one rank are analysed one by one and their steps pooled; the job's metrics are
+the ranks' means, with the spread of their step times added to name stragglers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from torchtop.analysis import device, host
+from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs
+from torchtop.analysis.steps import find_steps
+from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
+from torchtop.traces.data import TraceData
+
+_WORKER_FILE = re.compile(r"^(?P<worker>.+)\.\d+\.pt\.trace\.json(?:\.gz)?$")
+
+
+def analyze_trace(trace: TraceData) -> RankAnalysis:
+    steps = find_steps(trace)
+    roles = role_sets(trace)
+    costs = step_costs(roles, steps)
+    step_list = tuple(
+        StepCost(
+            number=steps.numbers[i],
+            start_us=float(steps.start_us[i]),
+            duration_us=float(costs.total_us[i]),
+            parts_us={c: float(costs.costs[c][i]) for c in CATEGORIES},
+        )
+        for i in range(len(steps))
+    )
+    breakdown = {c: costs.share(c) for c in CATEGORIES}
+    total_us = float(costs.total_us.sum())
+    metrics: Metrics = {"has_step_markers": steps.has_markers}
+    metrics.update(device.gpu_metrics(trace, steps))
+    metrics.update(device.copy_metrics(trace, steps, total_us))
+    metrics.update(host.sync_metrics(trace, steps))
+    metrics.update(host.cpu_metrics(trace, steps))
+    metrics.update(host.parallelism_metrics(trace))
+    metrics.update(_comm_overlap(roles, steps.start_us, steps.end_us))
+    return RankAnalysis(
+        rank=trace.info.rank,
+        label=rank_label(trace),
+        infos=(trace.info,),
+        devices=tuple(trace.devices),
+        steps=step_list,
+        breakdown=breakdown,
+        metrics=_with_step_metrics(metrics, step_list, breakdown),
+        top_kernels=device.top_kernels(trace),
+        top_ops=host.top_ops(trace),
+        copies=device.copy_stats(trace),
+        notes=_notes(trace, steps.has_markers, steps.dropped_tail),
+    )
+
+
+def _comm_overlap(roles: Roles, lo: np.ndarray, hi: np.ndarray) -> Metrics:
+    """How much of the communication ran while compute (kernels, or CPU ops) was busy."""
+    comm = roles.sets["communication"]
+    if len(comm) == 0:
+        return {"comm_overlap_fraction": None}
+    compute = roles.compute_kernels if len(roles.compute_kernels) else roles.sets["cpu_exec"]
+    comm_time = float(comm.covered_within(lo, hi).sum())
+    overlap = float(comm.intersect(compute).covered_within(lo, hi).sum())
+    return {
+        "comm_overlap_fraction": overlap / comm_time if comm_time > 0 else None,
+        "comm_raw_share": comm_time / float((hi - lo).sum()) if float((hi - lo).sum()) else None,
+    }
+
+
+def _with_step_metrics(metrics: Metrics, steps: Sequence[StepCost], breakdown: dict[str, float]) -> Metrics:
+    durations = np.array([s.duration_us for s in steps]) / 1000.0
+    result: Metrics = {f"{c}_share": breakdown[c] for c in CATEGORIES}
+    result.update(
+        {
+            "steps_count": len(steps),
+            "step_mean_ms": float(durations.mean()) if len(durations) else None,
+            "step_p50_ms": float(np.percentile(durations, 50)) if len(durations) else None,
+            "step_p95_ms": float(np.percentile(durations, 95)) if len(durations) else None,
+            "step_cv": float(durations.std() / durations.mean())
+            if len(durations) > 1 and durations.mean() > 0
+            else None,
+        }
+    )
+    result.update(metrics)
+    return result
+
+
+def _notes(trace: TraceData, has_markers: bool, dropped_tail: int) -> tuple[str, ...]:
+    notes = []
+    info = trace.info
+    if not has_markers:
+        notes.append("no ProfilerStep# markers: the whole trace is treated as one step")
+    if dropped_tail:
+        notes.append(f"dropped the last {dropped_tail} step(s): their device work was not fully captured")
+    if info.truncated:
+        notes.append(f"file is truncated: read every whole event, lost the last {info.lost_bytes} bytes")
+    if info.dropped_corrupt:
+        notes.append(f"dropped {info.dropped_corrupt} corrupt event(s) (negative or day-long durations)")
+    if info.dropped_malformed:
+        notes.append(f"dropped {info.dropped_malformed} malformed event(s)")
+    if info.repaired:
+        notes.append("repaired invalid JSON (unquoted N/A or NaN, invalid UTF-8)")
+    notes.extend(info.notes)
+    return tuple(notes)
+
+
+def rank_label(trace: TraceData) -> str:
+    if trace.info.rank is not None:
+        return f"rank {trace.info.rank}"
+    name = Path(trace.info.path).name
+    match = _WORKER_FILE.match(name)
+    return match.group("worker") if match else name
+
+
+def merge_rank(parts: Sequence[RankAnalysis]) -> RankAnalysis:
+    """Pool the steps of several files of one rank; metrics are step-time-weighted means."""
+    if len(parts) == 1:
+        return parts[0]
+    steps = tuple(s for p in parts for s in p.steps)
+    total = sum(s.duration_us for s in steps) or 1.0
+    breakdown = {c: sum(s.parts_us[c] for s in steps) / total for c in CATEGORIES}
+    weights = [sum(s.duration_us for s in p.steps) for p in parts]
+    metrics = mean_metrics([p.metrics for p in parts], weights)
+    return RankAnalysis(
+        rank=parts[0].rank,
+        label=parts[0].label,
+        infos=tuple(i for p in parts for i in p.infos),
+        devices=parts[0].devices,
+        steps=steps,
+        breakdown=breakdown,
+        metrics=_with_step_metrics(metrics, steps, breakdown),
+        top_kernels=max(parts, key=lambda p: len(p.steps)).top_kernels,
+        top_ops=max(parts, key=lambda p: len(p.steps)).top_ops,
+        copies=max(parts, key=lambda p: len(p.steps)).copies,
+        notes=tuple(dict.fromkeys(n for p in parts for n in p.notes)),
+    )
+
+
+def mean_metrics(all_metrics: Sequence[Metrics], weights: Sequence[float] | None = None) -> Metrics:
+    """Numbers are (weighted) means over the inputs that measured them; flags are any-of."""
+    weights = list(weights) if weights is not None else [1.0] * len(all_metrics)
+    keys = dict.fromkeys(k for m in all_metrics for k in m)
+    merged: Metrics = {}
+    for key in keys:
+        values = [(m.get(key), w) for m, w in zip(all_metrics, weights, strict=True)]
+        present = [(v, w) for v, w in values if v is not None]
+        if not present:
+            merged[key] = None
+        elif all(isinstance(v, bool) for v, _ in present):
+            merged[key] = any(bool(v) for v, _ in present)
+        elif all(isinstance(v, int | float) for v, _ in present):
+            weight = sum(w for _, w in present) or 1.0
+            merged[key] = sum(float(v) * w for v, w in present) / weight  # type: ignore[arg-type]
+        else:
+            merged[key] = present[0][0]
+    return merged
+
+
+def rank_spread_metrics(ranks: Sequence[RankAnalysis]) -> Metrics:
+    means = [(r.metrics.get("step_mean_ms"), r) for r in ranks]
+    timed = [(float(m), r) for m, r in means if isinstance(m, int | float)]
+    if len(timed) < 2:
+        return {"ranks_count": len(ranks)}
+    values = np.array([m for m, _ in timed])
+    slowest = max(timed, key=lambda item: item[0])[1]
+    return {
+        "ranks_count": len(ranks),
+        "rank_step_spread": float((values.max() - values.min()) / np.median(values)),
+        "slowest_rank": slowest.label,
+    }

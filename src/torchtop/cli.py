@@ -1,0 +1,126 @@
+"""The verbs of CONTRACT.md; argument parsing and exit statuses only.
+
+Bad input (a missing path, an unreadable trace, an invalid rule file) exits with status 2 and
+one line on stderr naming the input; no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from torchtop import __version__
+from torchtop.errors import InputError
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchtop",
+        description="top for PyTorch training: where each step's time goes, the bottleneck, the fix.",
+    )
+    parser.add_argument("--version", action="version", version=f"torchtop {__version__}")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+
+    analyze = verbs.add_parser(
+        "analyze",
+        help="analyse Kineto traces (a file, a folder of ranks, a run folder) and name the bottleneck",
+    )
+    analyze.add_argument("paths", nargs="+", metavar="PATH", help=".json / .json.gz trace or folder")
+    analyze.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    analyze.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+    analyze.add_argument(
+        "--color", choices=("auto", "always", "never"), default="auto", help="colour in text output"
+    )
+
+    rules = verbs.add_parser("rules", help="list the rule tree, or show one rule")
+    rules.add_argument("rule_id", nargs="?", metavar="ID")
+    rules.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.verb == "analyze":
+            return _analyze(args)
+        if args.verb == "rules":
+            return _rules(args)
+    except InputError as exc:
+        print(f"torchtop: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
+    return EXIT_BAD_INPUT
+
+
+def _load_tree(folder: str | None):  # type: ignore[no-untyped-def]
+    from torchtop.diagnosis.rules import RuleError, load_rules
+
+    try:
+        return load_rules(Path(folder) if folder else None)
+    except RuleError as exc:
+        raise InputError("rules", str(exc)) from None
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from torchtop.offline import analyze_paths
+    from torchtop.progress import FileProgress, progress_enabled
+    from torchtop.report import render_markdown, render_text, report_to_json
+
+    tree = _load_tree(args.rules)
+    bars: list[FileProgress] = []
+
+    def progress(path: Path) -> FileProgress | None:
+        for bar in bars:
+            bar.close()
+        bars.clear()
+        if not progress_enabled():
+            return None
+        bars.append(FileProgress(path))
+        return bars[-1]
+
+    try:
+        report = analyze_paths(args.paths, rules=tree, progress=progress)
+    finally:
+        for bar in bars:
+            bar.close()
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report_to_json(report), indent=2) + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(render_markdown(report))
+    else:
+        sys.stdout.write(render_text(report, colour=_colour(args.color)))
+    return EXIT_OK
+
+
+def _colour(choice: str) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def _rules(args: argparse.Namespace) -> int:
+    from torchtop.diagnosis.describe import describe_rule, describe_tree
+
+    tree = _load_tree(args.rules)
+    if args.rule_id is None:
+        sys.stdout.write(describe_tree(tree))
+        return EXIT_OK
+    if args.rule_id not in tree.rules:
+        raise InputError(args.rule_id, f"no such rule (see `torchtop rules`; {len(tree.rules)} rules)")
+    sys.stdout.write(describe_rule(tree, args.rule_id))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Rule files to a rule tree; metrics to findings and a verdict."""

@@ -1,0 +1,57 @@
+"""Text for `torchtop rules`: the tree at a glance, or one rule in full."""
+
+from __future__ import annotations
+
+from torchtop.diagnosis.rules import RuleTree
+
+
+def describe_tree(tree: RuleTree) -> str:
+    lines = [f"{len(tree.rules)} rules; the roots are the bottleneck classes.", ""]
+
+    def walk(rule_id: str, depth: int) -> None:
+        rule = tree.rules[rule_id]
+        indent = "  " * depth
+        tag = f"[{rule.bottleneck_class}]" if rule.parent is None else f"({rule.severity})"
+        lines.append(f"{indent}{rule.id:<{34 - len(indent)}} {tag:<15} {rule.title}")
+        for child in sorted(tree.children.get(rule_id, ())):
+            walk(child, depth + 1)
+
+    for root in sorted(r.id for r in tree.roots):
+        walk(root, 0)
+    settings = tree.settings
+    lines += [
+        "",
+        f"Verdict: the class whose root holds with the highest score (at least {settings.min_score:.0%}"
+        f" of the step); unknown with fewer than {settings.min_steps} step(s)"
+        + (f" or unless `{settings.evidence.text}`." if settings.evidence else "."),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def describe_rule(tree: RuleTree, rule_id: str) -> str:
+    rule = tree.rules[rule_id]
+    lines = [
+        f"{rule.id}: {rule.title}",
+        f"  class     {rule.bottleneck_class}",
+        f"  chain     {' > '.join(tree.chain(rule.id))}",
+        f"  when      {rule.when.text}",
+    ]
+    if rule.score is not None:
+        lines.append(f"  score     {rule.score.text}")
+    lines.append(f"  severity  {rule.severity}")
+    lines += [f"            {level} when {test.text}" for level, test in rule.severity_when]
+    if rule.message:
+        lines.append(f"  message   {rule.message}")
+    children = tree.children.get(rule.id, ())
+    if children:
+        lines.append(f"  children  {', '.join(sorted(children))}")
+    lines += ["", "  why", *[f"    {line}" for line in rule.why.splitlines()]]
+    if rule.fixes:
+        lines += ["", "  fixes"]
+        lines += [f"    {f.knob} = {f.value}  [{f.apply}]  {f.description}" for f in rule.fixes]
+    if rule.examples:
+        lines += ["", "  examples"]
+        for example in rule.examples:
+            lines.append(f"    {'fires' if example.expect_fire else 'quiet'}: {example.metrics}")
+    lines.append(f"\n  file      {rule.path}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,61 @@
+"""The result of analysing a trace: per-step costs, named metrics and top lists, per rank."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torchtop.model.trace import DeviceInfo, TraceInfo
+
+MetricValue = float | int | bool | str | None
+Metrics = dict[str, MetricValue]
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """One step: where it starts, how long it took and how that time splits by category."""
+
+    number: int
+    start_us: float
+    duration_us: float
+    parts_us: dict[str, float]
+
+
+@dataclass(frozen=True)
+class NamedTime:
+    """A kernel or operator name with its call count and time."""
+
+    name: str
+    count: int
+    total_us: float
+    share: float
+    """Of all kernel time (kernels) or of all operator self time (operators)."""
+    tensor_cores: bool | None = None
+
+
+@dataclass(frozen=True)
+class CopyStat:
+    """Memcpy traffic of one direction and memory kind."""
+
+    kind: str
+    pageable: bool
+    count: int
+    bytes: float
+    total_us: float
+    gb_per_s: float | None
+
+
+@dataclass(frozen=True)
+class RankAnalysis:
+    """Everything measured for one rank (one or several trace files of the same worker)."""
+
+    rank: int | None
+    label: str
+    infos: tuple[TraceInfo, ...]
+    devices: tuple[DeviceInfo, ...]
+    steps: tuple[StepCost, ...]
+    breakdown: dict[str, float]
+    metrics: Metrics
+    top_kernels: tuple[NamedTime, ...] = ()
+    top_ops: tuple[NamedTime, ...] = ()
+    copies: tuple[CopyStat, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)

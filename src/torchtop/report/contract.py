@@ -1,0 +1,167 @@
+"""The JSON report of CONTRACT.md (`torchtop.report/1`), plus fields the contract allows adding."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from torchtop.model.analysis import Metrics, RankAnalysis
+from torchtop.model.findings import Finding, Verdict
+from torchtop.model.report import Report
+
+SCHEMA = "torchtop.report/1"
+BREAKDOWN_KEYS = (
+    "kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other",
+)  # fmt: skip
+
+
+def report_to_json(report: Report) -> dict[str, Any]:
+    job = report.job
+    source: dict[str, Any] = {"kind": report.source_kind, "paths": list(report.paths)}
+    if report.command is not None:
+        source["command"] = list(report.command)
+    if report.pid is not None:
+        source["pid"] = report.pid
+    document: dict[str, Any] = {
+        "schema": SCHEMA,
+        "source": source,
+        "bottleneck": report.verdict.bottleneck,
+        "confidence": report.verdict.confidence,
+        "verdict": _verdict_detail(report.verdict),
+        "steps": steps_json(job),
+        "breakdown": breakdown_json(job),
+        "gpu": _gpu_json(job),
+        "findings": [finding_json(f) for f in report.verdict.findings],
+        "metrics": _clean_metrics(job.metrics),
+        "top_kernels": [_named(k) for k in job.top_kernels],
+        "top_ops": [_named(o) for o in job.top_ops],
+        "copies": [_copy(c) for c in job.copies],
+        "traces": [_trace_info(i) for i in job.infos],
+        "notes": list(dict.fromkeys((*report.notes, *job.notes))),
+    }
+    if report.ranks:
+        document["ranks"] = [
+            {
+                "rank": r.analysis.rank,
+                "label": r.analysis.label,
+                "steps": steps_json(r.analysis),
+                "bottleneck": r.verdict.bottleneck,
+                "confidence": r.verdict.confidence,
+                "breakdown": breakdown_json(r.analysis),
+            }
+            for r in report.ranks
+        ]
+    return document
+
+
+def steps_json(analysis: RankAnalysis) -> dict[str, Any]:
+    metrics = analysis.metrics
+    mean_ms = _number(metrics.get("step_mean_ms"))
+    return {
+        "count": int(metrics.get("steps_count") or 0),  # type: ignore[call-overload]
+        "mean_ms": _round(mean_ms, 3),
+        "p50_ms": _round(_number(metrics.get("step_p50_ms")), 3),
+        "p95_ms": _round(_number(metrics.get("step_p95_ms")), 3),
+        "steps_per_s": _round(1000.0 / mean_ms, 3) if mean_ms else None,
+        "has_markers": bool(metrics.get("has_step_markers")),
+        "per_step": [
+            {
+                "step": s.number,
+                "duration_ms": round(s.duration_us / 1000.0, 3),
+                "breakdown": {k: round(v / s.duration_us, 4) if s.duration_us else 0.0 for k, v in s.parts_us.items()},
+            }
+            for s in analysis.steps
+        ],
+    }
+
+
+def breakdown_json(analysis: RankAnalysis) -> dict[str, float]:
+    return {key: round(float(analysis.breakdown.get(key, 0.0)), 4) for key in BREAKDOWN_KEYS}
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    return {
+        "rule": finding.rule,
+        "class": finding.bottleneck_class,
+        "severity": finding.severity,
+        "title": finding.title,
+        "message": finding.message,
+        "chain": list(finding.chain),
+        "evidence": _clean_metrics(finding.evidence),
+        "why": finding.why,
+        "fixes": [
+            {"knob": f.knob, "value": f.value, "apply": f.apply, "description": f.description}
+            for f in finding.fixes
+        ],
+    }
+
+
+def _verdict_detail(verdict: Verdict) -> dict[str, Any]:
+    return {
+        "reason": verdict.reason,
+        "scores": {k: round(v, 4) for k, v in verdict.scores.items()},
+    }
+
+
+def _gpu_json(analysis: RankAnalysis) -> dict[str, Any]:
+    utilization = _number(analysis.metrics.get("gpu_utilization"))
+    return {
+        "utilization": _round(utilization, 4),
+        "devices": [
+            {
+                "index": d.index,
+                "name": d.name,
+                "total_memory_bytes": d.total_memory_bytes,
+                "compute_capability": None
+                if d.compute_major is None
+                else f"{d.compute_major}.{d.compute_minor or 0}",
+            }
+            for d in analysis.devices
+        ],
+    }
+
+
+def _named(item: Any) -> dict[str, Any]:
+    data = {"name": item.name, "count": item.count, "total_us": round(item.total_us, 3), "share": round(item.share, 4)}
+    if item.tensor_cores is not None:
+        data["tensor_cores"] = item.tensor_cores
+    return data
+
+
+def _copy(item: Any) -> dict[str, Any]:
+    return {
+        "kind": item.kind,
+        "pageable": item.pageable,
+        "count": item.count,
+        "bytes": item.bytes,
+        "total_us": round(item.total_us, 3),
+        "gb_per_s": _round(item.gb_per_s, 3),
+    }
+
+
+def _trace_info(info: Any) -> dict[str, Any]:
+    return {
+        "path": info.path,
+        "rank": info.rank,
+        "events": info.events_total,
+        "truncated": info.truncated,
+        "lost_bytes": info.lost_bytes,
+        "dropped_corrupt": info.dropped_corrupt,
+        "dropped_malformed": info.dropped_malformed,
+    }
+
+
+def _clean_metrics(metrics: Metrics) -> dict[str, Any]:
+    return {k: (_round(v, 6) if isinstance(v, float) else v) for k, v in metrics.items()}
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    if value is None or math.isnan(value) or math.isinf(value):
+        return None
+    return round(value, digits)

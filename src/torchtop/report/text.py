@@ -1,0 +1,156 @@
+"""The terminal report: verdict first, then the step breakdown as a bar, then findings and fixes.
+
+Readable without colour: each category in the bar has its own letter; colour (when the output
+is a terminal and NO_COLOR is unset) only adds emphasis, and severity is also spelt out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from torchtop.model.analysis import RankAnalysis
+from torchtop.model.findings import Finding
+from torchtop.model.report import Report
+
+BAR_WIDTH = 60
+_GLYPHS = {
+    "kernel": ("K", "32"),
+    "memcpy": ("M", "33"),
+    "memset": ("S", "33"),
+    "communication": ("N", "35"),
+    "runtime": ("R", "34"),
+    "dataloader": ("D", "31"),
+    "cpu_exec": ("C", "36"),
+    "other": (".", "90"),
+}
+_SEVERITY_COLOUR = {"high": "1;31", "medium": "33", "low": "2"}
+
+
+class _Style:
+    def __init__(self, colour: bool) -> None:
+        self.colour = colour
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.colour else text
+
+
+def render_text(report: Report, colour: bool = False) -> str:
+    style = _Style(colour)
+    lines = [_headline(report), ""]
+    lines += _verdict(report, style)
+    lines += _steps(report.job, style)
+    lines += _findings(report.verdict.findings, style)
+    if report.ranks:
+        lines += _ranks(report)
+    lines += _tops(report.job)
+    notes = list(dict.fromkeys((*report.notes, *report.job.notes)))
+    if notes:
+        lines += ["", style("NOTES", "1")] + [f"  - {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def _headline(report: Report) -> str:
+    job = report.job
+    parts = [f"torchtop · {len(report.paths)} trace file{'s' if len(report.paths) != 1 else ''}"]
+    parts.append(job.label)
+    numbers = [s.number for s in job.steps]
+    if numbers and job.metrics.get("has_step_markers"):
+        span = f"#{numbers[0]}" if len(numbers) == 1 else f"#{numbers[0]}-#{numbers[-1]}"
+        parts.append(f"{len(numbers)} steps ({span})")
+    else:
+        parts.append("no step markers: one step")
+    if job.devices:
+        parts.append(job.devices[0].name)
+    return " · ".join(parts)
+
+
+def _verdict(report: Report, style: _Style) -> list[str]:
+    verdict = report.verdict
+    colour = "1;32" if verdict.bottleneck != "unknown" else "1;33"
+    head = f"VERDICT  {style(verdict.bottleneck.upper(), colour)}"
+    if verdict.bottleneck != "unknown":
+        head += f"  · confidence {verdict.confidence:.2f}"
+    return [head, f"  {verdict.reason}", ""]
+
+
+def _steps(job: RankAnalysis, style: _Style) -> list[str]:
+    m = job.metrics
+    mean = _num(m.get("step_mean_ms"))
+    if mean is None:
+        return [style("STEP", "1") + "  no complete step", ""]
+    head = f"{style('STEP', '1')}  {mean:.1f} ms mean"
+    head += f" · p50 {_num(m.get('step_p50_ms')) or 0:.1f} · p95 {_num(m.get('step_p95_ms')) or 0:.1f}"
+    head += f" · {1000.0 / mean:.2f} steps/s" if mean > 0 else ""
+    util = _num(m.get("gpu_utilization"))
+    head += f" · GPU busy {util:.1%}" if util is not None else " · no GPU in trace"
+    return [head, "  " + _bar(job.breakdown, style), "  " + _legend(job.breakdown, style), ""]
+
+
+def _bar(breakdown: dict[str, float], style: _Style) -> str:
+    exact = {c: max(breakdown.get(c, 0.0), 0.0) * BAR_WIDTH for c in _GLYPHS}
+    counts = {c: int(v) for c, v in exact.items()}
+    # Largest remainders get the cells lost to rounding, so the bar is always full width.
+    missing = max(BAR_WIDTH - sum(counts.values()), 0)
+    for category in sorted(exact, key=lambda c: exact[c] - counts[c], reverse=True)[:missing]:
+        counts[category] += 1
+    cells = "".join(
+        style((glyph if not style.colour else "█") * counts[c], colour)
+        for c, (glyph, colour) in _GLYPHS.items()
+        if counts[c]
+    )
+    return f"[{cells}]"
+
+
+def _legend(breakdown: dict[str, float], style: _Style) -> str:
+    ranked = sorted(breakdown.items(), key=lambda item: item[1], reverse=True)
+    return "  ".join(
+        f"{style(_GLYPHS[c][0], _GLYPHS[c][1])} {c} {share:.1%}" for c, share in ranked if share >= 0.0005
+    )
+
+
+def _findings(findings: Iterable[Finding], style: _Style) -> list[str]:
+    items = list(findings)
+    if not items:
+        return [style("FINDINGS", "1") + "  none", ""]
+    lines = [style("FINDINGS", "1")]
+    for finding in items:
+        severity = style(f"{finding.severity:<6}", _SEVERITY_COLOUR[finding.severity])
+        lines.append(f"  {severity} {' › '.join(finding.chain)}")
+        lines.append(f"         {finding.message}")
+        for fix in finding.fixes:
+            lines.append(f"         → {fix.knob} = {fix.value}  [{fix.apply}]  {fix.description}")
+    lines.append("")
+    return lines
+
+
+def _ranks(report: Report) -> list[str]:
+    lines = ["RANKS"]
+    slowest = report.job.metrics.get("slowest_rank")
+    for item in report.ranks:
+        a, v = item.analysis, item.verdict
+        mean = _num(a.metrics.get("step_mean_ms"))
+        mark = "  ← slowest" if a.label == slowest else ""
+        lines.append(
+            f"  {a.label:<12} {mean or 0:9.1f} ms  {v.bottleneck:<13} ({v.confidence:.2f})"
+            f"  comm {a.breakdown.get('communication', 0.0):.0%}{mark}"
+        )
+    return [*lines, ""]
+
+
+def _tops(job: RankAnalysis) -> list[str]:
+    lines: list[str] = []
+    if job.top_kernels:
+        lines.append("TOP KERNELS (share of kernel time)")
+        lines += [f"  {k.share:6.1%}  {k.count:6d}x  {_short(k.name)}" for k in job.top_kernels[:5]]
+    if job.top_ops:
+        lines.append("TOP OPERATORS (share of operator self time)")
+        lines += [f"  {o.share:6.1%}  {o.count:6d}x  {_short(o.name)}" for o in job.top_ops[:5]]
+    return lines
+
+
+def _short(name: str, width: int = 90) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def _num(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
