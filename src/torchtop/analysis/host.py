@@ -111,23 +111,27 @@ def top_ops(trace: TraceData) -> tuple[NamedTime, ...]:
 
 
 def _self_times(ops: Spans) -> Floats:
-    order = np.lexsort((-ops.end_us, ops.start_us, ops.thread))
-    start = ops.start_us[order].tolist()
-    end = ops.end_us[order].tolist()
-    thread = ops.thread[order].tolist()
-    child_time = [0.0] * len(start)
-    stack: list[int] = []
-    current_thread = None
-    for i in range(len(start)):
-        if thread[i] != current_thread:
-            stack.clear()
-            current_thread = thread[i]
-        while stack and end[stack[-1]] <= start[i]:
-            stack.pop()
-        if stack:
-            child_time[stack[-1]] += end[i] - start[i]
-        stack.append(i)
-    self_sorted = np.array(end) - np.array(start) - np.array(child_time)
+    """Each operator's time minus its direct children's, for properly nested ops per thread.
+
+    Vectorised: threads are laid end to end on one time axis, each op's nesting depth is the
+    number of ops that started before it minus those that ended by its start, and its parent is
+    the last earlier op one level up.
+    """
+    span = float(ops.end_us.max() - ops.start_us.min()) + 1.0
+    offset = ops.thread.astype(np.float64) * span - float(ops.start_us.min())
+    start, end = ops.start_us + offset, ops.end_us + offset
+    order = np.lexsort((-end, start))
+    start, end = start[order], end[order]
+    position = np.arange(len(start))
+    depth = position - np.searchsorted(np.sort(end), start, side="right")
+    parent = np.full(len(start), -1, dtype=np.int64)
+    for level in range(int(depth.max()) if len(depth) else 0):
+        last_at_level = np.maximum.accumulate(np.where(depth == level, position, -1))
+        below = depth == level + 1
+        parent[below] = last_at_level[below]
+    duration = end - start
+    has_parent = parent >= 0
+    child_time = np.bincount(parent[has_parent], weights=duration[has_parent], minlength=len(start))
     result = np.empty(len(start))
-    result[order] = np.maximum(self_sorted, 0.0)
+    result[order] = np.maximum(duration - child_time, 0.0)
     return result

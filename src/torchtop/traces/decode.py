@@ -71,7 +71,10 @@ class EventStream:
         self.stats = DecodeStats()
 
     def __iter__(self) -> Iterator[list[Event]]:
-        buf, bare_array = self._read_head()
+        head, bare_array = self._read_head()
+        # buf[0] is always the byte before the next event; it is set to '[' and the cut comma
+        # to ']' so each piece decodes in place, through a memoryview, without being copied.
+        buf = bytearray(b"[") + head
         while not self._eof:
             buf += self._read_block()
             cut = _last_boundary(buf, len(buf))
@@ -80,8 +83,9 @@ class EventStream:
             events, cut = self._decode_before(buf, cut)
             if events:
                 yield events
-            buf = buf[cut + 1 :]
-        yield from self._decode_tail(buf, bare_array)
+            del buf[:cut]
+            buf[0] = 0x5B  # '['
+        yield from self._decode_tail(bytes(buf[1:]), bare_array)
 
     def _read_block(self) -> bytes:
         try:
@@ -122,18 +126,29 @@ class EventStream:
         except (msgspec.DecodeError, UnicodeDecodeError):
             self.stats.notes.append("could not read the keys before traceEvents")
 
-    def _decode_before(self, buf: bytes, cut: int) -> tuple[list[Event], int]:
-        """Decode the events in buf[:cut] (cut is a separating comma), moving the cut back if needed."""
+    def _decode_before(self, buf: bytearray, cut: int) -> tuple[list[Event], int]:
+        """Decode the events in buf[1:cut] (buf[cut] is a separating comma), moving the cut back
+        to an earlier boundary if it fell inside a string."""
         for _ in range(_MAX_CUT_RETRIES):
-            events = self._decode_piece(buf[:cut])
+            events = self._decode_in_place(buf, cut)
             if events is not None:
-                self.stats.bytes_decoded += cut + 1
+                self.stats.bytes_decoded += cut
                 return events, cut
             earlier = _last_boundary(buf, cut)
             if earlier is None:
                 break
             cut = earlier
         raise TraceFormatError(f"malformed JSON in the event array near byte {self.stats.bytes_decoded}")
+
+    def _decode_in_place(self, buf: bytearray, cut: int) -> list[Event] | None:
+        buf[0], buf[cut] = 0x5B, 0x5D  # '[' ... ']'
+        try:
+            with memoryview(buf) as view:
+                return EVENT_LIST_DECODER.decode(view[: cut + 1])
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+            return self._decode_piece(bytes(buf[1:cut]))
+        finally:
+            buf[cut] = 0x2C  # ','
 
     def _decode_piece(self, piece: bytes) -> list[Event] | None:
         doc = b"[" + piece + b"]"
@@ -197,12 +212,13 @@ class EventStream:
             self.stats.lost_bytes = len(buf) - len(body)
             yield whole
             return
-        cut = _last_boundary(buf, len(buf))
+        padded = bytearray(b"[") + buf
+        cut = _last_boundary(padded, len(padded))
         if cut is None:
             self.stats.lost_bytes = len(buf)
             return
-        events, cut = self._decode_before(buf, cut)
-        self.stats.lost_bytes = len(buf) - cut
+        events, cut = self._decode_before(padded, cut)
+        self.stats.lost_bytes = len(padded) - cut
         yield events
 
     def _merge_header(self, tail: TraceHeader) -> None:
@@ -212,7 +228,7 @@ class EventStream:
                 setattr(self.header, name, value)
 
 
-def _last_boundary(buf: bytes, end: int) -> int | None:
+def _last_boundary(buf: bytes | bytearray, end: int) -> int | None:
     """Index of the last comma before `end` that separates two events: `}` ws `,` ws `{`."""
     pos = end
     while True:
@@ -226,7 +242,7 @@ def _last_boundary(buf: bytes, end: int) -> int | None:
                 return comma
 
 
-def _skip_ws_back(buf: bytes, index: int) -> int:
+def _skip_ws_back(buf: bytes | bytearray, index: int) -> int:
     while index >= 0 and buf[index] in _WHITESPACE:
         index -= 1
     return index

@@ -2,6 +2,8 @@
 
 Decoding into Structs that name a handful of fields is several times faster than `json.loads`
 and skips everything else in the file (call stacks, input shapes) without building it.
+Structs are created with `gc=False`: they hold no reference cycles, and keeping millions of
+them out of the cyclic garbage collector's sight saves its repeated full scans.
 Scalar fields are typed as loose unions because real files put strings, floats and
 integers beyond int64 in places where the schema promises an int.
 """
@@ -13,7 +15,7 @@ import msgspec
 Scalar = int | float | str | None
 
 
-class EventArgs(msgspec.Struct, omit_defaults=True):
+class EventArgs(msgspec.Struct, gc=False):
     """The `args` fields that any analysis reads; every one is optional."""
 
     external_id_upper: Scalar = msgspec.field(name="External id", default=None)
@@ -32,7 +34,7 @@ class EventArgs(msgspec.Struct, omit_defaults=True):
     process_group_backend: Scalar = msgspec.field(name="Process Group Backend", default=None)
 
 
-class Event(msgspec.Struct):
+class Event(msgspec.Struct, gc=False):
     """One entry of `traceEvents`."""
 
     ph: Scalar = None
@@ -77,6 +79,8 @@ class TraceTail(TraceHeader):
 
     traceEvents: list[Event] = msgspec.field(default_factory=list)  # noqa: N815
 
+
+NO_ARGS = EventArgs()
 
 EVENT_LIST_DECODER = msgspec.json.Decoder(list[Event])
 HEADER_DECODER = msgspec.json.Decoder(TraceHeader)
