@@ -4,7 +4,9 @@ Each moment of a step goes to exactly one category, the first in priority order 
 then: Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec, and Other for
 moments when none is. So the parts add up to the step. Categories are unions of intervals:
 - kernel: GPU kernels that are not collectives;
-- memcpy, memset: device copies and fills;
+- memcpy, memset: device copies and fills; on a CPU-only trace, where there are no device
+  copies, the copy-like operators (`copy_`, `to`, `contiguous`, `clone`) outside DataLoader and
+  collective spans, so a CPU job's conversions show as copies rather than as math;
 - communication: collective kernels (NCCL/RCCL), the host's `nccl:`/`gloo:` ranges, and on a
   CPU-only trace the c10d collectives themselves;
 - runtime: CUDA/HIP runtime and driver calls;
@@ -21,6 +23,7 @@ import numpy as np
 from torchtop.analysis.intervals import Floats, IntervalSet
 from torchtop.analysis.steps import StepWindows
 from torchtop.analysis.vocabulary import (
+    COPY_OP_NAMES,
     is_collective_annotation,
     is_comm_kernel,
     is_cpu_collective,
@@ -70,9 +73,13 @@ def role_sets(trace: TraceData) -> Roles:
         ),
     )
     dataloader = _set(ops, op_dl).union(_set(annotations, ann_dl))
+    copies = _set(trace.copies.spans)
+    if cpu_only:
+        copies = _set(ops, mask_names(ops.name, names, COPY_OP_NAMES.__contains__))
+        copies = copies.subtract(dataloader).subtract(comm)
     sets = {
         "kernel": compute,
-        "memcpy": _set(trace.copies.spans),
+        "memcpy": copies,
         "memset": _set(trace.memsets),
         "communication": comm,
         "runtime": _set(trace.runtime),

@@ -14,7 +14,7 @@ _SHARE = "share of step time (0-1), counted as torch-tb-profiler counts it"
 METRICS: dict[str, str] = {
     # The step-time breakdown.
     "kernel_share": f"GPU kernels (not collectives): {_SHARE}",
-    "memcpy_share": f"device memcpy: {_SHARE}",
+    "memcpy_share": f"device memcpy (on a CPU-only trace: copy-like operators): {_SHARE}",
     "memset_share": f"device memset: {_SHARE}",
     "communication_share": f"collectives not hidden behind kernels or copies: {_SHARE}",
     "runtime_share": f"CUDA/HIP runtime calls while the device is idle: {_SHARE}",
