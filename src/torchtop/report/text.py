@@ -56,7 +56,7 @@ def _headline(report: Report) -> str:
     numbers = [s.number for s in job.steps]
     if numbers and job.metrics.get("has_step_markers"):
         span = f"#{numbers[0]}" if len(numbers) == 1 else f"#{numbers[0]}-#{numbers[-1]}"
-        parts.append(f"{len(numbers)} steps ({span})")
+        parts.append(f"{len(numbers)} step{'s' if len(numbers) != 1 else ''} ({span})")
     else:
         parts.append("no step markers: one step")
     if job.devices:
