@@ -23,7 +23,7 @@ EXIT_BAD_INPUT = 2
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="torchtop",
-        description="top for PyTorch training: where each step's time goes, the bottleneck, the fix.",
+        description="top for PyTorch training: where step time goes, the bottleneck, the fix.",
     )
     parser.add_argument("--version", action="version", version=f"torchtop {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
@@ -31,9 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     analyze = verbs.add_parser(
         "analyze",
-        help="analyse Kineto traces (a file, a folder of ranks, a run folder) and name the bottleneck",
+        help="analyse Kineto traces (a file or a folder of ranks) and name the bottleneck",
     )
-    analyze.add_argument("paths", nargs="+", metavar="PATH", help=".json / .json.gz trace or folder")
+    analyze.add_argument(
+        "paths", nargs="+", metavar="PATH", help=".json / .json.gz trace or folder"
+    )
     analyze.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     analyze.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
     analyze.add_argument(
@@ -117,7 +119,9 @@ def _rules(args: argparse.Namespace) -> int:
         sys.stdout.write(describe_tree(tree))
         return EXIT_OK
     if args.rule_id not in tree.rules:
-        raise InputError(args.rule_id, f"no such rule (see `torchtop rules`; {len(tree.rules)} rules)")
+        raise InputError(
+            args.rule_id, f"no such rule (see `torchtop rules`; {len(tree.rules)} rules)"
+        )
     sys.stdout.write(describe_rule(tree, args.rule_id))
     return EXIT_OK
 

@@ -36,7 +36,9 @@ def analyze_paths(
     ranks = [merge_rank(parts) for parts in by_rank.values()]
     ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.label))
     job = ranks[0] if len(ranks) == 1 else job_analysis(ranks)
-    rank_reports = tuple(RankReport(r, diagnose(tree, r.metrics)) for r in ranks) if len(ranks) > 1 else ()
+    rank_reports = (
+        tuple(RankReport(r, diagnose(tree, r.metrics)) for r in ranks) if len(ranks) > 1 else ()
+    )
     return Report(
         source_kind="trace",
         paths=tuple(str(p) for p in files),
@@ -54,7 +56,7 @@ def job_analysis(ranks: list[RankAnalysis]) -> RankAnalysis:
     metrics.update({f"{c}_share": v for c, v in breakdown.items()})
     metrics["steps_count"] = min(len(r.steps) for r in ranks)
     metrics.update(rank_spread_metrics(ranks))
-    slowest = max(ranks, key=lambda r: float(r.metrics.get("step_mean_ms") or 0.0))  # type: ignore[arg-type]
+    slowest = max(ranks, key=lambda r: float(r.metrics.get("step_mean_ms") or 0.0))
     return RankAnalysis(
         rank=None,
         label=f"{len(ranks)} ranks",

@@ -17,7 +17,9 @@ WIDTH = 30
 
 
 class FileProgress:
-    def __init__(self, path: Path, stream: TextIO | None = None, clock: object = time.monotonic) -> None:
+    def __init__(
+        self, path: Path, stream: TextIO | None = None, clock: object = time.monotonic
+    ) -> None:
         self.label = path.name if len(path.name) <= 40 else "…" + path.name[-39:]
         self.stream = stream or sys.stderr
         self.clock = clock

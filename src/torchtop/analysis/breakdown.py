@@ -66,7 +66,11 @@ def role_sets(trace: TraceData) -> Roles:
     compute = _set(trace.kernels, ~comm_kernel)
     comm = IntervalSet.of(
         np.concatenate(
-            [trace.kernels.start_us[comm_kernel], ops.start_us[op_comm], annotations.start_us[ann_comm]]
+            [
+                trace.kernels.start_us[comm_kernel],
+                ops.start_us[op_comm],
+                annotations.start_us[ann_comm],
+            ]
         ),
         np.concatenate(
             [trace.kernels.end_us[comm_kernel], ops.end_us[op_comm], annotations.end_us[ann_comm]]

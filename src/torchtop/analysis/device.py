@@ -31,7 +31,7 @@ def gpu_metrics(trace: TraceData, steps: StepWindows) -> Metrics:
         "has_gpu": True,
         "gpu_utilization": utilization,
         "gpu_idle_share": None if utilization is None else max(0.0, 1.0 - utilization),
-        "gpu_count": int(len(np.unique(kernels.device[kernels.device != NO_ID]))) or 1,
+        "gpu_count": len(np.unique(kernels.device[kernels.device != NO_ID])) or 1,
         "kernels_per_step": float(in_steps.sum()) / max(len(steps), 1),
         "kernel_median_us": float(np.median(durations)),
         "tiny_kernel_fraction": float((durations < TINY_KERNEL_US).mean()),
@@ -121,7 +121,7 @@ def _memory(trace: TraceData) -> Metrics:
             peak = float(np.cumsum(memory.bytes[mine][order]).max())
         capacity = next((d.total_memory_bytes for d in trace.devices if d.index == device), None)
         share = peak / capacity if capacity else None
-        if share is not None and share >= float(best.get("memory_peak_share") or 0.0):  # type: ignore[arg-type]
+        if share is not None and share >= float(best.get("memory_peak_share") or 0.0):
             best = {"memory_peak_bytes": peak, "memory_peak_share": share}
         elif not best:
             best = {"memory_peak_bytes": peak}
@@ -187,5 +187,7 @@ def copy_metrics(trace: TraceData, steps: StepWindows, step_total_us: float) -> 
         "pageable_copy_fraction": float(copies.spans.dur_us[pageable].sum())
         / max(float(copies.spans.dur_us.sum()), 1e-9),
         "pageable_htod_per_step": float((htod & pageable).sum()) / steps_n,
-        "copy_time_share": float(copies.spans.dur_us.sum()) / step_total_us if step_total_us else None,
+        "copy_time_share": float(copies.spans.dur_us.sum()) / step_total_us
+        if step_total_us
+        else None,
     }

@@ -20,7 +20,9 @@ TOP_N = 10
 
 def sync_metrics(trace: TraceData, steps: StepWindows) -> Metrics:
     """Host waits on the device: explicit synchronize calls and `.item()`-style scalar reads."""
-    runtime_sync = np.isin(trace.runtime.name, codes_where(trace.names, SYNC_RUNTIME_NAMES.__contains__))
+    runtime_sync = np.isin(
+        trace.runtime.name, codes_where(trace.names, SYNC_RUNTIME_NAMES.__contains__)
+    )
     op_sync = np.isin(trace.ops.name, codes_where(trace.names, SYNC_OP_NAMES.__contains__))
     if not (len(trace.runtime) or len(trace.kernels)):
         return {}
@@ -67,7 +69,7 @@ def cpu_metrics(trace: TraceData, steps: StepWindows) -> Metrics:
         "copy_op_share": float(copy_busy.covered_within(lo, hi).sum()) / total,
         "op_share": float(any_busy.covered_within(lo, hi).sum()) / total,
         "main_thread_op_share": float(main_busy.covered_within(lo, hi).sum()) / total,
-        "threads_with_ops": int(len(np.unique(ops.thread))),
+        "threads_with_ops": len(np.unique(ops.thread)),
     }
 
 

@@ -80,7 +80,9 @@ def _step_number(name: str) -> int:
         return -1
 
 
-def _device_work(trace: TraceData, step_start: Floats, step_end: Floats) -> tuple[Floats, Floats, Ints]:
+def _device_work(
+    trace: TraceData, step_start: Floats, step_end: Floats
+) -> tuple[Floats, Floats, Ints]:
     """Every kernel, memcpy and memset, with the index of the step that launched it (or -1)."""
     parts = [trace.kernels, trace.copies.spans, trace.memsets]
     start = np.concatenate([p.start_us for p in parts])
@@ -113,7 +115,11 @@ def _align(
     new_end = np.empty_like(end)
     for i in range(len(start)):
         s = max(previous_end, float(start[i]))
-        e = float(end[i]) if not np.isfinite(step_min[i]) else max(float(end[i]), float(step_max[i]))
+        e = (
+            float(end[i])
+            if not np.isfinite(step_min[i])
+            else max(float(end[i]), float(step_max[i]))
+        )
         e = max(e, s)
         new_start[i], new_end[i] = s, e
         previous_end = e

@@ -73,7 +73,9 @@ def _comm_overlap(roles: Roles, lo: np.ndarray, hi: np.ndarray) -> Metrics:
     }
 
 
-def _with_step_metrics(metrics: Metrics, steps: Sequence[StepCost], breakdown: dict[str, float]) -> Metrics:
+def _with_step_metrics(
+    metrics: Metrics, steps: Sequence[StepCost], breakdown: dict[str, float]
+) -> Metrics:
     durations = np.array([s.duration_us for s in steps]) / 1000.0
     result: Metrics = {f"{c}_share": breakdown[c] for c in CATEGORIES}
     result.update(
@@ -97,11 +99,17 @@ def _notes(trace: TraceData, has_markers: bool, dropped_tail: int) -> tuple[str,
     if not has_markers:
         notes.append("no ProfilerStep# markers: the whole trace is treated as one step")
     if dropped_tail:
-        notes.append(f"dropped the last {dropped_tail} step(s): their device work was not fully captured")
+        notes.append(
+            f"dropped the last {dropped_tail} step(s): their device work was not fully captured"
+        )
     if info.truncated:
-        notes.append(f"file is truncated: read every whole event, lost the last {info.lost_bytes} bytes")
+        notes.append(
+            f"file is truncated: read every whole event, lost the last {info.lost_bytes} bytes"
+        )
     if info.dropped_corrupt:
-        notes.append(f"dropped {info.dropped_corrupt} corrupt event(s) (negative or day-long durations)")
+        notes.append(
+            f"dropped {info.dropped_corrupt} corrupt event(s) (negative or day-long durations)"
+        )
     if info.dropped_malformed:
         notes.append(f"dropped {info.dropped_malformed} malformed event(s)")
     if info.repaired:
@@ -156,7 +164,7 @@ def mean_metrics(all_metrics: Sequence[Metrics], weights: Sequence[float] | None
             merged[key] = any(bool(v) for v, _ in present)
         elif all(isinstance(v, int | float) for v, _ in present):
             weight = sum(w for _, w in present) or 1.0
-            merged[key] = sum(float(v) * w for v, w in present) / weight  # type: ignore[arg-type]
+            merged[key] = sum(float(v) * w for v, w in present) / weight
         else:
             merged[key] = present[0][0]
     return merged

@@ -72,7 +72,8 @@ TENSOR_CORE_ELIGIBLE_OPS = frozenset(
         "aten::cudnn_convolution_transpose_backward_input", "AddmmBackward",
         "aten::cudnn_convolution_backward_input", "AddbmmBackward",
         "aten::cudnn_convolution_backward", "aten::convolution_backward", "aten::_scaled_mm",
-        "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+        "aten::_scaled_dot_product_flash_attention",
+        "aten::_scaled_dot_product_efficient_attention",
     }
 )  # fmt: skip
 

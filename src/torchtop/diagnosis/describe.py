@@ -21,7 +21,8 @@ def describe_tree(tree: RuleTree) -> str:
     settings = tree.settings
     lines += [
         "",
-        f"Verdict: the class whose root holds with the highest score (at least {settings.min_score:.0%}"
+        "Verdict: the class whose root holds with the highest score"
+        f" (at least {settings.min_score:.0%}"
         f" of the step); unknown with fewer than {settings.min_steps} step(s)"
         + (f" or unless `{settings.evidence.text}`." if settings.evidence else "."),
     ]

@@ -62,7 +62,9 @@ def _class_scores(tree: RuleTree, fired: list[str], metrics: Metrics) -> dict[st
     scores: dict[str, float] = {}
     for root in tree.roots:
         value = root.score.evaluate(metrics) if root.score and root.id in fired else None
-        number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+        number = (
+            float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+        )
         scores[root.bottleneck_class] = max(scores.get(root.bottleneck_class, 0.0), number)
     return scores
 

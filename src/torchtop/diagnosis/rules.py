@@ -172,7 +172,9 @@ def _parse_rule(path: Path, data: dict[str, Any]) -> Rule:
 def _parse_fix(path: Path, data: dict[str, Any]) -> Fix:
     apply = str(data.get("apply", ""))
     if apply not in APPLY_ROUTES or "knob" not in data:
-        raise RuleError(f"{path}: each fix needs a knob and apply = one of {', '.join(APPLY_ROUTES)}")
+        raise RuleError(
+            f"{path}: each fix needs a knob and apply = one of {', '.join(APPLY_ROUTES)}"
+        )
     return Fix(
         knob=str(data["knob"]),
         value=data.get("value"),

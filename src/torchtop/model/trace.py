@@ -1,4 +1,4 @@
-"""What a trace file says about itself: where it came from, its devices, what was lost reading it."""
+"""What a trace file says about itself: its origin, its devices, what was lost reading it."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def steps_json(analysis: RankAnalysis) -> dict[str, Any]:
     metrics = analysis.metrics
     mean_ms = _number(metrics.get("step_mean_ms"))
     return {
-        "count": int(metrics.get("steps_count") or 0),  # type: ignore[call-overload]
+        "count": int(metrics.get("steps_count") or 0),
         "mean_ms": _round(mean_ms, 3),
         "p50_ms": _round(_number(metrics.get("step_p50_ms")), 3),
         "p95_ms": _round(_number(metrics.get("step_p95_ms")), 3),
@@ -68,7 +68,10 @@ def steps_json(analysis: RankAnalysis) -> dict[str, Any]:
             {
                 "step": s.number,
                 "duration_ms": round(s.duration_us / 1000.0, 3),
-                "breakdown": {k: round(v / s.duration_us, 4) if s.duration_us else 0.0 for k, v in s.parts_us.items()},
+                "breakdown": {
+                    k: round(v / s.duration_us, 4) if s.duration_us else 0.0
+                    for k, v in s.parts_us.items()
+                },
             }
             for s in analysis.steps
         ],
@@ -122,7 +125,12 @@ def _gpu_json(analysis: RankAnalysis) -> dict[str, Any]:
 
 
 def _named(item: Any) -> dict[str, Any]:
-    data = {"name": item.name, "count": item.count, "total_us": round(item.total_us, 3), "share": round(item.share, 4)}
+    data = {
+        "name": item.name,
+        "count": item.count,
+        "total_us": round(item.total_us, 3),
+        "share": round(item.share, 4),
+    }
     if item.tensor_cores is not None:
         data["tensor_cores"] = item.tensor_cores
     return data

@@ -23,10 +23,17 @@ def render_markdown(report: Report) -> str:
         lines += ["## Findings", ""]
         for f in verdict.findings:
             lines.append(f"- **{f.severity}** `{' > '.join(f.chain)}`: {f.message}")
-            lines += [f"  - fix `{x.knob} = {x.value}` ({x.apply}): {x.description}" for x in f.fixes]
+            lines += [
+                f"  - fix `{x.knob} = {x.value}` ({x.apply}): {x.description}" for x in f.fixes
+            ]
         lines.append("")
     if report.ranks:
-        lines += ["## Ranks", "", "| rank | mean step (ms) | bottleneck | communication |", "|---|---:|---|---:|"]
+        lines += [
+            "## Ranks",
+            "",
+            "| rank | mean step (ms) | bottleneck | communication |",
+            "|---|---:|---|---:|",
+        ]
         for r in report.ranks:
             step = r.analysis.metrics.get("step_mean_ms")
             step_text = f"{step:.1f}" if isinstance(step, int | float) else "n/a"

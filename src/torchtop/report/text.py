@@ -79,7 +79,9 @@ def _steps(job: RankAnalysis, style: _Style) -> list[str]:
     if mean is None:
         return [style("STEP", "1") + "  no complete step", ""]
     head = f"{style('STEP', '1')}  {mean:.1f} ms mean"
-    head += f" · p50 {_num(m.get('step_p50_ms')) or 0:.1f} · p95 {_num(m.get('step_p95_ms')) or 0:.1f}"
+    head += (
+        f" · p50 {_num(m.get('step_p50_ms')) or 0:.1f} · p95 {_num(m.get('step_p95_ms')) or 0:.1f}"
+    )
     head += f" · {1000.0 / mean:.2f} steps/s" if mean > 0 else ""
     util = _num(m.get("gpu_utilization"))
     head += f" · GPU busy {util:.1%}" if util is not None else " · no GPU in trace"
@@ -104,7 +106,9 @@ def _bar(breakdown: dict[str, float], style: _Style) -> str:
 def _legend(breakdown: dict[str, float], style: _Style) -> str:
     ranked = sorted(breakdown.items(), key=lambda item: item[1], reverse=True)
     return "  ".join(
-        f"{style(_GLYPHS[c][0], _GLYPHS[c][1])} {c} {share:.1%}" for c, share in ranked if share >= 0.0005
+        f"{style(_GLYPHS[c][0], _GLYPHS[c][1])} {c} {share:.1%}"
+        for c, share in ranked
+        if share >= 0.0005
     )
 
 

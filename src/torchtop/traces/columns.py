@@ -2,8 +2,8 @@
 
 A batch is grouped by (category, phase) with an argsort over interned codes, and every group
 becomes numpy columns through C-level `map(attrgetter(...))`: no Python statement runs per
-event on the hot path. The event categories of three generations of Kineto map onto one set of kinds here, so
-analysis never sees schema differences.
+event on the hot path. The event categories of three generations of Kineto map onto one set
+of kinds here, so analysis never sees schema differences.
 """
 
 from __future__ import annotations
@@ -56,9 +56,13 @@ _KIND_BY_CATEGORY.update({k.capitalize(): v for k, v in list(_KIND_BY_CATEGORY.i
 
 
 def _kind_of(category: object) -> int:
-    kind = _KIND_BY_CATEGORY.get(category)  # type: ignore[call-overload]
+    kind: int | None = _KIND_BY_CATEGORY.get(category)  # type: ignore[call-overload]
     if kind is None:
-        kind = _KIND_BY_CATEGORY.get(category.lower(), IGNORED) if isinstance(category, str) else IGNORED
+        kind = (
+            _KIND_BY_CATEGORY.get(category.lower(), IGNORED)
+            if isinstance(category, str)
+            else IGNORED
+        )
         if isinstance(category, str):
             _KIND_BY_CATEGORY[category] = kind
     return kind
@@ -228,7 +232,9 @@ class ColumnBuilder:
         if kind in (KERNEL, COPY, MEMSET):
             devices = list(map(_DEVICE, args))
             if None in devices:
-                devices = [_device(e) if d is None else d for e, d in zip(events, devices, strict=True)]
+                devices = [
+                    _device(e) if d is None else d for e, d in zip(events, devices, strict=True)
+                ]
             columns["device"] = ids(devices)
         if kind in (OP, ANNOTATION):
             self._split_steps(columns, kind)

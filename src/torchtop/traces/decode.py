@@ -138,7 +138,9 @@ class EventStream:
             if earlier is None:
                 break
             cut = earlier
-        raise TraceFormatError(f"malformed JSON in the event array near byte {self.stats.bytes_decoded}")
+        raise TraceFormatError(
+            f"malformed JSON in the event array near byte {self.stats.bytes_decoded}"
+        )
 
     def _decode_in_place(self, buf: bytearray, cut: int) -> list[Event] | None:
         buf[0], buf[cut] = 0x5B, 0x5D  # '[' ... ']'
@@ -161,6 +163,7 @@ class EventStream:
         repaired = _repair(doc)
         if repaired == doc:
             return None
+        events: list[Event] | None
         try:
             events = EVENT_LIST_DECODER.decode(repaired)
         except msgspec.ValidationError:
@@ -172,7 +175,7 @@ class EventStream:
         return events
 
     def _decode_leniently(self, doc: bytes) -> list[Event] | None:
-        """Valid JSON with an odd-typed field somewhere: keep every event that fits, count the rest."""
+        """Valid JSON with an odd-typed field: keep every event that fits, count the rest."""
         try:
             raw: list[Any] = msgspec.json.decode(doc)
         except (msgspec.DecodeError, UnicodeDecodeError):

@@ -67,7 +67,9 @@ def _assemble(path: Path, builder: ColumnBuilder, events: EventStream) -> TraceD
     info = TraceInfo(
         path=str(path),
         rank=_rank(header, path),
-        world_size=_int_or_none(header.distributedInfo.world_size) if header.distributedInfo else None,
+        world_size=_int_or_none(header.distributedInfo.world_size)
+        if header.distributedInfo
+        else None,
         backend=_str_or_none(header.distributedInfo.backend) if header.distributedInfo else None,
         events_total=builder.events_total,
         dropped_corrupt=builder.dropped_corrupt,

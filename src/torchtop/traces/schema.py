@@ -50,10 +50,10 @@ class Event(msgspec.Struct, gc=False):
 class DeviceProperties(msgspec.Struct):
     id: Scalar = None
     name: Scalar = None
-    totalGlobalMem: Scalar = None  # noqa: N815 - the file's own key
-    computeMajor: Scalar = None  # noqa: N815
-    computeMinor: Scalar = None  # noqa: N815
-    numSms: Scalar = None  # noqa: N815
+    totalGlobalMem: Scalar = None
+    computeMajor: Scalar = None
+    computeMinor: Scalar = None
+    numSms: Scalar = None
 
 
 class DistributedInfo(msgspec.Struct):
@@ -66,18 +66,18 @@ class DistributedInfo(msgspec.Struct):
 class TraceHeader(msgspec.Struct):
     """The document's keys other than the event array; they may sit before or after it."""
 
-    schemaVersion: Scalar = None  # noqa: N815
-    deviceProperties: list[DeviceProperties] | None = None  # noqa: N815
-    distributedInfo: DistributedInfo | None = None  # noqa: N815
-    traceName: Scalar = None  # noqa: N815
-    displayTimeUnit: Scalar = None  # noqa: N815
-    baseTimeNanoseconds: Scalar = None  # noqa: N815
+    schemaVersion: Scalar = None
+    deviceProperties: list[DeviceProperties] | None = None
+    distributedInfo: DistributedInfo | None = None
+    traceName: Scalar = None
+    displayTimeUnit: Scalar = None
+    baseTimeNanoseconds: Scalar = None
 
 
 class TraceTail(TraceHeader):
     """What follows the event array: the last events plus any keys written after them."""
 
-    traceEvents: list[Event] = msgspec.field(default_factory=list)  # noqa: N815
+    traceEvents: list[Event] = msgspec.field(default_factory=list)
 
 
 NO_ARGS = EventArgs()
