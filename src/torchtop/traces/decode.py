@@ -13,6 +13,7 @@ and reports how many bytes were lost.
 
 from __future__ import annotations
 
+import bisect
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -129,12 +130,16 @@ class EventStream:
     def _decode_before(self, buf: bytearray, cut: int) -> tuple[list[Event], int]:
         """Decode the events in buf[1:cut] (buf[cut] is a separating comma), moving the cut back
         to an earlier boundary if it fell inside a string."""
-        for _ in range(_MAX_CUT_RETRIES):
+        for attempt in range(_MAX_CUT_RETRIES):
             events = self._decode_in_place(buf, cut)
             if events is not None:
                 self.stats.bytes_decoded += cut
                 return events, cut
-            earlier = _last_boundary(buf, cut)
+            # After a few misses, stop guessing: find the strings and skip the cuts inside them.
+            if attempt < 2:
+                earlier = _last_boundary(buf, cut)
+            else:
+                earlier = _boundary_outside_strings(buf, cut)
             if earlier is None:
                 break
             cut = earlier
@@ -190,7 +195,8 @@ class EventStream:
 
     def _decode_tail(self, buf: bytes, bare_array: bool) -> Iterator[list[Event]]:
         opener = b"[" if bare_array else b'{"traceEvents":['
-        for doc in (opener + buf, _repair(opener + buf)):
+        original = opener + buf
+        for doc in (original, _repair(original)):
             try:
                 if bare_array:
                     events = EVENT_LIST_DECODER.decode(doc)
@@ -201,20 +207,27 @@ class EventStream:
             except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
                 continue
             self.stats.bytes_decoded += len(buf)
+            if doc is not original:
+                self.stats.repaired_pieces += 1
             yield events
             return
         yield from self._salvage_truncated(buf)
 
     def _salvage_truncated(self, buf: bytes) -> Iterator[list[Event]]:
         self.stats.truncated = True
-        body = buf.rstrip(_WHITESPACE + b",]}")
-        # The file may end right after a whole event: try that first, then the last boundary.
-        whole = self._decode_piece(body) if body.endswith(b"}") else None
-        if whole is not None:
-            self.stats.bytes_decoded += len(body)
-            self.stats.lost_bytes = len(buf) - len(body)
-            yield whole
-            return
+        # The file may end right after a whole event (`}`, `},`, `}]`, `}]}`): try the last few
+        # closing braces as the end of the array before falling back to the last boundary.
+        end = len(buf)
+        for _ in range(3):
+            end = buf.rfind(b"}", 0, end)
+            if end < 0:
+                break
+            whole = self._decode_piece(buf[: end + 1])
+            if whole is not None:
+                self.stats.bytes_decoded += end + 1
+                self.stats.lost_bytes = len(buf[end + 1 :].strip(_WHITESPACE + b",]}"))
+                yield whole
+                return
         padded = bytearray(b"[") + buf
         cut = _last_boundary(padded, len(padded))
         if cut is None:
@@ -243,6 +256,26 @@ def _last_boundary(buf: bytes | bytearray, end: int) -> int | None:
             brace = _skip_ws_back(buf, comma - 1)
             if brace >= 0 and buf[brace] == 0x7D:  # '}'
                 return comma
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def _boundary_outside_strings(buf: bytes | bytearray, end: int) -> int | None:
+    """The last event boundary before `end` that no JSON string contains (slower, exact)."""
+    spans = [m.span() for m in _STRING.finditer(buf, 1, end)]
+    # A quote after the last whole string opens one that runs past `end`.
+    open_quote = buf.find(b'"', spans[-1][1] if spans else 1, end)
+    if open_quote >= 0:
+        spans.append((open_quote, end))
+    starts = [s for s, _ in spans]
+    pos = end
+    while (cut := _last_boundary(buf, pos)) is not None:
+        index = bisect.bisect_right(starts, cut) - 1
+        if index < 0 or spans[index][1] <= cut:
+            return cut
+        pos = spans[index][0]
+    return None
 
 
 def _skip_ws_back(buf: bytes | bytearray, index: int) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import re
 import zlib
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from torchtop.traces.columns import (
 )
 from torchtop.traces.data import TraceData
 from torchtop.traces.decode import EventStream, TraceFormatError
+from torchtop.traces.inflate import InflatingReader
 from torchtop.traces.schema import DeviceProperties, TraceHeader
 
 ProgressSink = Callable[[int, int], None]
@@ -37,7 +37,8 @@ def read_trace(path: Path, on_progress: ProgressSink | None = None) -> TraceData
         with path.open("rb") as raw:
             compressed = raw.read(2) == _GZIP_MAGIC
             raw.seek(0)
-            stream = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+            inflater = InflatingReader(raw) if compressed else None
+            stream = inflater if inflater is not None else raw
 
             def report() -> None:
                 if on_progress is not None:
@@ -47,9 +48,12 @@ def read_trace(path: Path, on_progress: ProgressSink | None = None) -> TraceData
             builder = ColumnBuilder()
             for batch in events:
                 builder.add(batch)
+            if inflater is not None and inflater.truncated:
+                events.stats.truncated = True
+                events.stats.notes.append("the .gz file ends before its end-of-stream marker")
     except TraceFormatError as exc:
         raise InputError(str(path), str(exc)) from None
-    except (gzip.BadGzipFile, zlib.error) as exc:
+    except zlib.error as exc:
         raise InputError(str(path), f"not a readable gzip file ({exc})") from None
     except OSError as exc:
         raise InputError(str(path), exc.strerror or str(exc)) from None
