@@ -94,6 +94,14 @@ def _analyze(args: argparse.Namespace) -> int:
     finally:
         for bar in bars:
             bar.close()
+    for info in report.job.infos:
+        if info.truncated:
+            # The report carries this too; stderr makes sure a damaged file is never missed.
+            print(
+                f"torchtop: {info.path}: truncated: analysed its {info.events_total} whole "
+                f"events, lost the last {info.lost_bytes} bytes",
+                file=sys.stderr,
+            )
     if args.format == "json":
         sys.stdout.write(json.dumps(report_to_json(report), indent=2) + "\n")
     elif args.format == "markdown":

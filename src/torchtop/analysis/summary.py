@@ -37,7 +37,10 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
     )
     breakdown = {c: costs.share(c) for c in CATEGORIES}
     total_us = float(costs.total_us.sum())
-    metrics: Metrics = {"has_step_markers": steps.has_markers}
+    metrics: Metrics = {
+        "has_step_markers": steps.has_markers,
+        "trace_truncated": trace.info.truncated,
+    }
     metrics.update(device.gpu_metrics(trace, steps))
     metrics.update(device.copy_metrics(trace, steps, total_us))
     metrics.update(host.sync_metrics(trace, steps))

@@ -3,8 +3,8 @@
 A child rule is looked at only when its parent held. Findings are the deepest rules that held
 (a root class rule is the tree's structure, not a finding). The verdict is the class whose root
 held with the highest score; its confidence falls as the runner-up's score nears it and when the
-evidence is thin (few steps, no step markers). With no usable evidence it is `unknown`, with the
-reason.
+evidence is thin (few steps, no step markers, a truncated file). With no usable evidence it is
+`unknown`, with the reason.
 """
 
 from __future__ import annotations
@@ -93,6 +93,9 @@ def _evidence_factor(step_count: int, metrics: Metrics) -> float:
     factor = 1.0 if step_count >= 3 else 0.8 if step_count == 2 else 0.65
     if metrics.get("has_step_markers") is False:
         factor *= 0.85
+    if metrics.get("trace_truncated"):
+        # Device events come last in a Kineto file, so a cut-off file loses them first.
+        factor *= 0.7
     return factor
 
 

@@ -32,7 +32,7 @@ from torchtop.traces.schema import (
 
 BLOCK_BYTES = 8 << 20
 _HEAD_LIMIT_BYTES = 256 << 20
-_MAX_CUT_RETRIES = 64
+_MAX_PENDING_BYTES = 256 << 20
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BAD_LITERAL = re.compile(rb"(?<=[:\[,])(\s*)(?:N/A|NaN|-?Infinity)(?=\s*[,\]}])")
 _WHITESPACE = b" \t\r\n"
@@ -79,9 +79,13 @@ class EventStream:
         while not self._eof:
             buf += self._read_block()
             cut = _last_boundary(buf, len(buf))
-            if cut is None:
+            decoded = None if cut is None else self._decode_before(buf, cut)
+            if decoded is None:
+                # No whole event yet (one event longer than the buffer): read on, within reason.
+                if len(buf) > _MAX_PENDING_BYTES:
+                    raise TraceFormatError("malformed JSON: no event boundary in 256 MB")
                 continue
-            events, cut = self._decode_before(buf, cut)
+            events, cut = decoded
             if events:
                 yield events
             del buf[:cut]
@@ -127,22 +131,22 @@ class EventStream:
         except (msgspec.DecodeError, UnicodeDecodeError):
             self.stats.notes.append("could not read the keys before traceEvents")
 
-    def _decode_before(self, buf: bytearray, cut: int) -> tuple[list[Event], int]:
+    def _decode_before(self, buf: bytearray, cut: int) -> tuple[list[Event], int] | None:
         """Decode the events in buf[1:cut] (buf[cut] is a separating comma), moving the cut back
-        to an earlier boundary if it fell inside a string."""
-        for attempt in range(_MAX_CUT_RETRIES):
+        to an earlier boundary if it fell inside a string; None if no boundary is left."""
+        exact = False
+        while True:
             events = self._decode_in_place(buf, cut)
             if events is not None:
                 self.stats.bytes_decoded += cut
                 return events, cut
-            # After a few misses, stop guessing: find the strings and skip the cuts inside them.
-            if attempt < 2:
-                earlier = _last_boundary(buf, cut)
-            else:
-                earlier = _boundary_outside_strings(buf, cut)
-            if earlier is None:
+            if exact:
                 break
-            cut = earlier
+            # Stop guessing: find the strings and take the last cut outside all of them.
+            earlier = _boundary_outside_strings(buf, cut)
+            if earlier is None:
+                return None
+            cut, exact = earlier, True
         raise TraceFormatError(
             f"malformed JSON in the event array near byte {self.stats.bytes_decoded}"
         )
@@ -230,10 +234,11 @@ class EventStream:
                 return
         padded = bytearray(b"[") + buf
         cut = _last_boundary(padded, len(padded))
-        if cut is None:
+        decoded = None if cut is None else self._decode_before(padded, cut)
+        if decoded is None:
             self.stats.lost_bytes = len(buf)
             return
-        events, cut = self._decode_before(padded, cut)
+        events, cut = decoded
         self.stats.lost_bytes = len(padded) - cut
         yield events
 
