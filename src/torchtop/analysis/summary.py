@@ -80,7 +80,9 @@ def _with_step_metrics(
     metrics: Metrics, steps: Sequence[StepCost], breakdown: dict[str, float]
 ) -> Metrics:
     durations = np.array([s.duration_us for s in steps]) / 1000.0
-    result: Metrics = {f"{c}_share": breakdown[c] for c in CATEGORIES}
+    result: Metrics = dict(metrics)
+    result.update({f"{c}_share": breakdown[c] for c in CATEGORIES})
+    # Step statistics come from the steps themselves, never from averaged inputs.
     result.update(
         {
             "steps_count": len(steps),
@@ -92,7 +94,6 @@ def _with_step_metrics(
             else None,
         }
     )
-    result.update(metrics)
     return result
 
 

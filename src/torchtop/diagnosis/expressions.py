@@ -125,7 +125,11 @@ def _compare(node: ast.Compare, metrics: Mapping[str, object]) -> bool | None:
         right = _eval(right_node, metrics)
         if left is None or right is None:
             return None
-        if not _COMPARE[type(op)](left, right):
+        try:
+            holds = _COMPARE[type(op)](left, right)
+        except TypeError:
+            return None  # e.g. a label compared with a number: unknown, not an error
+        if not holds:
             return False
         left = right
     return True

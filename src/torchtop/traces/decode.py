@@ -26,6 +26,7 @@ from torchtop.traces.schema import (
     EVENT_LIST_DECODER,
     HEADER_DECODER,
     TAIL_DECODER,
+    TAIL_EVENTS_DECODER,
     Event,
     TraceHeader,
 )
@@ -205,9 +206,7 @@ class EventStream:
                 if bare_array:
                     events = EVENT_LIST_DECODER.decode(doc)
                 else:
-                    tail = TAIL_DECODER.decode(doc)
-                    events = tail.traceEvents
-                    self._merge_header(tail)
+                    events = self._decode_tail_object(doc)
             except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
                 continue
             self.stats.bytes_decoded += len(buf)
@@ -216,6 +215,16 @@ class EventStream:
             yield events
             return
         yield from self._salvage_truncated(buf)
+
+    def _decode_tail_object(self, doc: bytes) -> list[Event]:
+        try:
+            tail = TAIL_DECODER.decode(doc)
+        except msgspec.ValidationError:
+            # Whole JSON, but a key after the array has an odd type: keep the events.
+            self.stats.notes.append("could not read the keys after traceEvents")
+            return TAIL_EVENTS_DECODER.decode(doc).traceEvents
+        self._merge_header(tail)
+        return tail.traceEvents
 
     def _salvage_truncated(self, buf: bytes) -> Iterator[list[Event]]:
         self.stats.truncated = True

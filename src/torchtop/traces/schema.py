@@ -85,3 +85,12 @@ NO_ARGS = EventArgs()
 EVENT_LIST_DECODER = msgspec.json.Decoder(list[Event])
 HEADER_DECODER = msgspec.json.Decoder(TraceHeader)
 TAIL_DECODER = msgspec.json.Decoder(TraceTail)
+
+
+class TraceTailEvents(msgspec.Struct):
+    """The last events alone, for when a key after the array has an unexpected type."""
+
+    traceEvents: list[Event] = msgspec.field(default_factory=list)  # noqa: N815
+
+
+TAIL_EVENTS_DECODER = msgspec.json.Decoder(TraceTailEvents)
