@@ -1,0 +1,151 @@
+"""IntervalSet against a brute-force reference: sets of unit cells on a small integer line.
+
+hypothesis is not installed, so random cases come from a seeded generator: the same cases on
+every run, thousands of them, including empty, touching, nested and duplicate intervals.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from torchtop.analysis.intervals import IntervalSet
+
+LINE = 40
+CASES = 1500
+
+
+def random_intervals(rng: random.Random) -> list[tuple[int, int]]:
+    count = rng.choice([0, 1, 2, 3, 5, 8, 12])
+    spans = []
+    for _ in range(count):
+        a, b = rng.randrange(LINE), rng.randrange(LINE)
+        spans.append((min(a, b), max(a, b)))  # may be empty (a == b)
+    return spans
+
+
+def build(spans: list[tuple[int, int]]) -> IntervalSet:
+    start = np.array([s for s, _ in spans], dtype=np.float64)
+    end = np.array([e for _, e in spans], dtype=np.float64)
+    return IntervalSet.of(start, end)
+
+
+def cells(spans: list[tuple[int, int]]) -> set[int]:
+    """The reference: which unit cells [t, t+1) the intervals cover."""
+    return {t for s, e in spans for t in range(s, e)}
+
+
+def cells_of(interval_set: IntervalSet) -> set[int]:
+    covered = set()
+    for s, e in zip(interval_set.start.tolist(), interval_set.end.tolist(), strict=True):
+        assert s == int(s) and e == int(e)
+        covered |= set(range(int(s), int(e)))
+    return covered
+
+
+def assert_canonical(interval_set: IntervalSet) -> None:
+    """Sorted, non-empty, disjoint and not touching (touching intervals merge)."""
+    start, end = interval_set.start, interval_set.end
+    assert len(start) == len(end)
+    assert np.all(end > start)
+    assert np.all(start[1:] > end[:-1])
+
+
+def case_pairs() -> list[tuple[list[tuple[int, int]], list[tuple[int, int]]]]:
+    rng = random.Random(20240611)
+    return [(random_intervals(rng), random_intervals(rng)) for _ in range(CASES)]
+
+
+PAIRS = case_pairs()
+
+
+def test_the_random_cases_include_the_edge_cases() -> None:
+    flat = [spans for pair in PAIRS for spans in pair]
+    assert any(not spans for spans in flat)
+    assert any(any(s == e for s, e in spans) for spans in flat)
+    assert any(len(build(spans)) < len({x for x in spans if x[0] < x[1]}) for spans in flat)
+
+
+def test_of_merges_overlapping_and_touching_intervals_into_the_same_cells() -> None:
+    for a, _ in PAIRS:
+        merged = build(a)
+        assert_canonical(merged)
+        assert cells_of(merged) == cells(a)
+        assert merged.total() == len(cells(a))
+
+
+def test_union_matches_the_reference() -> None:
+    for a, b in PAIRS:
+        result = build(a).union(build(b))
+        assert_canonical(result)
+        assert cells_of(result) == cells(a) | cells(b)
+
+
+def test_intersect_matches_the_reference() -> None:
+    for a, b in PAIRS:
+        result = build(a).intersect(build(b))
+        assert_canonical(result)
+        assert cells_of(result) == cells(a) & cells(b)
+
+
+def test_subtract_matches_the_reference() -> None:
+    for a, b in PAIRS:
+        result = build(a).subtract(build(b))
+        assert_canonical(result)
+        assert cells_of(result) == cells(a) - cells(b)
+
+
+def test_covered_within_matches_the_reference_for_every_window() -> None:
+    rng = random.Random(7)
+    for a, _ in PAIRS:
+        reference = cells(a)
+        windows = [
+            sorted((rng.randrange(-3, LINE + 3), rng.randrange(-3, LINE + 3))) for _ in range(6)
+        ]
+        lo = np.array([w[0] for w in windows], dtype=np.float64)
+        hi = np.array([w[1] for w in windows], dtype=np.float64)
+        covered = build(a).covered_within(lo, hi)
+        expected = [len([t for t in reference if w[0] <= t < w[1]]) for w in windows]
+        assert covered.tolist() == expected
+
+
+def test_contains_matches_the_reference_for_half_open_intervals() -> None:
+    points = np.arange(-2, LINE + 2, 0.5)
+    for a, _ in PAIRS[:300]:
+        inside = build(a).contains(points.copy())
+        expected = [any(s <= p < e for s, e in a) for p in points.tolist()]
+        assert inside.tolist() == expected
+
+
+def test_set_identities_hold() -> None:
+    for a, b in PAIRS[:500]:
+        x, y = build(a), build(b)
+        # |A ∪ B| = |A| + |B| - |A ∩ B|, and A = (A - B) ∪ (A ∩ B) with the two parts disjoint.
+        assert x.union(y).total() == x.total() + y.total() - x.intersect(y).total()
+        assert x.subtract(y).total() + x.intersect(y).total() == x.total()
+        assert x.subtract(y).intersect(y).total() == 0
+
+
+@pytest.mark.parametrize(
+    ("spans", "expected"),
+    [
+        ([(0, 2), (2, 4)], [(0, 4)]),  # touching intervals merge, as tb-profiler merges them
+        ([(5, 9), (0, 3), (1, 2)], [(0, 3), (5, 9)]),  # unsorted, nested
+        ([(3, 3), (4, 1)], []),  # empty and reversed intervals vanish
+    ],
+)
+def test_of_normalises_small_examples(
+    spans: list[tuple[int, int]], expected: list[tuple[int, int]]
+) -> None:
+    result = build(spans)
+    assert list(zip(result.start.tolist(), result.end.tolist(), strict=True)) == expected
+
+
+def test_fractional_boundaries_are_exact() -> None:
+    a = IntervalSet.of(np.array([0.25, 1.5]), np.array([1.0, 2.125]))
+    b = IntervalSet.of(np.array([0.5]), np.array([1.75]))
+    assert a.intersect(b).total() == pytest.approx(0.75)
+    assert a.subtract(b).total() == pytest.approx(0.25 + 0.375)
+    assert a.covered_within(np.array([0.0]), np.array([1.6])).tolist() == pytest.approx([0.85])

@@ -1,0 +1,43 @@
+"""Shared fixtures: the real traces in ../shared/traces, and their analyses computed once."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+RULES_DIR = Path(__file__).resolve().parents[1] / "rules"
+
+RESNET_NW0 = "kineto-tb-plugin/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
+RESNET_NW4 = "kineto-tb-plugin/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz"
+GOLDEN_FILE = "kineto-tb-plugin/result_check_file.txt"
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    """The real GPU traces; tests that need them skip where the checkout has no ../shared."""
+    if not SHARED.is_dir():
+        pytest.skip(f"real traces not found: {SHARED} is absent (they live beside the checkout)")
+    return SHARED
+
+
+_ANALYSES: dict[str, dict[str, Any]] = {}
+
+
+def analyze_json(path: Path | str) -> dict[str, Any]:
+    """`torchtop analyze PATH --format json`, in process, parsed; cached per test process."""
+    from torchtop.cli import main
+
+    key = str(path)
+    if key not in _ANALYSES:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = main(["analyze", key, "--format", "json"])
+        assert status == 0, f"analyze {key} exited {status}"
+        _ANALYSES[key] = json.loads(out.getvalue())
+    return _ANALYSES[key]

@@ -1,0 +1,289 @@
+"""The command line: analyze in three formats, rules, and bad input as one line and status 2."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RULES_DIR
+from tests.synthetic import document, two_step_loop, write_json
+from torchtop import __version__
+from torchtop.cli import main
+
+EXIT_BAD_INPUT = 2
+
+
+@pytest.fixture
+def loop_trace(tmp_path: Path) -> Path:
+    """Two 100 µs steps: kernel 40%, dataloader 20%, memcpy/runtime/cpu_exec/other 10% each."""
+    return write_json(tmp_path / "loop.json", document(two_step_loop()))
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def run_process(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchtop", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+# --- analyze ---------------------------------------------------------------------------------
+
+
+def test_json_output_follows_the_report_contract(
+    capsys: pytest.CaptureFixture[str], loop_trace: Path
+) -> None:
+    status, out, err = run_main(capsys, "analyze", str(loop_trace), "--format", "json")
+    assert status == 0, err
+    report = json.loads(out)
+    assert report["schema"] == "torchtop.report/1"
+    assert report["source"] == {"kind": "trace", "paths": [str(loop_trace)]}
+    assert report["steps"]["count"] == 2
+    assert report["steps"]["mean_ms"] == pytest.approx(0.1)
+    assert report["breakdown"] == pytest.approx(
+        {"kernel": 0.4, "memcpy": 0.1, "memset": 0.0, "communication": 0.0, "runtime": 0.1,
+         "dataloader": 0.2, "cpu_exec": 0.1, "other": 0.1}
+    )  # fmt: skip
+    assert report["bottleneck"] in report["verdict"]["scores"]
+    assert report["verdict"]["scores"][report["bottleneck"]] == max(
+        report["verdict"]["scores"].values()
+    )
+    assert "dataloader-starved" in {f["rule"] for f in report["findings"]}
+    assert err == ""
+
+
+def test_text_output_leads_with_the_verdict_and_draws_a_full_width_bar(
+    capsys: pytest.CaptureFixture[str], loop_trace: Path
+) -> None:
+    main(["analyze", str(loop_trace), "--format", "json"])
+    bottleneck = json.loads(capsys.readouterr().out)["bottleneck"]
+    status, out, _ = run_main(capsys, "analyze", str(loop_trace), "--color", "never")
+    assert status == 0
+    lines = out.splitlines()
+    assert any(line.startswith("VERDICT") and bottleneck.upper() in line for line in lines)
+    bars = [line for line in lines if line.startswith("  [")]
+    assert len(bars) == 1
+    assert len(bars[0].strip()) == 62  # '[' + 60 cells + ']'
+    assert bars[0] == "  [" + "K" * 24 + "M" * 6 + "R" * 6 + "D" * 12 + "C" * 6 + "." * 6 + "]"
+    assert "\x1b[" not in out
+
+
+def test_text_output_is_coloured_only_when_asked(
+    capsys: pytest.CaptureFixture[str], loop_trace: Path
+) -> None:
+    _, out, _ = run_main(capsys, "analyze", str(loop_trace), "--color", "always")
+    assert "\x1b[" in out
+
+
+def test_markdown_output_names_the_verdict_and_the_breakdown(
+    capsys: pytest.CaptureFixture[str], loop_trace: Path
+) -> None:
+    main(["analyze", str(loop_trace), "--format", "json"])
+    bottleneck = json.loads(capsys.readouterr().out)["bottleneck"]
+    status, out, _ = run_main(capsys, "analyze", str(loop_trace), "--format", "markdown")
+    assert status == 0
+    assert out.startswith("# torchtop report")
+    assert f"**Bottleneck: `{bottleneck}`**" in out
+    assert "| dataloader | 20.00% |" in out
+    assert "## Findings" in out
+
+
+def test_a_real_trace_reads_the_same_in_all_three_formats(
+    capsys: pytest.CaptureFixture[str], shared: Path
+) -> None:
+    trace = str(shared / "hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+    _, out, _ = run_main(capsys, "analyze", trace, "--format", "json")
+    bottleneck = json.loads(out)["bottleneck"]
+    assert bottleneck == "communication"
+    _, text, _ = run_main(capsys, "analyze", trace, "--color", "never")
+    _, markdown, _ = run_main(capsys, "analyze", trace, "--format", "markdown")
+    assert "VERDICT  COMMUNICATION" in text
+    assert "`communication`" in markdown
+
+
+def test_version_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"torchtop {__version__}"
+
+
+# --- rules -----------------------------------------------------------------------------------
+
+
+def test_rules_lists_every_rule_id(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_main(capsys, "rules")
+    assert status == 0
+    listed = {line.split()[0] for line in out.splitlines() if line.strip()}
+    ids = {p.stem for p in RULES_DIR.glob("[!_]*.toml")}
+    assert ids <= listed
+    assert out.startswith(f"{len(ids)} rules")
+
+
+def test_rules_shows_one_rule_with_its_why_and_fixes(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_main(capsys, "rules", "dataloader-starved")
+    assert status == 0
+    assert out.startswith("dataloader-starved: ")
+    assert "chain     dataloader > dataloader-starved" in out
+    assert "  why\n" in out
+    assert "torch-tb-profiler" in out
+    assert "  fixes\n" in out
+    assert "dataloader.num_workers = 4" in out
+
+
+def test_an_unknown_rule_id_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_main(capsys, "rules", "nope")
+    assert status == EXIT_BAD_INPUT
+    assert out == ""
+    assert len(err.splitlines()) == 1
+    assert "nope" in err
+
+
+def test_a_broken_rules_folder_exits_2_naming_the_rule_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    (folder / "gpu.toml").write_text(
+        'id = "gpu"\nclass = "gpu"\ntitle = "t"\nwhen = "gpu_util > 1"\nwhy = "x"\n'
+    )
+    status, _, err = run_main(capsys, "rules", "--rules", str(folder))
+    assert status == EXIT_BAD_INPUT
+    assert len(err.splitlines()) == 1
+    assert str(folder / "gpu.toml") in err
+    assert "gpu_util" in err
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+
+def _truncated_gz(path: Path) -> Path:
+    packed = gzip.compress(json.dumps(document(two_step_loop())).encode())
+    path.write_bytes(packed[:30])
+    return path
+
+
+BAD_INPUTS: dict[str, Callable[[Path], Path]] = {
+    "missing path": lambda tmp: tmp / "no-such-trace.json",
+    "empty file": lambda tmp: _write(tmp / "empty.json", b""),
+    "not JSON": lambda tmp: _write(tmp / "notes.json", b"this is not json\n"),
+    "truncated gz with nothing whole": lambda tmp: _truncated_gz(tmp / "cut.json.gz"),
+    "JSON that is not a trace": lambda tmp: _write(tmp / "config.json", b'{"a": 1}'),
+    "folder with no traces": lambda tmp: _folder(tmp / "empty-run"),
+    "not gzip despite the name": lambda tmp: _write(
+        tmp / "fake.json.gz", b"\x1f\x8bnot really gzip"
+    ),
+}
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def _folder(path: Path) -> Path:
+    path.mkdir()
+    (path / "README.txt").write_text("no traces here")
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_exits_2_with_one_line_naming_the_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str
+) -> None:
+    path = BAD_INPUTS[case](tmp_path)
+    status, out, err = run_main(capsys, "analyze", str(path), "--format", "json")
+    assert status == EXIT_BAD_INPUT
+    assert out == ""
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("torchtop: ")
+    assert str(path) in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("case", ["missing path", "not JSON", "truncated gz with nothing whole"])
+def test_bad_input_in_a_real_process_exits_2_without_a_traceback(tmp_path: Path, case: str) -> None:
+    path = BAD_INPUTS[case](tmp_path)
+    result = run_process("analyze", str(path))
+    assert result.returncode == EXIT_BAD_INPUT
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert str(path) in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_one_bad_file_among_good_ones_is_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, loop_trace: Path
+) -> None:
+    bad = _write(tmp_path / "bad.json", b"[1, 2")
+    status, out, err = run_main(capsys, "analyze", str(loop_trace), str(bad))
+    assert status == EXIT_BAD_INPUT
+    assert out == ""
+    assert str(bad) in err
+    assert len(err.splitlines()) == 1
+
+
+def test_a_trace_with_an_empty_event_array_exits_2_without_a_traceback(tmp_path: Path) -> None:
+    path = _write(tmp_path / "no-events.json", b'{"traceEvents": []}')
+    result = run_process("analyze", str(path))
+    assert result.returncode == EXIT_BAD_INPUT
+    assert "Traceback" not in result.stderr
+    assert str(path) in result.stderr
+
+
+def test_a_truncated_trace_is_analysed_and_named_on_stderr(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    doc = json.dumps(document(two_step_loop())).encode()
+    path = _write(tmp_path / "cut.json", doc[: len(doc) - 60])
+    status, out, err = run_main(capsys, "analyze", str(path), "--format", "json")
+    assert status == 0
+    report = json.loads(out)
+    assert report["traces"][0]["truncated"] is True
+    assert any("truncated" in note for note in report["notes"])
+    assert len(err.splitlines()) == 1
+    assert str(path) in err
+    assert "truncated" in err
+
+
+def test_a_rule_comparing_a_text_metric_with_a_number_does_not_crash_analyze(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "rules"
+    shutil.copytree(RULES_DIR, folder)
+    (folder / "straggler-check.toml").write_text(
+        'id = "straggler-check"\nparent = "communication"\ntitle = "t"\n'
+        'when = "slowest_rank > 0.5"\nwhy = "Source: test."\n'
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in (0, 1):
+        info = {"backend": "nccl", "rank": rank, "world_size": 2}
+        write_json(run / f"rank{rank}.json", document(two_step_loop(), distributedInfo=info))
+    status, _, err = run_main(
+        capsys, "analyze", str(run), "--rules", str(folder), "--format", "json"
+    )
+    assert status in (0, EXIT_BAD_INPUT)
+    assert len(err.splitlines()) <= 1
+
+
+def test_usage_errors_exit_2_from_argparse(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["analyze"])
+    assert exited.value.code == EXIT_BAD_INPUT
+    assert "PATH" in capsys.readouterr().err
