@@ -89,7 +89,11 @@ class Interner:
         """Codes for many values: one C-level dict lookup each, new values added as found."""
         codes = list(map(self.codes.get, values))
         if None in codes:
-            codes = [self.code(v) if c is None else c for v, c in zip(values, codes, strict=True)]
+            # Add the new distinct values (dict.fromkeys dedupes at C speed), then look up again.
+            for value in dict.fromkeys(values):
+                if value not in self.codes:
+                    self.code(value)
+            codes = list(map(self.codes.get, values))
         return np.array(codes, dtype=np.int64)
 
 
