@@ -18,6 +18,7 @@ from torchtop.errors import InputError
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
+DEMO_FOR_S = 30.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,10 +43,50 @@ def build_parser() -> argparse.ArgumentParser:
         "--color", choices=("auto", "always", "never"), default="auto", help="colour in text output"
     )
 
+    run = verbs.add_parser(
+        "run", help="launch a training command with the agent inside and watch it live"
+    )
+    _watch_options(run)
+    run.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
+
+    demo = verbs.add_parser(
+        "demo", help="run a small built-in CPU training job with a planted bottleneck, watched"
+    )
+    _watch_options(demo, default_for_s=DEMO_FOR_S)
+    demo.add_argument(
+        "job_args",
+        nargs=argparse.REMAINDER,
+        metavar="-- ARG...",
+        help="options for the demo job (e.g. -- --num-workers 4)",
+    )
+
     rules = verbs.add_parser("rules", help="list the rule tree, or show one rule")
     rules.add_argument("rule_id", nargs="?", metavar="ID")
     rules.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
     return parser
+
+
+def _watch_options(parser: argparse.ArgumentParser, default_for_s: float | None = None) -> None:
+    parser.add_argument("--headless", action="store_true", help="no dashboard; progress on stderr")
+    parser.add_argument(
+        "--for",
+        dest="for_s",
+        type=_seconds,
+        default=default_for_s,
+        metavar="SECONDS",
+        help="stop watching (and stop the job) after this long"
+        + (f" (default {default_for_s:g})" if default_for_s else ""),
+    )
+    parser.add_argument("--report", metavar="FILE", help="write the JSON report here when done")
+    parser.add_argument("--run-dir", metavar="DIR", help="where the run is recorded")
+    parser.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -55,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _analyze(args)
         if args.verb == "rules":
             return _rules(args)
+        if args.verb in ("run", "demo"):
+            return _watch(args)
     except InputError as exc:
         print(f"torchtop: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -109,6 +152,27 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(report, colour=_colour(args.color)))
     return EXIT_OK
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from torchtop.live.session import WatchOptions, run_session
+
+    tree = _load_tree(args.rules)
+    options = WatchOptions(
+        headless=args.headless,
+        for_s=args.for_s,
+        report=args.report,
+        run_dir=Path(args.run_dir) if args.run_dir else None,
+    )
+    if args.verb == "demo":
+        command = [sys.executable, "-m", "torchtop.demo.train", *_after_dashes(args.job_args)]
+    else:
+        command = _after_dashes(args.command)
+    return run_session(command, options, tree, kind=args.verb)
+
+
+def _after_dashes(words: list[str]) -> list[str]:
+    return words[1:] if words and words[0] == "--" else list(words)
 
 
 def _colour(choice: str) -> bool:

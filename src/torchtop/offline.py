@@ -17,6 +17,8 @@ from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree, load_rules
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.report import RankReport, Report
+from torchtop.runs.layout import RunLayout, is_run_folder
+from torchtop.runs.state import load_run
 from torchtop.traces import find_trace_files, read_trace
 from torchtop.traces.reader import ProgressSink
 
@@ -26,8 +28,13 @@ ProgressFactory = Callable[[Path], ProgressSink | None]
 def analyze_paths(
     paths: list[str], rules: RuleTree | None = None, progress: ProgressFactory | None = None
 ) -> Report:
-    files = find_trace_files(paths)
     tree = rules or load_rules()
+    if len(paths) == 1 and is_run_folder(Path(paths[0])):
+        report = analyze_run(Path(paths[0]), tree)
+        if report is not None:
+            return report
+        paths = [str(RunLayout(Path(paths[0])).traces_dir)]
+    files = find_trace_files(paths)
     by_rank: dict[str, list[RankAnalysis]] = defaultdict(list)
     for path in files:
         sink = progress(path) if progress else None
@@ -46,6 +53,20 @@ def analyze_paths(
         verdict=diagnose(tree, job.metrics),
         ranks=rank_reports,
     )
+
+
+def analyze_run(root: Path, tree: RuleTree) -> Report | None:
+    """A run folder recorded by `torchtop run`, read through the live view's own assessment.
+
+    None when no agent reported steps (the job never imported torch): then only its profiler
+    windows, if any, can be analysed, as plain traces."""
+    from torchtop.live.assess import assess
+    from torchtop.live.watch import WindowCache
+
+    state = load_run(root)
+    if not state.training_processes:
+        return None
+    return assess(state, WindowCache().latest(state), tree, str(state.run.get("kind", "run")))
 
 
 def job_analysis(ranks: list[RankAnalysis]) -> RankAnalysis:

@@ -75,7 +75,8 @@ def _decide(tree: RuleTree, scores: dict[str, float], metrics: Metrics) -> tuple
     step_count = int(steps) if isinstance(steps, int | float) else 0
     if step_count < settings.min_steps:
         return "unknown", 0.0, f"only {step_count} complete step(s); need {settings.min_steps}"
-    if settings.evidence is not None and not settings.evidence.holds(metrics):
+    # The evidence test vetoes only when it is known to fail: unmeasured is not thin.
+    if settings.evidence is not None and settings.evidence.evaluate(metrics) is False:
         return "unknown", 0.0, settings.evidence_reason or "too little recorded activity"
     ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
     if not ranked or ranked[0][1] < settings.min_score:

@@ -51,7 +51,14 @@ def render_text(report: Report, colour: bool = False) -> str:
 
 def _headline(report: Report) -> str:
     job = report.job
-    parts = [f"torchtop · {len(report.paths)} trace file{'s' if len(report.paths) != 1 else ''}"]
+    if report.source_kind == "trace":
+        count = len(report.paths)
+        parts = [f"torchtop · {count} trace file{'s' if count != 1 else ''}"]
+    else:
+        command = " ".join(report.command or ())
+        parts = [
+            f"torchtop {report.source_kind}" + (f" · {_short(command, 60)}" if command else "")
+        ]
     parts.append(job.label)
     numbers = [s.number for s in job.steps]
     if numbers and job.metrics.get("has_step_markers"):

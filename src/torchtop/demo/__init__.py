@@ -1,0 +1,1 @@
+"""`torchtop demo`: a small real CPU training job with a planted bottleneck."""

@@ -1,0 +1,1 @@
+"""Watching a running job: launch, tail the run folder, assess, hysteresis."""

@@ -1,0 +1,221 @@
+"""Live assessment: the last steps of each process, plus its latest profiler window, through
+the same rules as `analyze`.
+
+Step timing alone measures the step time and the DataLoader wait; a profiler window adds the
+full breakdown (kernels, copies, collectives). Until a window exists, what step timing cannot
+see is not measured (None), so the rules cannot guess: a job waiting on its DataLoader is named
+at once, anything else waits for the first window. Pure functions: the caller reads the run
+folder and analyses the windows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from torchtop.analysis.breakdown import CATEGORIES
+from torchtop.analysis.summary import mean_metrics, rank_spread_metrics
+from torchtop.diagnosis.engine import diagnose
+from torchtop.diagnosis.rules import RuleTree
+from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
+from torchtop.model.report import RankReport, Report
+from torchtop.runs.state import ProcessState, RunState, StepRecord
+
+RECENT_STEPS = 30
+WARMUP_STEPS = 2
+MIN_STEPS = 5
+
+
+def recent_steps(process: ProcessState) -> list[StepRecord]:
+    """The newest steps, without the first few (imports, allocator and cuDNN warm-up)."""
+    steps = [s for s in process.steps if s.step >= WARMUP_STEPS]
+    return steps[-RECENT_STEPS:]
+
+
+def step_metrics(steps: Sequence[StepRecord]) -> Metrics:
+    if not steps:
+        return {"steps_count": 0}
+    wall = np.array([s.wall_s for s in steps])
+    total = float(wall.sum())
+    waits = [s.data_wait_s for s in steps]
+    metrics: Metrics = {
+        "steps_count": len(steps),
+        "step_mean_ms": float(wall.mean() * 1000),
+        "step_p50_ms": float(np.percentile(wall, 50) * 1000),
+        "step_p95_ms": float(np.percentile(wall, 95) * 1000),
+        "step_cv": float(wall.std() / wall.mean()) if len(wall) > 1 and wall.mean() > 0 else None,
+        "has_step_markers": True,
+    }
+    if total > 0 and all(w is not None for w in waits):
+        metrics["dataloader_share"] = min(sum(w for w in waits if w is not None) / total, 1.0)
+    return metrics
+
+
+def settings_metrics(process: ProcessState, cpu_count: int | None) -> Metrics:
+    settings = process.settings
+    loader = settings.get("dataloader") or {}
+    threads = settings.get("threads") or {}
+    device = str(settings.get("device") or "")
+    return {
+        "host_cpu_count": cpu_count,
+        "torch_num_threads": threads.get("torch_num_threads"),
+        "dataloader_num_workers": loader.get("num_workers"),
+        "dataloader_pin_memory": loader.get("pin_memory"),
+        "has_gpu": device.startswith("cuda") if device else None,
+        "world_size": process.hello.get("world_size"),
+    }
+
+
+def process_metrics(
+    process: ProcessState, window: RankAnalysis | None, cpu_count: int | None
+) -> tuple[Metrics, dict[str, float], bool]:
+    """Metrics, breakdown, and whether a profiler window backs them."""
+    live = step_metrics(recent_steps(process))
+    settings = settings_metrics(process, cpu_count)
+    if window is not None:
+        metrics = dict(window.metrics)
+        metrics.update({k: v for k, v in settings.items() if v is not None})
+        # Step timing covers many more steps than the window: it wins for step times.
+        metrics.update({k: v for k, v in live.items() if k.startswith("step")})
+        return metrics, dict(window.breakdown), True
+    metrics = {**settings, **live}
+    share = metrics.get("dataloader_share")
+    breakdown = {c: 0.0 for c in CATEGORIES}
+    if isinstance(share, float):
+        breakdown["dataloader"] = share
+        # What step timing cannot split stays in Other until a profiler window splits it.
+        breakdown["other"] = 1.0 - share
+    return metrics, breakdown, False
+
+
+def assess(
+    state: RunState,
+    windows: Mapping[int, RankAnalysis],
+    tree: RuleTree,
+    source_kind: str = "run",
+) -> Report:
+    """The report for the run as it stands; `windows` maps pid to its latest window's analysis."""
+    cpu_count = state.run.get("cpu_count")
+    ranks: list[RankAnalysis] = []
+    for process in state.training_processes:
+        metrics, breakdown, from_window = process_metrics(
+            process, windows.get(process.pid), cpu_count
+        )
+        ranks.append(
+            _rank_analysis(process, metrics, breakdown, windows.get(process.pid), from_window)
+        )
+    job = _job(ranks) if ranks else _empty_job()
+    verdict = diagnose(tree, job.metrics)
+    steps = job.metrics.get("steps_count")
+    if isinstance(steps, int) and steps < MIN_STEPS:
+        verdict = replace(
+            verdict,
+            bottleneck="unknown",
+            confidence=0.0,
+            reason=f"{steps} of the {MIN_STEPS} steps needed seen so far",
+            findings=(),
+        )
+    rank_reports = (
+        tuple(RankReport(r, diagnose(tree, r.metrics)) for r in ranks) if len(ranks) > 1 else ()
+    )
+    return Report(
+        source_kind=source_kind,
+        paths=(str(state.layout.root),),
+        job=job,
+        verdict=verdict,
+        ranks=rank_reports,
+        command=tuple(state.run.get("command") or ()) or None,
+        pid=state.run.get("pid"),
+        notes=_run_notes(state, bool(windows)),
+    )
+
+
+def _rank_analysis(
+    process: ProcessState,
+    metrics: Metrics,
+    breakdown: dict[str, float],
+    window: RankAnalysis | None,
+    from_window: bool,
+) -> RankAnalysis:
+    steps = tuple(
+        StepCost(
+            number=s.step,
+            start_us=s.t * 1e6 - s.wall_s * 1e6,
+            duration_us=s.wall_s * 1e6,
+            parts_us=_parts(s, breakdown),
+        )
+        for s in recent_steps(process)
+    )
+    notes = (
+        []
+        if from_window
+        else [
+            "breakdown from step timing only: kernels, copies and communication are not measured "
+            "until the agent captures a profiler window"
+        ]
+    )
+    return RankAnalysis(
+        rank=process.rank,
+        label=process.label,
+        infos=window.infos if window else (),
+        devices=window.devices if window else (),
+        steps=steps,
+        breakdown=breakdown,
+        metrics=metrics,
+        top_kernels=window.top_kernels if window else (),
+        top_ops=window.top_ops if window else (),
+        copies=window.copies if window else (),
+        notes=tuple(notes) + tuple(process.notes),
+    )
+
+
+def _parts(step: StepRecord, breakdown: Mapping[str, float]) -> dict[str, float]:
+    return {c: breakdown.get(c, 0.0) * step.wall_s * 1e6 for c in CATEGORIES}
+
+
+def _job(ranks: list[RankAnalysis]) -> RankAnalysis:
+    if len(ranks) == 1:
+        return ranks[0]
+    breakdown = {c: float(np.mean([r.breakdown.get(c, 0.0) for r in ranks])) for c in CATEGORIES}
+    metrics = mean_metrics([r.metrics for r in ranks])
+    if all(r.infos for r in ranks):
+        metrics.update({f"{c}_share": v for c, v in breakdown.items()})
+    metrics["steps_count"] = min(int(r.metrics.get("steps_count") or 0) for r in ranks)
+    metrics.update(rank_spread_metrics(ranks))
+    slowest = max(ranks, key=lambda r: float(r.metrics.get("step_mean_ms") or 0.0))
+    return replace(
+        slowest, label=f"{len(ranks)} ranks", rank=None, breakdown=breakdown, metrics=metrics
+    )
+
+
+def _empty_job() -> RankAnalysis:
+    return RankAnalysis(
+        rank=None,
+        label="no steps yet",
+        infos=(),
+        devices=(),
+        steps=(),
+        breakdown={c: 0.0 for c in CATEGORIES},
+        metrics={"steps_count": 0},
+    )
+
+
+def _run_notes(state: RunState, has_window: bool) -> tuple[str, ...]:
+    notes = [f"{source} not measured: {reason}" for source, reason in state.unavailable.items()]
+    if state.torn_lines:
+        notes.append(f"skipped {state.torn_lines} torn or unreadable record line(s)")
+    if state.exit:
+        how = state.exit.get("how")
+        status = state.exit.get("exit_status")
+        signal = state.exit.get("signal")
+        ending = f"the job {how}"
+        if status is not None:
+            ending += f" with exit status {status}"
+        if signal:
+            ending += f" ({signal})"
+        notes.append(ending)
+    if not state.processes:
+        notes.append("no agent reported: the job never imported torch, or has not yet")
+    return tuple(notes)

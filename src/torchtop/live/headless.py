@@ -1,0 +1,66 @@
+"""`--headless`: progress lines on stderr while watching, the report at the end.
+
+A progress line is printed when the shown verdict changes and otherwise every few seconds, so
+a long run's log stays readable.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from torchtop.model.findings import Verdict
+from torchtop.model.report import Report
+from torchtop.report import report_to_json
+from torchtop.runs.journal import write_once
+
+QUIET_INTERVAL_S = 5.0
+
+
+@dataclass
+class ProgressPrinter:
+    stream: TextIO = sys.stderr
+    last_verdict: str | None = None
+    last_print_s: float = -QUIET_INTERVAL_S
+
+    def __call__(self, report: Report, shown: Verdict, elapsed_s: float) -> None:
+        changed = shown.bottleneck != self.last_verdict
+        if not changed and elapsed_s - self.last_print_s < QUIET_INTERVAL_S:
+            return
+        self.last_verdict, self.last_print_s = shown.bottleneck, elapsed_s
+        self.stream.write(progress_line(report, shown, elapsed_s) + "\n")
+        self.stream.flush()
+
+
+def progress_line(report: Report, shown: Verdict, elapsed_s: float) -> str:
+    metrics = report.job.metrics
+    parts = [f"torchtop {elapsed_s:6.1f}s"]
+    processes = len(report.ranks) or (1 if metrics.get("steps_count") else 0)
+    mean = metrics.get("step_mean_ms")
+    if isinstance(mean, int | float) and mean > 0:
+        parts.append(f"{1000.0 / mean:6.2f} steps/s")
+    share = metrics.get("dataloader_share")
+    if isinstance(share, float):
+        parts.append(f"dataloader {share:4.0%}")
+    if processes > 1:
+        parts.append(f"{processes} ranks")
+    verdict = shown.bottleneck
+    if verdict != "unknown":
+        verdict += f" ({shown.confidence:.2f})"
+        if shown.findings and shown.findings[0].fixes:
+            fix = shown.findings[0].fixes[0]
+            verdict += f"; fix: {fix.knob} = {fix.value}"
+    else:
+        verdict += f": {shown.reason}"
+    parts.append(f"verdict {verdict}")
+    return "  ".join(parts)
+
+
+def save_report(report: Report, run_dir: Path, extra_path: str | None) -> None:
+    document = report_to_json(report)
+    write_once(run_dir / "report.json", document)
+    if extra_path:
+        Path(extra_path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

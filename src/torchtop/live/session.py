@@ -1,0 +1,58 @@
+"""`run` and `demo` as use cases: launch the job, watch it, report, pass its exit status on.
+
+The report is written to the run folder (and `--report FILE`) whatever happens to the job; the
+job's own exit status is torchtop's, unless torchtop stopped it after `--for`, when the work
+asked for is done and the status is 0.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchtop.diagnosis.rules import RuleTree
+from torchtop.errors import InputError
+from torchtop.live.collect import start_collectors
+from torchtop.live.headless import ProgressPrinter, save_report
+from torchtop.live.launch import default_run_dir, launch
+from torchtop.live.watch import watch
+from torchtop.report import render_text
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    headless: bool
+    for_s: float | None
+    report: str | None
+    run_dir: Path | None
+
+
+def run_session(command: Sequence[str], options: WatchOptions, tree: RuleTree, kind: str) -> int:
+    if not command:
+        raise InputError(
+            "command", "nothing to run: give it after `--`, e.g. `torchtop run -- python train.py`"
+        )
+    run_dir = options.run_dir or default_run_dir()
+    try:
+        job = launch(command, run_dir, kind)
+    except FileNotFoundError:
+        raise InputError(command[0], "command not found") from None
+    except PermissionError:
+        raise InputError(command[0], "not executable") from None
+    if not options.headless:
+        print(
+            "torchtop: the dashboard is not available yet; showing headless progress",
+            file=sys.stderr,
+        )
+    print(f"torchtop: recording to {run_dir}", file=sys.stderr)
+    collectors = start_collectors(job.layout, job.pid, with_agent=True)
+    try:
+        report = watch(run_dir, tree, job, options.for_s, kind, on_update=ProgressPrinter())
+    finally:
+        collectors.stop()
+    save_report(report, run_dir, options.report)
+    sys.stdout.write(render_text(report, colour=False))
+    sys.stdout.flush()
+    return 0 if job.stopped_by_us else job.shell_status()

@@ -1,0 +1,162 @@
+"""What a run folder says so far: the job's steps, settings, windows, samples and ending.
+
+`RunWatcher.poll()` reads only what was appended since the last poll, so the live view can call
+it every second on a run of hours; `load_run()` reads a finished folder in one go through the
+same code. Buffers are bounded: the newest `MAX_STEPS` steps per process and `MAX_SAMPLES`
+samples per source are kept.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from torchtop.runs.journal import JournalReader, read_document
+from torchtop.runs.layout import RunLayout
+
+MAX_STEPS = 4096
+MAX_SAMPLES = 3600
+SAMPLE_SOURCES = ("host", "gpu", "stacks")
+
+
+@dataclass
+class StepRecord:
+    pid: int
+    step: int
+    t: float
+    wall_s: float
+    data_wait_s: float | None
+    h2d_s: float | None
+    sync_s: float | None
+
+
+@dataclass
+class ProcessState:
+    """One agent process (one rank, or the only training process)."""
+
+    pid: int
+    hello: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    steps: deque[StepRecord] = field(default_factory=lambda: deque(maxlen=MAX_STEPS))
+    steps_seen: int = 0
+    windows: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    ended: bool = False
+
+    @property
+    def rank(self) -> int | None:
+        rank = self.hello.get("rank")
+        return rank if isinstance(rank, int) else None
+
+    @property
+    def label(self) -> str:
+        return f"rank {self.rank}" if self.rank is not None else f"pid {self.pid}"
+
+
+@dataclass
+class RunState:
+    layout: RunLayout
+    run: dict[str, Any] = field(default_factory=dict)
+    processes: dict[int, ProcessState] = field(default_factory=dict)
+    samples: dict[str, deque[dict[str, Any]]] = field(
+        default_factory=lambda: {s: deque(maxlen=MAX_SAMPLES) for s in SAMPLE_SOURCES}
+    )
+    unavailable: dict[str, str] = field(default_factory=dict)
+    exit: dict[str, Any] | None = None
+    torn_lines: int = 0
+
+    @property
+    def training_processes(self) -> list[ProcessState]:
+        """Processes that reported steps, by rank; the others (launchers, tools) are left out."""
+        stepping = [p for p in self.processes.values() if p.steps_seen]
+        return sorted(stepping, key=lambda p: (p.rank is None, p.rank or 0, p.pid))
+
+    @property
+    def windows(self) -> list[Path]:
+        paths = [self.layout.root / w["path"] for p in self.processes.values() for w in p.windows]
+        return [p for p in paths if p.is_file()]
+
+
+class RunWatcher:
+    """Tails a run folder; each `poll` folds new records into `state`."""
+
+    def __init__(self, root: Path) -> None:
+        self.state = RunState(RunLayout(root))
+        self._agents: dict[Path, JournalReader] = {}
+        self._samples = {s: JournalReader(self.state.layout.samples(s)) for s in SAMPLE_SOURCES}
+
+    def poll(self, final: bool = False) -> RunState:
+        state = self.state
+        if not state.run:
+            state.run = read_document(state.layout.run_json) or {}
+        if state.layout.events_dir.is_dir():
+            for path in sorted(state.layout.events_dir.glob("agent-*.jsonl")):
+                reader = self._agents.setdefault(path, JournalReader(path))
+                for record in reader.read_new(final):
+                    _apply_agent_record(state, _pid_of(path), record)
+        for source, reader in self._samples.items():
+            for record in reader.read_new(final):
+                if record.get("kind") == "unavailable":
+                    state.unavailable[source] = str(record.get("reason", "not measured"))
+                else:
+                    state.samples[source].append(record)
+        if state.exit is None:
+            state.exit = read_document(state.layout.exit_json)
+        readers = [*self._agents.values(), *self._samples.values()]
+        state.torn_lines = sum(r.torn_lines + r.bad_lines for r in readers)
+        return state
+
+
+def load_run(root: Path) -> RunState:
+    watcher = RunWatcher(root)
+    return watcher.poll(final=True)
+
+
+def _pid_of(path: Path) -> int:
+    try:
+        return int(path.stem.split("-", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
+def _apply_agent_record(state: RunState, pid: int, record: dict[str, Any]) -> None:
+    process = state.processes.setdefault(pid, ProcessState(pid))
+    kind = record.get("kind")
+    if kind == "hello":
+        process.hello = record
+    elif kind == "settings":
+        process.settings = record
+    elif kind == "step":
+        step = _step(pid, record)
+        if step is not None:
+            process.steps.append(step)
+            process.steps_seen += 1
+    elif kind == "window":
+        process.windows.append(record)
+    elif kind == "note":
+        process.notes.append(str(record.get("message", "")))
+    elif kind == "bye":
+        process.ended = True
+
+
+def _step(pid: int, record: dict[str, Any]) -> StepRecord | None:
+    wall = _float(record.get("wall_s"))
+    if wall is None or wall < 0:
+        return None
+    return StepRecord(
+        pid=pid,
+        step=int(record.get("step", 0)),
+        t=_float(record.get("t")) or 0.0,
+        wall_s=wall,
+        data_wait_s=_float(record.get("data_wait_s")),
+        h2d_s=_float(record.get("h2d_s")),
+        sync_s=_float(record.get("sync_s")),
+    )
+
+
+def _float(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
