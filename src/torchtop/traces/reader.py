@@ -46,8 +46,12 @@ def read_trace(path: Path, on_progress: ProgressSink | None = None) -> TraceData
 
             events = EventStream(stream, on_block=report)  # type: ignore[arg-type]
             builder = ColumnBuilder()
-            for batch in events:
-                builder.add(batch)
+            try:
+                for batch in events:
+                    builder.add(batch)
+            finally:
+                if inflater is not None:
+                    inflater.close()
             if inflater is not None and inflater.truncated:
                 events.stats.truncated = True
                 events.stats.notes.append("the .gz file ends before its end-of-stream marker")

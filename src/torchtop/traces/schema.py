@@ -90,7 +90,7 @@ TAIL_DECODER = msgspec.json.Decoder(TraceTail)
 class TraceTailEvents(msgspec.Struct):
     """The last events alone, for when a key after the array has an unexpected type."""
 
-    traceEvents: list[Event] = msgspec.field(default_factory=list)  # noqa: N815
+    traceEvents: list[Event] = msgspec.field(default_factory=list)
 
 
 TAIL_EVENTS_DECODER = msgspec.json.Decoder(TraceTailEvents)
