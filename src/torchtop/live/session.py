@@ -17,7 +17,7 @@ from torchtop.errors import InputError
 from torchtop.live.collect import start_collectors
 from torchtop.live.headless import ProgressPrinter, save_report
 from torchtop.live.launch import default_run_dir, launch
-from torchtop.live.watch import watch
+from torchtop.live.watch import LiveMonitor, watch
 from torchtop.report import render_text
 
 
@@ -49,7 +49,8 @@ def run_session(command: Sequence[str], options: WatchOptions, tree: RuleTree, k
     print(f"torchtop: recording to {run_dir}", file=sys.stderr)
     collectors = start_collectors(job.layout, job.pid, with_agent=True)
     try:
-        report = watch(run_dir, tree, job, options.for_s, kind, on_update=ProgressPrinter())
+        monitor = LiveMonitor(run_dir, tree, job=job, for_s=options.for_s, kind=kind)
+        report = watch(monitor, on_update=ProgressPrinter())
     finally:
         collectors.stop()
     save_report(report, run_dir, options.report)

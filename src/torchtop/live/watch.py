@@ -54,40 +54,75 @@ class WindowCache:
         return self.analysed[path]
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """The run as of one tick: the full report, the verdict to show, the raw state."""
+
+    report: Report
+    shown: Verdict
+    state: RunState
+    elapsed_s: float
+    finished: bool
+
+
+class LiveMonitor:
+    """One tick at a time: fold new records, assess, apply hysteresis; then finish once."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        tree: RuleTree,
+        job: Job | None = None,
+        for_s: float | None = None,
+        kind: str = "run",
+        alive: Callable[[], bool] | None = None,
+    ) -> None:
+        self.run_dir = run_dir
+        self.tree = tree
+        self.job = job
+        self.for_s = for_s
+        self.kind = kind
+        self.alive = alive
+        self.watcher = RunWatcher(run_dir)
+        self.windows = WindowCache()
+        self.tracker = VerdictTracker()
+        self.started = time.monotonic()
+
+    def tick(self) -> Snapshot:
+        elapsed = time.monotonic() - self.started
+        state = self.watcher.poll()
+        report = assess(state, self.windows.latest(state), self.tree, self.kind)
+        finished = (
+            (self.job is not None and self.job.poll() is not None)
+            or (self.alive is not None and not self.alive())
+            or (self.for_s is not None and elapsed >= self.for_s)
+        )
+        return Snapshot(report, self.tracker.update(report.verdict), state, elapsed, finished)
+
+    def finish(self) -> Report:
+        """Stop the job if it still runs, record how it ended, and assess everything seen."""
+        if self.job is not None:
+            if self.job.poll() is None:
+                self.job.stop()
+            self.job.record_exit()
+        state = self.watcher.poll(final=True)
+        return assess(state, self.windows.latest(state), self.tree, self.kind)
+
+
 def watch(
-    run_dir: Path,
-    tree: RuleTree,
-    job: Job | None = None,
-    for_s: float | None = None,
-    kind: str = "run",
-    on_update: UpdateSink | None = None,
-    interval_s: float = 1.0,
-    alive: Callable[[], bool] | None = None,
+    monitor: LiveMonitor, on_update: UpdateSink | None = None, interval_s: float = 1.0
 ) -> Report:
-    watcher = RunWatcher(run_dir)
-    windows = WindowCache()
-    tracker = VerdictTracker()
-    started = time.monotonic()
+    """Tick every `interval_s` until the job ends, time is up or Ctrl-C; then the final report."""
     try:
         while True:
-            elapsed = time.monotonic() - started
-            state = watcher.poll()
-            report = assess(state, windows.latest(state), tree, kind)
+            snapshot = monitor.tick()
             if on_update is not None:
-                on_update(report, tracker.update(report.verdict), elapsed)
-            if job is not None and job.poll() is not None:
+                on_update(snapshot.report, snapshot.shown, snapshot.elapsed_s)
+            if snapshot.finished:
                 break
-            if alive is not None and not alive():
-                break
-            if for_s is not None and elapsed >= for_s:
-                break
-            time.sleep(max(0.0, interval_s - (time.monotonic() - started - elapsed)))
+            time.sleep(
+                max(0.0, interval_s - (time.monotonic() - monitor.started - snapshot.elapsed_s))
+            )
     except KeyboardInterrupt:
         pass
-    finally:
-        if job is not None:
-            if job.poll() is None:
-                job.stop()
-            job.record_exit()
-    state = watcher.poll(final=True)
-    return assess(state, windows.latest(state), tree, kind)
+    return monitor.finish()
