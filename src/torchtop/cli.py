@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="options for the demo job (e.g. -- --num-workers 4)",
     )
 
+    attach = verbs.add_parser(
+        "attach", help="watch a running training process that torchtop did not start"
+    )
+    attach.add_argument("pid", type=int, metavar="PID")
+    _watch_options(attach)
+
     rules = verbs.add_parser("rules", help="list the rule tree, or show one rule")
     rules.add_argument("rule_id", nargs="?", metavar="ID")
     rules.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
@@ -96,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _analyze(args)
         if args.verb == "rules":
             return _rules(args)
-        if args.verb in ("run", "demo"):
+        if args.verb in ("run", "demo", "attach"):
             return _watch(args)
     except InputError as exc:
         print(f"torchtop: {exc}", file=sys.stderr)
@@ -164,6 +170,10 @@ def _watch(args: argparse.Namespace) -> int:
         report=args.report,
         run_dir=Path(args.run_dir) if args.run_dir else None,
     )
+    if args.verb == "attach":
+        from torchtop.live.session import attach_session
+
+        return attach_session(args.pid, options, tree)
     if args.verb == "demo":
         command = [sys.executable, "-m", "torchtop.demo.train", *_after_dashes(args.job_args)]
     else:

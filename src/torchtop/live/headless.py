@@ -59,8 +59,9 @@ def progress_line(report: Report, shown: Verdict, elapsed_s: float) -> str:
     return "  ".join(parts)
 
 
-def save_report(report: Report, run_dir: Path, extra_path: str | None) -> None:
+def save_report(report: Report, run_dir: Path | None, extra_path: str | None) -> None:
     document = report_to_json(report)
-    write_once(run_dir / "report.json", document)
+    if run_dir is not None:
+        write_once(run_dir / "report.json", document)
     if extra_path:
         Path(extra_path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

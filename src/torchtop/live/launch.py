@@ -100,6 +100,13 @@ def launch(command: Sequence[str], run_dir: Path, kind: str = "run") -> Job:
     layout.create()
     started = time.time()
     process = subprocess.Popen(list(command), env=job_environment(run_dir), start_new_session=True)
+    write_run_record(layout, kind, command, process.pid, started)
+    return Job(list(command), layout, process, started)
+
+
+def write_run_record(
+    layout: RunLayout, kind: str, command: Sequence[str], pid: int, started: float | None = None
+) -> None:
     write_once(
         layout.run_json,
         {
@@ -107,14 +114,13 @@ def launch(command: Sequence[str], run_dir: Path, kind: str = "run") -> Job:
             "kind": kind,
             "command": list(command),
             "cwd": os.getcwd(),
-            "pid": process.pid,
-            "started_at": started,
+            "pid": pid,
+            "started_at": started if started is not None else time.time(),
             "host": socket.gethostname(),
             "cpu_count": os.cpu_count(),
             "torchtop": __version__,
         },
     )
-    return Job(list(command), layout, process, started)
 
 
 def default_run_dir(base: Path | None = None) -> Path:

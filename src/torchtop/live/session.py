@@ -8,17 +8,23 @@ asked for is done and the status is 0.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
+from torchtop.live.attach import agent_run_dir, assess_attached, check_target, print_target
 from torchtop.live.collect import start_collectors
 from torchtop.live.headless import ProgressPrinter, save_report
-from torchtop.live.launch import default_run_dir, launch
+from torchtop.live.launch import default_run_dir, launch, write_run_record
 from torchtop.live.watch import LiveMonitor, watch
 from torchtop.report import render_text
+from torchtop.runs.journal import write_once
+from torchtop.runs.layout import RunLayout
 
 
 @dataclass(frozen=True)
@@ -57,3 +63,50 @@ def run_session(command: Sequence[str], options: WatchOptions, tree: RuleTree, k
     sys.stdout.write(render_text(report, colour=False))
     sys.stdout.flush()
     return 0 if job.stopped_by_us else job.shell_status()
+
+
+def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
+    """Watch a running process; never stop it. With an agent inside, read its run folder."""
+    process = check_target(pid)
+    agent_dir = agent_run_dir(process)
+    print_target(process, agent_dir)
+
+    def alive() -> bool:
+        try:
+            return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    if agent_dir is not None:
+        monitor = LiveMonitor(agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive)
+        report = watch(monitor, on_update=ProgressPrinter())
+        if options.report:
+            save_report(report, None, options.report)
+        sys.stdout.write(render_text(report, colour=False))
+        return 0
+    run_dir = options.run_dir or default_run_dir()
+    layout = RunLayout(run_dir)
+    layout.create()
+    write_run_record(layout, "attach", process.cmdline(), pid)
+    print(f"torchtop: recording to {run_dir}", file=sys.stderr)
+    collectors = start_collectors(layout, pid, with_agent=False)
+    monitor = LiveMonitor(
+        run_dir, tree, for_s=options.for_s, kind="attach", alive=alive, assessor=assess_attached
+    )
+    try:
+        report = watch(monitor, on_update=ProgressPrinter())
+    finally:
+        collectors.stop()
+    write_once(
+        layout.exit_json,
+        {
+            "kind": "exit",
+            "ended_at": time.time(),
+            "how": "detached" if alive() else "exited",
+            "exit_status": None,
+            "signal": None,
+        },
+    )
+    save_report(report, run_dir, options.report)
+    sys.stdout.write(render_text(report, colour=False))
+    return 0

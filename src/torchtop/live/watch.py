@@ -10,7 +10,7 @@ then it reads the folder one last time and returns the final report.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from torchtop.runs.state import RunState, RunWatcher
 from torchtop.traces import read_trace
 
 UpdateSink = Callable[[Report, Verdict, float], None]
+Assessor = Callable[[RunState, Mapping[int, RankAnalysis], RuleTree, str], Report]
 
 
 @dataclass
@@ -76,6 +77,7 @@ class LiveMonitor:
         for_s: float | None = None,
         kind: str = "run",
         alive: Callable[[], bool] | None = None,
+        assessor: Assessor = assess,
     ) -> None:
         self.run_dir = run_dir
         self.tree = tree
@@ -83,6 +85,7 @@ class LiveMonitor:
         self.for_s = for_s
         self.kind = kind
         self.alive = alive
+        self.assessor = assessor
         self.watcher = RunWatcher(run_dir)
         self.windows = WindowCache()
         self.tracker = VerdictTracker()
@@ -91,7 +94,7 @@ class LiveMonitor:
     def tick(self) -> Snapshot:
         elapsed = time.monotonic() - self.started
         state = self.watcher.poll()
-        report = assess(state, self.windows.latest(state), self.tree, self.kind)
+        report = self.assessor(state, self.windows.latest(state), self.tree, self.kind)
         finished = (
             (self.job is not None and self.job.poll() is not None)
             or (self.alive is not None and not self.alive())
@@ -106,7 +109,7 @@ class LiveMonitor:
                 self.job.stop()
             self.job.record_exit()
         state = self.watcher.poll(final=True)
-        return assess(state, self.windows.latest(state), self.tree, self.kind)
+        return self.assessor(state, self.windows.latest(state), self.tree, self.kind)
 
 
 def watch(

@@ -64,7 +64,7 @@ def _headline(report: Report) -> str:
     if numbers and job.metrics.get("has_step_markers"):
         span = f"#{numbers[0]}" if len(numbers) == 1 else f"#{numbers[0]}-#{numbers[-1]}"
         parts.append(f"{len(numbers)} step{'s' if len(numbers) != 1 else ''} ({span})")
-    else:
+    elif report.source_kind == "trace":
         parts.append("no step markers: one step")
     if job.devices:
         parts.append(job.devices[0].name)
@@ -84,7 +84,10 @@ def _steps(job: RankAnalysis, style: _Style) -> list[str]:
     m = job.metrics
     mean = _num(m.get("step_mean_ms"))
     if mean is None:
-        return [style("STEP", "1") + "  no complete step", ""]
+        if sum(job.breakdown.values()) <= 0:
+            return [style("STEP", "1") + "  no complete step", ""]
+        head = f"{style('STEP', '1')}  step time not measured; shares of sampled time"
+        return [head, "  " + _bar(job.breakdown, style), "  " + _legend(job.breakdown, style), ""]
     head = f"{style('STEP', '1')}  {mean:.1f} ms mean"
     head += (
         f" · p50 {_num(m.get('step_p50_ms')) or 0:.1f} · p95 {_num(m.get('step_p95_ms')) or 0:.1f}"

@@ -1,0 +1,207 @@
+"""The `host` record of samples/host.jsonl: machine CPU, memory, disk, network and the job tree.
+
+`sample_host` is a function of (root pid, previous state): every rate and percentage is a delta
+against the previous sample, computed here from raw counters rather than through psutil's
+module-global `cpu_percent()` state, so two callers cannot disturb each other and the first
+sample honestly says None ("not measured yet") instead of psutil's meaningless 0.0. Per-process
+CPU uses `psutil.Process.cpu_percent` on Process objects cached in the state, which is what
+makes its percentages refer to the time since the last sample. `HostCollector` holds the state
+for a sampler thread.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import psutil  # type: ignore[import-untyped, unused-ignore]
+
+from torchtop.collectors.tree import JobProcess, job_tree
+
+
+class _Io(NamedTuple):
+    read_bytes: int
+    write_bytes: int
+
+
+@dataclass
+class HostState:
+    """Raw counters of the previous sample, and the Process objects cached across samples."""
+
+    monotonic_s: float
+    cpu_times: list[tuple[float, ...]]
+    iowait_index: int | None
+    disk: _Io | None
+    net: _Io | None
+    processes: dict[int, psutil.Process] = field(default_factory=dict)
+    process_io: dict[int, _Io] = field(default_factory=dict)
+
+
+def sample_host(tree_root_pid: int, previous: HostState | None) -> tuple[dict[str, Any], HostState]:
+    """One `host` record and the state the next sample needs."""
+    now_s = time.monotonic()
+    cpu_times = psutil.cpu_times(percpu=True)
+    fields = list(cpu_times[0]._fields) if cpu_times else []
+    state = HostState(
+        monotonic_s=now_s,
+        cpu_times=[tuple(times) for times in cpu_times],
+        iowait_index=fields.index("iowait") if "iowait" in fields else None,
+        disk=_disk_counters(),
+        net=_net_counters(),
+    )
+    elapsed_s = now_s - previous.monotonic_s if previous is not None else None
+    old_disk = previous.disk if previous is not None else None
+    old_net = previous.net if previous is not None else None
+    memory = psutil.virtual_memory()
+    record: dict[str, Any] = {
+        "kind": "host",
+        "t": time.time(),
+        **_cpu_fields(previous, state, fields),
+        # "used" as total minus available: memory the machine cannot hand out without swapping.
+        "mem_used_bytes": int(memory.total - memory.available),
+        "mem_total_bytes": int(memory.total),
+        **_rate_fields("disk", ("read", "write"), old_disk, state.disk, elapsed_s),
+        **_rate_fields("net", ("recv", "sent"), old_net, state.net, elapsed_s),
+        "processes": _processes(tree_root_pid, previous, state, elapsed_s),
+    }
+    return record, state
+
+
+class HostCollector:
+    """`sample_host` with its state kept between calls, for a `Sampler`."""
+
+    def __init__(self, tree_root_pid: int) -> None:
+        self.tree_root_pid = tree_root_pid
+        self._state: HostState | None = None
+
+    def sample(self) -> dict[str, Any]:
+        record, self._state = sample_host(self.tree_root_pid, self._state)
+        return record
+
+
+def _cpu_fields(previous: HostState | None, state: HostState, fields: list[str]) -> dict[str, Any]:
+    if previous is None or len(previous.cpu_times) != len(state.cpu_times):
+        return {"cpu_pct": None, "per_cpu_pct": None, "iowait_pct": None}
+    deltas = [
+        [now - before for now, before in zip(cur, old, strict=True)]
+        for cur, old in zip(state.cpu_times, previous.cpu_times, strict=True)
+    ]
+    machine = [sum(column) for column in zip(*deltas, strict=True)]
+    iowait_pct = None
+    if state.iowait_index is not None:
+        iowait_pct = _share_pct(machine[state.iowait_index], _total_s(machine, fields))
+    return {
+        "cpu_pct": _busy_pct(machine, fields),
+        "per_cpu_pct": [_busy_pct(delta, fields) for delta in deltas],
+        "iowait_pct": iowait_pct,
+    }
+
+
+def _total_s(delta: list[float], fields: list[str]) -> float:
+    # guest time is already counted in user time on Linux, as psutil's own cpu_percent assumes.
+    guest = sum(delta[fields.index(name)] for name in ("guest", "guest_nice") if name in fields)
+    return sum(delta) - guest
+
+
+def _busy_pct(delta: list[float], fields: list[str]) -> float | None:
+    waiting = sum(delta[fields.index(name)] for name in ("idle", "iowait") if name in fields)
+    total_s = _total_s(delta, fields)
+    return _share_pct(total_s - waiting, total_s)
+
+
+def _share_pct(part: float, total: float) -> float | None:
+    if total <= 0:
+        return None
+    return round(max(0.0, min(100.0, 100.0 * part / total)), 1)
+
+
+def _disk_counters() -> _Io | None:
+    counters = psutil.disk_io_counters()
+    return None if counters is None else _Io(counters.read_bytes, counters.write_bytes)
+
+
+def _net_counters() -> _Io | None:
+    counters = psutil.net_io_counters()
+    return None if counters is None else _Io(counters.bytes_recv, counters.bytes_sent)
+
+
+def _rate_fields(
+    prefix: str, names: tuple[str, str], old: _Io | None, new: _Io | None, elapsed_s: float | None
+) -> dict[str, float | None]:
+    rates = _io_rates(old, new, elapsed_s)
+    return {f"{prefix}_{name}_bytes_per_s": rate for name, rate in zip(names, rates, strict=True)}
+
+
+def _io_rates(
+    old: _Io | None, new: _Io | None, elapsed_s: float | None
+) -> tuple[float | None, float | None]:
+    if old is None or new is None or elapsed_s is None or elapsed_s <= 0:
+        return None, None
+    return _rate(old[0], new[0], elapsed_s), _rate(old[1], new[1], elapsed_s)
+
+
+def _rate(old: int, new: int, elapsed_s: float) -> float | None:
+    # counters can wrap or reset (a disk removed): a negative rate is not a measurement.
+    return round((new - old) / elapsed_s, 1) if new >= old else None
+
+
+def _processes(
+    root_pid: int, previous: HostState | None, state: HostState, elapsed_s: float | None
+) -> list[dict[str, Any]]:
+    cached = previous.processes if previous is not None else {}
+    old_io = previous.process_io if previous is not None else {}
+    rows = []
+    for member in job_tree(root_pid):
+        process, known = _cached(member, cached)
+        row = _process_row(member, process, known, old_io.get(member.pid), state, elapsed_s)
+        if row is not None:
+            state.processes[member.pid] = process
+            rows.append(row)
+    return rows
+
+
+def _cached(member: JobProcess, cached: dict[int, psutil.Process]) -> tuple[psutil.Process, bool]:
+    """The Process object seen last time for this pid, unless the pid was reused since."""
+    old = cached.get(member.pid)
+    if old is not None and old == member.process:
+        return old, True
+    return member.process, False
+
+
+def _process_row(
+    member: JobProcess,
+    process: psutil.Process,
+    known: bool,
+    old_io: _Io | None,
+    state: HostState,
+    elapsed_s: float | None,
+) -> dict[str, Any] | None:
+    try:
+        with process.oneshot():
+            # A Process's first cpu_percent() call only starts its clock: 0.0 means nothing.
+            cpu_pct = process.cpu_percent(interval=None)
+            row = {
+                "pid": member.pid,
+                "ppid": member.ppid,
+                "name": process.name(),
+                "role": member.role,
+                "cpu_pct": round(cpu_pct, 1) if known else None,
+                "rss_bytes": int(process.memory_info().rss),
+                "threads": int(process.num_threads()),
+            }
+            io = _process_io(process)
+    except psutil.NoSuchProcess:
+        return None
+    if io is not None:
+        state.process_io[member.pid] = io
+    read_rate, write_rate = _io_rates(old_io if known else None, io, elapsed_s)
+    return {**row, "read_bytes_per_s": read_rate, "write_bytes_per_s": write_rate}
+
+
+def _process_io(process: psutil.Process) -> _Io | None:
+    try:
+        counters = process.io_counters()
+    except (psutil.AccessDenied, AttributeError, NotImplementedError):
+        return None
+    return _Io(counters.read_bytes, counters.write_bytes)

@@ -1,0 +1,281 @@
+"""The `stacks` record of samples/stacks.jsonl: Python stacks of the job's processes, by py-spy.
+
+One `py-spy dump --pid PID --json` per training process and DataLoader worker, run side by
+side. Per pid because py-spy 0.4's `dump --json --subprocesses` prints the parent's threads
+only (its text output has the children, but JSON is what we can read reliably). py-spy pauses
+each process for the few milliseconds of a dump, so this runs every few seconds, not faster.
+
+When py-spy cannot read the job (no ptrace permission, not a Python process, py-spy missing),
+the collector writes one `unavailable` record with a one-line reason and stops trying. A pid
+that fails while others succeed is left out from then on, and its reason is shown once in the
+record's `unreadable` list.
+
+`classify_stack` names where one thread is (in the DataLoader, backward, the optimizer, a
+collective, a device sync, forward, idle, other Python) from its frames alone, and `attribute`
+turns recent records into the share of the main threads' samples in each place: the verdict for
+a job that runs no agent (`torchtop attach`).
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil  # type: ignore[import-untyped, unused-ignore]
+
+from torchtop.collectors.tree import JobProcess, job_tree
+
+DUMPED_ROLES = ("main", "worker")
+ATTEMPTS = 3  # failed dumps in a row before a pid is given up (a process still starting up)
+PTRACE_HINT = (
+    "run torchtop as root or as the job's user with ptrace allowed "
+    "(sysctl kernel.yama.ptrace_scope=0; in a container, CAP_SYS_PTRACE)"
+)
+
+
+def find_py_spy() -> str | None:
+    """py-spy on PATH, else beside this interpreter (a venv's bin/ that is not on PATH)."""
+    found = shutil.which("py-spy")
+    if found is not None:
+        return found
+    beside = Path(sys.executable).with_name("py-spy")
+    return str(beside) if beside.is_file() else None
+
+
+@dataclass(frozen=True)
+class Dump:
+    """One py-spy dump of one process: its threads, or why there are none."""
+
+    pid: int
+    threads: list[dict[str, Any]] | None = None
+    reason: str | None = None  # set when py-spy could not read it; None with no threads: gone
+    final: bool = False  # the reason will not change by trying again (no permission, no py-spy)
+
+
+class StackCollector:
+    """Dumps the Python stacks of the job's training processes and workers."""
+
+    def __init__(
+        self, root_pid: int, py_spy: list[str] | None = None, timeout_s: float = 10.0
+    ) -> None:
+        """`py_spy` is the command to run (default: `find_py_spy()`), arguments appended."""
+        self.root_pid = root_pid
+        self.timeout_s = timeout_s
+        found = find_py_spy()
+        self._py_spy = py_spy if py_spy is not None else ([found] if found else None)
+        self._given_up: set[int] = set()
+        self._failures: dict[int, int] = {}
+        self._unreported: list[dict[str, Any]] = []
+        self._done = False
+
+    def sample(self) -> dict[str, Any] | None:
+        """A `stacks` record; an `unavailable` record once when nothing can be read; else None."""
+        if self._done:
+            return None
+        if self._py_spy is None:
+            return self._unavailable("py-spy not found (pip install py-spy)")
+        targets = [
+            member
+            for member in job_tree(self.root_pid)
+            if member.role in DUMPED_ROLES and member.pid not in self._given_up
+        ]
+        dumps = dump_all(self._py_spy, [member.pid for member in targets], self.timeout_s)
+        self._count_failures(dumps)
+        read = [(m, d) for m, d in zip(targets, dumps, strict=True) if d.threads is not None]
+        if read:
+            return self._stacks(read)
+        if self._unreported and all(member.pid in self._given_up for member in targets):
+            return self._unavailable(self._unreported[0]["reason"])
+        return None
+
+    def _count_failures(self, dumps: list[Dump]) -> None:
+        """Give up on a pid after a failure that will not change, or a few in a row."""
+        for dump in dumps:
+            if dump.reason is None:
+                self._failures.pop(dump.pid, None)
+                continue
+            self._failures[dump.pid] = self._failures.get(dump.pid, 0) + 1
+            if dump.final or self._failures[dump.pid] >= ATTEMPTS:
+                self._given_up.add(dump.pid)
+                self._unreported.append({"pid": dump.pid, "reason": dump.reason})
+
+    def _stacks(self, read: list[tuple[JobProcess, Dump]]) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "kind": "stacks",
+            "t": time.time(),
+            "processes": [_process_entry(member, dump) for member, dump in read],
+        }
+        if self._unreported:
+            record["unreadable"], self._unreported = self._unreported, []
+        return record
+
+    def _unavailable(self, reason: str) -> dict[str, Any]:
+        self._done = True
+        return {"kind": "unavailable", "t": time.time(), "reason": reason}
+
+
+def dump_all(py_spy: list[str], pids: list[int], timeout_s: float) -> list[Dump]:
+    """One dump per pid, the py-spy processes running side by side; same order as `pids`."""
+    env = {**os.environ, "RUST_BACKTRACE": "0"}
+    running: list[tuple[int, subprocess.Popen[bytes] | Dump]] = []
+    for pid in pids:
+        try:
+            child = subprocess.Popen(
+                [*py_spy, "dump", "--pid", str(pid), "--json"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+            )
+        except OSError as error:
+            reason = f"cannot run py-spy ({' '.join(py_spy)}): {error.strerror}"
+            running.append((pid, Dump(pid, reason=reason, final=True)))
+        else:
+            running.append((pid, child))
+    deadline_s = time.monotonic() + timeout_s
+    return [
+        child if isinstance(child, Dump) else _collect(pid, child, deadline_s)
+        for pid, child in running
+    ]
+
+
+def _collect(pid: int, child: subprocess.Popen[bytes], deadline_s: float) -> Dump:
+    try:
+        out, err = child.communicate(timeout=max(0.1, deadline_s - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        return Dump(pid)  # a slow dump is skipped this time, not a reason to give up
+    if child.returncode == 0:
+        try:
+            return Dump(pid, threads=[_thread(t) for t in json.loads(out)])
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return Dump(pid, reason=f"py-spy printed something other than JSON for pid {pid}")
+    if not psutil.pid_exists(pid):
+        return Dump(pid)
+    stderr = err.decode(errors="replace")
+    return Dump(pid, reason=failure_reason(pid, stderr), final=_no_permission(stderr))
+
+
+def failure_reason(pid: int, stderr: str) -> str:
+    """One line saying why py-spy could not read `pid`, from what it printed on stderr."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    said = next((line for line in lines if line.lower().startswith(("error", "permission"))), "")
+    said = said or (lines[0] if lines else "no message")
+    if _no_permission(stderr):
+        return f"py-spy has no ptrace permission for pid {pid}: {PTRACE_HINT}"
+    if "failed to find python version" in stderr.lower():
+        return f"pid {pid} is not a Python process py-spy can read ({said})"
+    return f"py-spy could not read pid {pid}: {said}"
+
+
+def _no_permission(stderr: str) -> bool:
+    lowered = stderr.lower()
+    return "permission denied" in lowered or "operation not permitted" in lowered
+
+
+def _thread(raw: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tid": raw.get("os_thread_id") or raw.get("thread_id"),
+        "name": raw.get("thread_name"),
+        "active": raw.get("active"),
+        "frames": [
+            {"function": f["name"], "file": f["filename"], "line": f.get("line")}
+            for f in raw["frames"]
+        ],
+    }
+
+
+def _process_entry(member: JobProcess, dump: Dump) -> dict[str, Any]:
+    return {"pid": member.pid, "role": member.role, "threads": dump.threads}
+
+
+# Where a thread can be, most specific first when frames of several are on one stack.
+PLACES = ("sync", "collective", "optimizer", "dataloader", "backward", "forward", "python", "idle")
+_COLLECTIVE_CALLS = {
+    "wait", "all_reduce", "barrier", "monitored_barrier", "all_gather", "all_gather_into_tensor",
+    "all_gather_object", "reduce_scatter", "reduce_scatter_tensor", "broadcast", "reduce",
+    "all_to_all", "all_to_all_single", "gather", "scatter", "send", "recv", "broadcast_object_list",
+}  # fmt: skip
+# `.item()`, `.cpu()`, `.tolist()` wait for the device inside C++; py-spy shows only the caller's
+# line, so the caller's source line is how they are recognised.
+_SYNC_CALLS = (".item()", ".cpu()", ".tolist()", ".numpy()", "synchronize(")
+
+
+def classify_stack(
+    frames: list[dict[str, Any]],
+    active: bool | None = None,
+    source_line: Callable[[str, int], str] = linecache.getline,
+) -> str:
+    """One of PLACES for a thread whose `frames` ({function, file, line}) are innermost first.
+
+    The innermost frame that belongs to a known place decides, so a collective inside the
+    optimizer is "collective"; forward counts only when no backward frame is below it
+    (activation checkpointing re-runs forward inside backward). An inactive thread in no known
+    place is "idle" (sleeping, waiting on a lock), an active one "python".
+    """
+    forward = False
+    for index, frame in enumerate(frames):
+        place = _place(frame, innermost=index == 0, source_line=source_line)
+        if place == "forward":
+            forward = True
+        elif place is not None:
+            return place
+    if forward:
+        return "forward"
+    return "idle" if active is False else "python"
+
+
+def _place(
+    frame: dict[str, Any], innermost: bool, source_line: Callable[[str, int], str]
+) -> str | None:
+    path = "/" + str(frame.get("file") or "").replace("\\", "/")
+    function = str(frame.get("function") or "").rsplit(".", 1)[-1]
+    if "/torch/cuda/" in path and function == "synchronize":
+        return "sync"
+    if "/torch/distributed/" in path and function in _COLLECTIVE_CALLS:
+        return "collective"
+    if "/torch/optim/" in path:
+        return "optimizer"
+    if "/torch/utils/data/" in path:
+        return "dataloader"
+    if "/torch/autograd/" in path or (
+        path.endswith("/torch/_tensor.py") and function == "backward"
+    ):
+        return "backward"
+    if path.endswith("/torch/nn/modules/module.py") and function in ("_call_impl", "__call__"):
+        return "forward"
+    if innermost and "/torch/" not in path and isinstance(frame.get("line"), int):
+        line = source_line(path[1:], frame["line"])
+        if any(call in line for call in _SYNC_CALLS):
+            return "sync"
+    return None
+
+
+def attribute(records: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """Share (0-1) of the main threads' samples in each place, over these `stacks` records.
+
+    A main thread is the thread whose tid is its process's pid, in a process whose role is
+    "main". Places never seen are left out; no samples at all gives {}.
+    """
+    counts: dict[str, int] = {}
+    for record in records:
+        if record.get("kind") != "stacks":
+            continue
+        for process in record.get("processes", []):
+            if process.get("role") != "main":
+                continue
+            for thread in process.get("threads", []):
+                if thread.get("tid") == process.get("pid"):
+                    place = classify_stack(thread.get("frames", []), thread.get("active"))
+                    counts[place] = counts.get(place, 0) + 1
+    total = sum(counts.values())
+    return {place: count / total for place, count in sorted(counts.items())} if total else {}
