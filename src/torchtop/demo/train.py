@@ -70,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
+    print(
+        f"training: batch {args.batch_size}, num_workers {args.num_workers}, "
+        f"{args.latency_ms:g} ms storage latency per sample",
+        flush=True,
+    )
     step, started = 0, time.perf_counter()
     while step < args.steps:
         for features, labels in loader:

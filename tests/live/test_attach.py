@@ -1,0 +1,70 @@
+"""`torchtop attach PID` on real processes torchtop did not start."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+TORCHTOP = [sys.executable, "-m", "torchtop"]
+
+
+def test_attach_names_a_starved_job_not_started_by_torchtop_dataloader(tmp_path: Path) -> None:
+    job = subprocess.Popen(
+        [sys.executable, "-m", "torchtop.demo.train", "--latency-ms", "4"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert job.stdout is not None
+        assert job.stdout.readline().startswith("training:"), "the job reached its loop"
+        result = subprocess.run(
+            [
+                *TORCHTOP,
+                "attach",
+                str(job.pid),
+                "--headless",
+                "--for",
+                "14",
+                "--run-dir",
+                str(tmp_path / "r"),
+                "--report",
+                str(tmp_path / "report.json"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert job.poll() is None, "attach must never stop the job it watches"
+    finally:
+        job.kill()
+        job.wait()
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["source"]["kind"] == "attach"
+    assert report["source"]["pid"] == job.pid
+    assert report["bottleneck"] == "dataloader", report["verdict"]
+    assert report["breakdown"]["dataloader"] > 0.5
+    assert report["findings"][0]["rule"] == "dataloader-starved"
+
+
+def test_attach_to_a_process_that_does_not_exist_is_one_line_and_status_2() -> None:
+    result = subprocess.run([*TORCHTOP, "attach", "999999999"], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "torchtop: PID 999999999: no such process"
+
+
+def test_attach_to_a_process_that_is_not_python_is_refused(tmp_path: Path) -> None:
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        result = subprocess.run(
+            [*TORCHTOP, "attach", str(sleeper.pid)], capture_output=True, text=True
+        )
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "not a Python process" in result.stderr
