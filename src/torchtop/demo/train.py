@@ -45,7 +45,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--num-workers", type=int, default=0)
     parser.add_argument("--pin-memory", action="store_true")
-    parser.add_argument("--latency-ms", type=float, default=3.0, help="storage latency per sample")
+    parser.add_argument("--latency-ms", type=float, default=5.0, help="storage latency per sample")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
 

@@ -172,7 +172,21 @@ def _rank_analysis(
 
 
 def _parts(step: StepRecord, breakdown: Mapping[str, float]) -> dict[str, float]:
-    return {c: breakdown.get(c, 0.0) * step.wall_s * 1e6 for c in CATEGORIES}
+    """This step's own DataLoader wait; the rest split in the proportions of the breakdown."""
+    wall_us = step.wall_s * 1e6
+    if step.data_wait_s is None:
+        return {c: breakdown.get(c, 0.0) * wall_us for c in CATEGORIES}
+    wait_us = min(step.data_wait_s * 1e6, wall_us)
+    others = {c: breakdown.get(c, 0.0) for c in CATEGORIES if c != "dataloader"}
+    total = sum(others.values())
+    parts = {
+        c: (share / total if total > 0 else 0.0) * (wall_us - wait_us)
+        for c, share in others.items()
+    }
+    if total <= 0:
+        parts["other"] = wall_us - wait_us
+    parts["dataloader"] = wait_us
+    return {c: parts[c] for c in CATEGORIES}
 
 
 def _job(ranks: list[RankAnalysis]) -> RankAnalysis:
