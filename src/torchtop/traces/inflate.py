@@ -26,7 +26,6 @@ class InflatingReader:
         self.raw = raw
         self.truncated = False
         self._blocks: queue.Queue[bytes | BaseException | None] = queue.Queue(_AHEAD_BLOCKS)
-        self._pending = bytearray()
         self._finished = False
         self._stop = threading.Event()
         self._pump = threading.Thread(
@@ -34,19 +33,20 @@ class InflatingReader:
         )
         self._pump.start()
 
-    def read(self, size: int) -> bytes:
-        while len(self._pending) < size and not self._finished:
+    def read(self, size: int = -1) -> bytes:
+        """The next inflated block (its size is the pump's, not `size`); b"" at the end.
+
+        Like a raw file's read, it may return less than asked: the caller only appends."""
+        while not self._finished:
             block = self._blocks.get()
             if block is None:
                 self._finished = True
             elif isinstance(block, BaseException):
                 self._finished = True
                 raise block
-            else:
-                self._pending += block
-        data = bytes(self._pending[:size])
-        del self._pending[:size]
-        return data
+            elif block:
+                return block
+        return b""
 
     def close(self) -> None:
         self._stop.set()
