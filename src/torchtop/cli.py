@@ -66,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     attach.add_argument("pid", type=int, metavar="PID")
     _watch_options(attach)
 
+    view = verbs.add_parser("view", help="the dashboard on saved traces or a recorded run folder")
+    view.add_argument("paths", nargs="+", metavar="PATH", help="traces, a folder of them, or a run")
+    view.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+
     rules = verbs.add_parser("rules", help="list the rule tree, or show one rule")
     rules.add_argument("rule_id", nargs="?", metavar="ID")
     rules.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
@@ -104,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _rules(args)
         if args.verb in ("run", "demo", "attach"):
             return _watch(args)
+        if args.verb == "view":
+            return _view(args)
     except InputError as exc:
         print(f"torchtop: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -157,6 +163,19 @@ def _analyze(args: argparse.Namespace) -> int:
         sys.stdout.write(render_markdown(report))
     else:
         sys.stdout.write(render_text(report, colour=_colour(args.color)))
+    return EXIT_OK
+
+
+def _view(args: argparse.Namespace) -> int:
+    from torchtop.offline import analyze_paths
+    from torchtop.runs.layout import is_run_folder
+    from torchtop.runs.state import load_run
+    from torchtop.tui.app import run_view
+
+    report = analyze_paths(args.paths, rules=_load_tree(args.rules))
+    single = Path(args.paths[0])
+    state = load_run(single) if len(args.paths) == 1 and is_run_folder(single) else None
+    run_view(report, state)
     return EXIT_OK
 
 

@@ -12,7 +12,7 @@ TORCHTOP = [sys.executable, "-m", "torchtop"]
 
 def test_attach_names_a_starved_job_not_started_by_torchtop_dataloader(tmp_path: Path) -> None:
     job = subprocess.Popen(
-        [sys.executable, "-m", "torchtop.demo.train", "--latency-ms", "4"],
+        [sys.executable, "-m", "torchtop.demo.train", "--latency-ms", "10"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -95,11 +95,26 @@ class Job:
         return status if status >= 0 else 128 - status
 
 
-def launch(command: Sequence[str], run_dir: Path, kind: str = "run") -> Job:
+def launch(
+    command: Sequence[str], run_dir: Path, kind: str = "run", output: Path | None = None
+) -> Job:
+    """Start the job; its stdout and stderr go to `output` when given (the dashboard owns the
+    terminal then), else to the user's own streams."""
     layout = RunLayout(run_dir)
     layout.create()
     started = time.time()
-    process = subprocess.Popen(list(command), env=job_environment(run_dir), start_new_session=True)
+    log = output.open("ab") if output is not None else None
+    try:
+        process = subprocess.Popen(
+            list(command),
+            env=job_environment(run_dir),
+            start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT if log is not None else None,
+        )
+    finally:
+        if log is not None:
+            log.close()
     write_run_record(layout, kind, command, process.pid, started)
     return Job(list(command), layout, process, started)
 

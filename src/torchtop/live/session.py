@@ -22,6 +22,7 @@ from torchtop.live.collect import start_collectors
 from torchtop.live.headless import ProgressPrinter, save_report
 from torchtop.live.launch import default_run_dir, launch, write_run_record
 from torchtop.live.watch import LiveMonitor, watch
+from torchtop.model.report import Report
 from torchtop.report import render_text
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
@@ -41,24 +42,22 @@ def run_session(command: Sequence[str], options: WatchOptions, tree: RuleTree, k
             "command", "nothing to run: give it after `--`, e.g. `torchtop run -- python train.py`"
         )
     run_dir = options.run_dir or default_run_dir()
+    job_log = None if options.headless else run_dir / "job.log"
     try:
-        job = launch(command, run_dir, kind)
+        job = launch(command, run_dir, kind, output=job_log)
     except FileNotFoundError:
         raise InputError(command[0], "command not found") from None
     except PermissionError:
         raise InputError(command[0], "not executable") from None
-    if not options.headless:
-        print(
-            "torchtop: the dashboard is not available yet; showing headless progress",
-            file=sys.stderr,
-        )
     print(f"torchtop: recording to {run_dir}", file=sys.stderr)
     collectors = start_collectors(job.layout, job.pid, with_agent=True)
     try:
         monitor = LiveMonitor(run_dir, tree, job=job, for_s=options.for_s, kind=kind)
-        report = watch(monitor, on_update=ProgressPrinter())
+        report = _follow(monitor, options.headless)
     finally:
         collectors.stop()
+    if job_log is not None:
+        print(f"torchtop: the job's output is in {job_log}", file=sys.stderr)
     save_report(report, run_dir, options.report)
     sys.stdout.write(render_text(report, colour=False))
     sys.stdout.flush()
@@ -79,7 +78,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
 
     if agent_dir is not None:
         monitor = LiveMonitor(agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive)
-        report = watch(monitor, on_update=ProgressPrinter())
+        report = _follow(monitor, options.headless)
         if options.report:
             save_report(report, None, options.report)
         sys.stdout.write(render_text(report, colour=False))
@@ -94,7 +93,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
         run_dir, tree, for_s=options.for_s, kind="attach", alive=alive, assessor=assess_attached
     )
     try:
-        report = watch(monitor, on_update=ProgressPrinter())
+        report = _follow(monitor, options.headless)
     finally:
         collectors.stop()
     write_once(
@@ -110,3 +109,12 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
     save_report(report, run_dir, options.report)
     sys.stdout.write(render_text(report, colour=False))
     return 0
+
+
+def _follow(monitor: LiveMonitor, headless: bool) -> Report:
+    """Progress lines on stderr, or the dashboard; either way the final report."""
+    if headless:
+        return watch(monitor, on_update=ProgressPrinter())
+    from torchtop.tui.app import run_live
+
+    return run_live(monitor)

@@ -1,0 +1,235 @@
+"""The agent's state and what it does at each step end, DataLoader wait and exit.
+
+The hooks (`hooks.py`) call three methods on hot paths: `data_waited` (each DataLoader
+`__next__`), `optimizer_stepped` (each optimizer step) and `user_stepped` (`torchtop.step()`).
+They do a few additions and, at most once a second, the slower chores: look for a window
+request, rebuild the settings and write them if they changed. Profiler windows open and close
+at step ends. Whatever goes wrong in here is written once as a `note` and switches the failing
+part off; it never reaches the job.
+
+A process forked from the job (a DataLoader worker, most often) inherits the agent; there it
+starts over under its own pid and holds its records until it steps, so workers write nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from torchtop.agent.cli_options import seen_options
+from torchtop.agent.config import AgentConfig
+from torchtop.agent.identity import Identity, hello_record
+from torchtop.agent.profiler_window import ProfilerWindow, job_profiler_active
+from torchtop.agent.settings import JobFacts, loader_settings, settings_record
+from torchtop.agent.sink import RecordSink
+from torchtop.agent.step_clock import StepClock
+from torchtop.agent.window_plan import RequestWatcher, WindowPlan, window_request_path
+from torchtop.runs.journal import JournalWriter
+from torchtop.runs.layout import RunLayout
+
+CHORES_EVERY_S = 1.0
+LOADER_SETTINGS_ATTR = "_torchtop_loader_settings"
+
+
+def open_sink(run_dir: Path, pid: int, hold_until_step: bool) -> RecordSink:
+    """The sink of `events/agent-<pid>.jsonl`; the file is created at the first write."""
+    path = RunLayout(run_dir).agent_events(pid)
+    return RecordSink(lambda: JournalWriter(path), hold_until_step=hold_until_step)
+
+
+class Agent:
+    def __init__(self, config: AgentConfig, identity: Identity, sink: RecordSink) -> None:
+        self.config = config
+        self.identity = identity
+        self.sink = sink
+        self.active = True
+        self.facts = JobFacts()
+        self.steps = StepClock()
+        self.plan = WindowPlan(config.window_every_s, config.window_first_step)
+        self.requests = RequestWatcher(window_request_path(config.run_dir), time.time_ns())
+        self.window: ProfilerWindow | None = None
+        self.opening_window = False
+        self._settings: dict[str, Any] | None = None
+        self._settings_broken = False
+        self._loader_broken = False
+        self._chores_s: float | None = None
+        self._step_thread = threading.main_thread().ident
+        self._torch_version = ""
+
+    def start(self, torch_version: str, problems: list[str]) -> None:
+        self._torch_version = torch_version
+        self.sink.write(hello_record(self.identity, torch_version, time.time()))
+        for problem in problems:
+            self.note(problem)
+
+    # Hot paths: called by the hooks on every DataLoader batch and every step.
+
+    def data_waited(self, iterator: object, seconds: float) -> None:
+        if not self.active or threading.get_ident() != self._step_thread:
+            return
+        self.steps.add_data_wait(seconds)
+        if self._loader_broken:
+            return
+        try:
+            settings = getattr(iterator, LOADER_SETTINGS_ATTR, None)
+            if settings is None:
+                settings = loader_settings(iterator)
+                setattr(iterator, LOADER_SETTINGS_ATTR, settings)
+            self.facts.loader = settings
+        except Exception as exc:
+            self._loader_broken = True
+            self.fail("DataLoader settings", exc)
+
+    def optimizer_stepped(self, optimizer: object) -> None:
+        if self.active:
+            now_s = time.perf_counter()
+            self._step_ended(self.steps.optimizer_stepped(id(optimizer), now_s), now_s)
+
+    def user_stepped(self) -> None:
+        if self.active:
+            now_s = time.perf_counter()
+            self._step_ended(self.steps.user_stepped(now_s), now_s)
+
+    def _step_ended(self, record: dict[str, Any] | None, now_s: float) -> None:
+        if record is None:
+            return
+        try:
+            record["t"] = time.time()
+            self._step_thread = threading.get_ident()
+            self.sink.add_step(record, now_s)
+            if self._chores_s is None or now_s - self._chores_s >= CHORES_EVERY_S:
+                self._chores(now_s)
+        except Exception as exc:
+            self.fail("step timing", exc, stop=True)
+            return
+        self._advance_window(now_s)
+
+    # Chores: at most once a second.
+
+    def _chores(self, now_s: float) -> None:
+        self._chores_s = now_s
+        if self.requests.poll():
+            self.plan.requested = True
+        self.write_settings_if_changed()
+
+    def write_settings_if_changed(self) -> None:
+        if self._settings_broken:
+            return
+        try:
+            settings = settings_record(self.facts, seen_options(), overrides={})
+            if settings != self._settings:
+                self._settings = settings
+                self.sink.write({**settings, "t": time.time()})
+        except Exception as exc:
+            self._settings_broken = True
+            self.fail("settings", exc)
+
+    # Profiler windows.
+
+    def _advance_window(self, now_s: float) -> None:
+        """Open, advance or close a window at this step end.
+
+        Opening a window and saving its trace are the agent's time, not the job's: the next
+        step is timed from when they finish, so they do not show as a slow step every period.
+        """
+        try:
+            if self.window is not None:
+                if self.window.step_ended():
+                    self._save_window()
+                    self.steps.last_end_s = time.perf_counter()
+            elif self.plan.due(self.steps.count, now_s) and not job_profiler_active():
+                self._open_window()
+                self.steps.last_end_s = time.perf_counter()
+        except Exception as exc:
+            self.plan.disabled = True
+            self.window = None
+            self.fail("profiler window", exc)
+
+    def _open_window(self) -> None:
+        window = ProfilerWindow(
+            self.config.run_dir / "traces",
+            self.identity.worker,
+            first_step=self.steps.count,
+            steps=self.config.window_steps,
+        )
+        self.plan.opened()
+        self.opening_window = True
+        try:
+            window.open()
+        finally:
+            self.opening_window = False
+        self.window = window
+
+    def _save_window(self) -> None:
+        window, self.window = self.window, None
+        assert window is not None
+        path = window.save(time.time_ns() // 1_000_000)
+        self.plan.closed(time.perf_counter())
+        self.sink.write(
+            {
+                "kind": "window",
+                "t": time.time(),
+                "path": path.relative_to(self.config.run_dir).as_posix(),
+                "first_step": window.first_step,
+                "last_step": window.last_step,
+            }
+        )
+
+    def discard_window(self, why: str) -> None:
+        """Stop an open window without saving it (the job started its own profiler, or exit)."""
+        window, self.window = self.window, None
+        if window is None:
+            return
+        self.plan.closed(time.perf_counter())
+        try:
+            window.discard()
+        except Exception as exc:
+            self.fail("profiler window", exc)
+        self.note(f"a profiler window was dropped: {why}", key=f"dropped: {why}")
+
+    # Notes, failures and the end.
+
+    def note(self, message: str, key: str | None = None) -> None:
+        try:
+            record = {"kind": "note", "t": time.time(), "message": message}
+            self.sink.note_once(key or message, record)
+        except Exception:  # nowhere left to report it; the job matters more
+            return
+
+    def fail(self, where: str, exc: BaseException, stop: bool = False) -> None:
+        if stop:
+            self.active = False
+        consequence = "the agent stopped timing steps" if stop else f"{where} is off from now on"
+        message = f"torchtop agent: {where} failed ({type(exc).__name__}: {exc}); {consequence}"
+        self.note(message, key=where)
+
+    def forked(self) -> None:
+        """In a forked child: start over as this process, silent until it steps."""
+        try:
+            self.identity = dataclasses.replace(self.identity, pid=os.getpid(), ppid=os.getppid())
+            self.sink = open_sink(self.config.run_dir, self.identity.pid, hold_until_step=True)
+            self.steps = StepClock()
+            self.window = None
+            self._settings = None
+            self._chores_s = None
+            self._step_thread = threading.get_ident()
+            self.start(self._torch_version, [])
+        except Exception:  # an error here would print in the child; stay out instead
+            self.active = False
+
+    def close(self, reason: str = "exit") -> None:
+        """Write `bye` (at interpreter exit); only in the process that attached."""
+        if os.getpid() != self.identity.pid or self.sink.closed:
+            return
+        self.active = False
+        try:
+            self.discard_window("the process exited before the window's last step")
+            self.write_settings_if_changed()
+            self.sink.write({"kind": "bye", "t": time.time(), "reason": reason})
+            self.sink.close()
+        except Exception:  # at exit there is no one left to tell; keep the job's exit clean
+            return

@@ -1,0 +1,65 @@
+"""The agent's settings, read from the environment the launcher gives the job.
+
+The agent has no command line of its own (it lives in someone else's process), so everything
+it needs travels in `TORCHTOP_*` variables, which every process the command starts inherits.
+A bad value falls back to its default and is reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+RUN_DIR_ENV = "TORCHTOP_RUN_DIR"
+WINDOW_EVERY_ENV = "TORCHTOP_WINDOW_EVERY_S"
+WINDOW_STEPS_ENV = "TORCHTOP_WINDOW_STEPS"
+WINDOW_FIRST_STEP_ENV = "TORCHTOP_WINDOW_FIRST_STEP"
+
+DEFAULT_WINDOW_EVERY_S = 30.0
+DEFAULT_WINDOW_STEPS = 4
+DEFAULT_WINDOW_FIRST_STEP = 5
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """`window_every_s == 0` turns periodic windows off; a dashboard request still takes one."""
+
+    run_dir: Path
+    window_every_s: float = DEFAULT_WINDOW_EVERY_S
+    window_steps: int = DEFAULT_WINDOW_STEPS
+    window_first_step: int = DEFAULT_WINDOW_FIRST_STEP
+
+
+def read_config(env: Mapping[str, str]) -> tuple[AgentConfig | None, list[str]]:
+    """The config (None when no run folder is set: the agent stays off) and any complaints."""
+    run_dir = env.get(RUN_DIR_ENV, "")
+    if not run_dir:
+        return None, []
+    problems: list[str] = []
+    every_s = _number(env, WINDOW_EVERY_ENV, DEFAULT_WINDOW_EVERY_S, problems)
+    steps = _number(env, WINDOW_STEPS_ENV, DEFAULT_WINDOW_STEPS, problems, minimum=1)
+    first = _number(env, WINDOW_FIRST_STEP_ENV, DEFAULT_WINDOW_FIRST_STEP, problems)
+    config = AgentConfig(Path(run_dir), every_s, int(steps), int(first))
+    return config, problems
+
+
+def _number(
+    env: Mapping[str, str],
+    name: str,
+    default: float,
+    problems: list[str],
+    minimum: float = 0.0,
+) -> float:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < minimum:
+        problems.append(f"{name}={text!r} is not a number >= {minimum:g}; using {default:g}")
+        return default
+    return value

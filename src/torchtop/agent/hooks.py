@@ -1,0 +1,140 @@
+"""`attach()`: hook the agent into the job's torch, right after the job imported it.
+
+Each hook is small and installed on its own, so one that a torch version does not support is
+reported once (a `note`) while the others keep working:
+
+- a global optimizer step post hook ends steps;
+- `_BaseDataLoaderIter.__next__` is timed (data wait) and tells which DataLoader is in use;
+- `torch.autocast.__enter__` and `torch.compile` are watched, to report AMP and compile use;
+- `torch.autograd.profiler.profile._prepare_trace` is watched, so that a profiler the job starts
+  itself closes the agent's window first instead of failing;
+- argparse is watched (if the bootstrap has not already done it) for the script's options.
+
+A process that multiprocessing started (a DataLoader worker, most often) holds its records
+until it steps, so workers leave no files. `bye` is written by an `atexit` handler; no signal
+handler is installed, so the job's own signal behaviour is untouched (the launcher sees how the
+job ended by itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import functools
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torchtop.agent import api, cli_options
+from torchtop.agent.agent import Agent, open_sink
+from torchtop.agent.config import read_config
+from torchtop.agent.identity import read_identity, started_by_multiprocessing
+
+_agent: Agent | None = None
+
+
+def attach() -> Agent | None:
+    """Start the agent in this process (once); None when `TORCHTOP_RUN_DIR` is not set."""
+    global _agent
+    if _agent is not None:
+        return _agent
+    config, problems = read_config(os.environ)
+    if config is None:
+        return None
+    identity = read_identity(os.environ)
+    sink = open_sink(config.run_dir, identity.pid, hold_until_step=started_by_multiprocessing())
+    agent = Agent(config, identity, sink)
+    _agent = agent
+    agent.start(torch.__version__, problems)
+    for name, install in INSTALLERS:
+        try:
+            install(agent)
+        except Exception as exc:
+            agent.fail(name, exc)
+    api.set_step_handler(agent.user_stepped)
+    atexit.register(agent.close, "exit")
+    os.register_at_fork(after_in_child=agent.forked)
+    return agent
+
+
+def watch_optimizers(agent: Agent) -> None:
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    def step_ended(optimizer: Any, args: Any, kwargs: Any) -> None:
+        agent.optimizer_stepped(optimizer)
+
+    register_optimizer_step_post_hook(step_ended)
+
+
+def time_dataloaders(agent: Agent) -> None:
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+    original = _BaseDataLoaderIter.__next__
+    clock = time.perf_counter
+
+    @functools.wraps(original)
+    def timed_next(self: Any) -> Any:
+        started_s = clock()
+        try:
+            return original(self)
+        finally:
+            agent.data_waited(self, clock() - started_s)
+
+    _BaseDataLoaderIter.__next__ = timed_next  # type: ignore[method-assign]
+
+
+def watch_autocast(agent: Agent) -> None:
+    autocast: Any = torch.amp.autocast_mode.autocast
+    original: Callable[[Any], Any] = autocast.__enter__
+
+    @functools.wraps(original)
+    def enter(self: Any) -> Any:
+        if getattr(self, "_enabled", True):
+            agent.facts.amp = True
+        return original(self)
+
+    autocast.__enter__ = enter
+
+
+def watch_compile(agent: Agent) -> None:
+    original: Callable[..., Any] = torch.compile
+
+    @functools.wraps(original)
+    def compile_watched(*args: Any, **kwargs: Any) -> Any:
+        agent.facts.compiled = True
+        return original(*args, **kwargs)
+
+    setattr(torch, "compile", compile_watched)  # noqa: B010 - mypy rejects the plain assignment
+
+
+def watch_job_profilers(agent: Agent) -> None:
+    """A profiler the job starts while a window is open would fail: close the window first."""
+    import torch.autograd.profiler as autograd_profiler
+
+    profile_class: Any = autograd_profiler.profile
+    original: Callable[..., Any] = profile_class._prepare_trace
+
+    @functools.wraps(original)
+    def prepare_trace(self: Any) -> Any:
+        if not agent.opening_window and agent.window is not None:
+            agent.discard_window("the job started its own profiler")
+        return original(self)
+
+    profile_class._prepare_trace = prepare_trace
+
+
+def watch_cli_options(agent: Agent) -> None:
+    cli_options.install(argparse)
+
+
+INSTALLERS: list[tuple[str, Callable[[Agent], None]]] = [
+    ("optimizer step hook", watch_optimizers),
+    ("DataLoader timing", time_dataloaders),
+    ("autocast watch", watch_autocast),
+    ("torch.compile watch", watch_compile),
+    ("profiler guard", watch_job_profilers),
+    ("argparse watch", watch_cli_options),
+]

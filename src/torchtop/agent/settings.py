@@ -1,0 +1,82 @@
+"""What the agent can learn of the job's settings, for the `settings` record.
+
+Gathered from what the hooks saw (the DataLoader last iterated, whether autocast was entered or
+`torch.compile` called, the script's argparse options) and from cheap calls into the job's
+torch (thread counts, whether CUDA was initialised). The agent rebuilds this now and then and
+writes it only when it differs from what it wrote last.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass
+class JobFacts:
+    """Set by the hooks as they see the job use a feature; read when settings are built."""
+
+    loader: dict[str, Any] | None = None
+    amp: bool = False
+    compiled: bool = False
+
+
+def loader_settings(iterator: Any) -> dict[str, Any]:
+    """The DataLoader's settings, read from one of its iterators (`_BaseDataLoaderIter`).
+
+    `pin_memory` is what the iterator does (False without an accelerator even when asked for).
+    """
+    index_sampler = getattr(iterator, "_index_sampler", None)
+    auto_collation = getattr(iterator, "_auto_collation", False)
+    batch_size = getattr(index_sampler, "batch_size", None) if auto_collation else None
+    return {
+        "num_workers": getattr(iterator, "_num_workers", None),
+        "pin_memory": getattr(iterator, "_pin_memory", None),
+        "batch_size": batch_size,
+        "persistent_workers": getattr(iterator, "_persistent_workers", None),
+        "prefetch_factor": getattr(iterator, "_prefetch_factor", None),
+    }
+
+
+def thread_settings() -> dict[str, Any]:
+    return {
+        "torch_num_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
+        "omp_num_threads_env": os.environ.get("OMP_NUM_THREADS"),
+    }
+
+
+def cuda_initialized() -> bool:
+    """Whether the job has initialised CUDA (asking does not initialise it)."""
+    is_initialized: Callable[[], bool] = torch.cuda.is_initialized
+    return is_initialized()
+
+
+def device_in_use() -> str:
+    """`cuda:<current device>` once the job has initialised CUDA, else `cpu`.
+
+    Never initialises CUDA itself: that would cost the job time and GPU memory.
+    """
+    if cuda_initialized():
+        return f"cuda:{torch.cuda.current_device()}"
+    return "cpu"
+
+
+def settings_record(
+    facts: JobFacts, cli_options: list[dict[str, Any]], overrides: dict[str, Any]
+) -> dict[str, Any]:
+    """The `settings` record without its time, so two of them compare equal when unchanged."""
+    return {
+        "kind": "settings",
+        "dataloader": facts.loader,
+        "threads": thread_settings(),
+        "device": device_in_use(),
+        "amp": facts.amp,
+        "compiled": facts.compiled,
+        "cli_options": cli_options,
+        "overrides": overrides,
+    }

@@ -1,0 +1,115 @@
+"""The details of one fix: what it changes exactly, the finding behind it, the evidence, why.
+
+`a` hands the fix to the app's `on_apply` hook (the apply-and-relaunch action of the fixes
+issue); until one is wired the key is shown dimmed in the footer and does nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Static
+
+from torchtop.tui.change import describe_change
+from torchtop.tui.palette import (
+    APPLY_COLOUR,
+    APPLY_MEANING,
+    MUTED,
+    SEVERITY_COLOUR,
+    SEVERITY_WORD,
+)
+from torchtop.tui.ranking import SEVERITY_WEIGHT, RankedFix
+from torchtop.tui.widgets.verdict import metric_text
+
+LINE_STYLE = {"old": "#ff8787", "new": "#87d787", "patch": "#87d787", "note": ""}
+LINE_MARK = {"old": "- ", "new": "+ ", "patch": "+ ", "note": "  "}
+
+
+def section(text: Text, title: str) -> None:
+    text.append(f"\n{title}\n", style="bold underline")
+
+
+def change_text(
+    ranked: RankedFix, command: Sequence[str], options: Sequence[Mapping[str, Any]]
+) -> Text:
+    """The exact change: its summary, then old (-) and new (+) lines, or the patch."""
+    change = describe_change(ranked.fix, command, options)
+    text = Text(f"{change.summary}\n")
+    for line in change.lines:
+        text.append(LINE_MARK[line.kind] + line.text + "\n", style=LINE_STYLE[line.kind])
+    return text
+
+
+def details_text(
+    ranked: RankedFix, command: Sequence[str], options: Sequence[Mapping[str, Any]]
+) -> Text:
+    fix, finding = ranked.fix, ranked.finding
+    text = Text()
+    text.append(f"{fix.knob} = {fix.value}", style="bold")
+    text.append(f"   [{fix.apply}]\n", style=APPLY_COLOUR.get(fix.apply, ""))
+    text.append(f"{fix.description}\n")
+    text.append(f"applies as {fix.apply}: {APPLY_MEANING.get(fix.apply, '')}\n", style=MUTED)
+    section(text, "The change")
+    text.append_text(change_text(ranked, command, options))
+    section(text, "Finding")
+    text.append(SEVERITY_WORD.get(finding.severity, finding.severity) + " ",
+                style=SEVERITY_COLOUR.get(finding.severity, ""))  # fmt: skip
+    text.append(" › ".join(finding.chain) + "\n", style="bold")
+    text.append(f"{finding.message}\n")
+    text.append(
+        f"expected gain ~{ranked.gain:.0%}: {finding.bottleneck_class} explains "
+        f"{ranked.class_share:.0%} of the step, x{SEVERITY_WEIGHT.get(finding.severity, 0.3)} "
+        f"for {finding.severity} severity\n",
+        style=MUTED,
+    )
+    section(text, "Evidence")
+    for name, value in finding.evidence.items():
+        text.append(f"  {metric_text(name, value)}\n")
+    section(text, "Why")
+    text.append(" ".join(finding.why.split()) + "\n")
+    return text
+
+
+class FixDetailsScreen(ModalScreen[str | None]):
+    """Dismissed with "apply" when the user asks to apply the fix, else None."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,enter", "close", "Close"),
+        Binding("a", "apply", "Apply + relaunch"),
+    ]
+
+    def __init__(
+        self,
+        ranked: RankedFix,
+        command: Sequence[str],
+        options: Sequence[Mapping[str, Any]],
+        can_apply: bool,
+    ) -> None:
+        super().__init__()
+        self.ranked = ranked
+        self.command = command
+        self.options = options
+        self.can_apply = can_apply
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="details") as scroll:
+            scroll.border_title = f"Fix · {self.ranked.fix.knob}"
+            scroll.border_subtitle = "Esc: back"
+            yield Static(details_text(self.ranked, self.command, self.options), id="details-text")
+        yield Footer()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Until apply-and-relaunch is wired, the key is shown dimmed and does nothing.
+        return None if action == "apply" and not self.can_apply else True
+
+    def action_apply(self) -> None:
+        self.dismiss("apply")

@@ -1,0 +1,200 @@
+"""What the panels show, as one immutable value: a `Frame`, built off the UI thread.
+
+The live loop's `Snapshot` holds the run state that the next tick keeps mutating, so the tick
+thread copies what the panels need (the newest samples, the hot stacks, the ranked fixes, the
+history point) into a `Frame` before posting it; the widgets only ever read frames. Offline, a
+`Frame` is built once from a `Report` (and, for a recorded run, its `RunState`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Reversible
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import PurePath
+from typing import Any, TypeVar
+
+from torchtop.live.watch import Snapshot
+from torchtop.model.findings import Verdict
+from torchtop.model.report import Report
+from torchtop.runs.state import ProcessState, RunState
+from torchtop.tui.charts import number
+from torchtop.tui.hotstacks import DUMPS_COUNTED, HotFrame, hot_frames
+from torchtop.tui.ranking import RankedFix, rank_fixes
+from torchtop.tui.timeline import DEFAULT_CAPACITY, Point, Timeline
+
+SAMPLES_KEPT = 240
+"""Samples per source handed to the panels: four minutes at one a second, wider than any plot."""
+
+Record = Mapping[str, Any]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Frame:
+    report: Report
+    verdict: Verdict
+    """The verdict to show: live, after hysteresis; offline, the report's."""
+    live: bool
+    seq: int = 0
+    elapsed_s: float | None = None
+    finished: bool = False
+    job: str = ""
+    step: int | None = None
+    steps_per_s: float | None = None
+    batch_size: int | None = None
+    history: tuple[Point, ...] = ()
+    host: tuple[Record, ...] = ()
+    gpu: tuple[Record, ...] = ()
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+    hot: tuple[HotFrame, ...] = ()
+    recorded: bool = False
+    """Whether host and GPU samples were recorded at all (live, or a recorded run folder)."""
+    fixes: tuple[RankedFix, ...] = ()
+    command: tuple[str, ...] = ()
+    cli_options: tuple[Record, ...] = ()
+
+    @property
+    def ranks_count(self) -> int:
+        return max(len(self.report.ranks), 1)
+
+    @property
+    def samples_per_s(self) -> float | None:
+        if self.steps_per_s is None or self.batch_size is None:
+            return None
+        return self.steps_per_s * self.batch_size * self.ranks_count
+
+
+class FrameBuilder:
+    """Turns each live snapshot into a frame, keeping the bounded history between ticks."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.timeline = Timeline(capacity)
+        self.seq = 0
+        self._pids: frozenset[int] = frozenset()
+
+    def build(self, snapshot: Snapshot) -> Frame:
+        self.seq += 1
+        report, state = snapshot.report, snapshot.state
+        rate = steps_per_s(report)
+        marker = "relaunch" if self._relaunched(state) else ""
+        self.timeline.add(Point(snapshot.elapsed_s, rate, dict(report.job.breakdown), marker))
+        return Frame(
+            report=report,
+            verdict=snapshot.shown,
+            live=True,
+            seq=self.seq,
+            elapsed_s=snapshot.elapsed_s,
+            finished=snapshot.finished,
+            history=self.timeline.series(),
+            fixes=rank_fixes(snapshot.shown),
+            **state_fields(report, state),
+        )
+
+    def _relaunched(self, state: RunState) -> bool:
+        """New training processes while earlier ones have said goodbye: the job was relaunched
+        (ranks of one launch that report their first steps a tick apart are not)."""
+        processes = state.training_processes
+        pids = frozenset(p.pid for p in processes)
+        new = pids - self._pids
+        relaunched = bool(self._pids and new) and any(
+            p.ended for p in processes if p.pid in self._pids
+        )
+        self._pids = pids
+        return relaunched
+
+
+def offline_frame(report: Report, state: RunState | None = None) -> Frame:
+    """The frame of `torchtop view`: saved traces, or a recorded run folder with its state."""
+    fields = (
+        state_fields(report, state)
+        if state is not None
+        else {"job": trace_title(report), "steps_per_s": steps_per_s(report)}
+    )
+    return Frame(
+        report=report,
+        verdict=report.verdict,
+        live=False,
+        history=step_history(report),
+        fixes=rank_fixes(report.verdict),
+        **fields,
+    )
+
+
+def state_fields(report: Report, state: RunState) -> dict[str, Any]:
+    """The frame's fields that come from the run state, copied so the state may move on."""
+    processes = state.training_processes
+    first = processes[0] if processes else None
+    return {
+        "job": job_title(report),
+        "step": max((p.steps[-1].step for p in processes if p.steps), default=None),
+        "steps_per_s": steps_per_s(report),
+        "batch_size": batch_size(first),
+        "host": tail(state.samples["host"], SAMPLES_KEPT),
+        "gpu": tail(state.samples["gpu"], SAMPLES_KEPT),
+        "unavailable": dict(state.unavailable),
+        "hot": hot_frames(tail(state.samples["stacks"], DUMPS_COUNTED)),
+        "recorded": True,
+        "command": tuple(report.command or ()),
+        "cli_options": tuple(first.settings.get("cli_options") or ()) if first else (),
+    }
+
+
+def tail(records: Reversible[T], count: int) -> tuple[T, ...]:
+    """The newest `count` records of a deque, oldest first, without copying the rest."""
+    newest = list(islice(reversed(records), count))
+    newest.reverse()
+    return tuple(newest)
+
+
+def steps_per_s(report: Report) -> float | None:
+    mean_ms = number(report.job.metrics.get("step_mean_ms"))
+    return 1000.0 / mean_ms if mean_ms else None
+
+
+def batch_size(process: ProcessState | None) -> int | None:
+    loader = (process.settings.get("dataloader") or {}) if process else {}
+    size = loader.get("batch_size") if isinstance(loader, dict) else None
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
+
+
+def job_title(report: Report) -> str:
+    if report.command:
+        return shlex.join(report.command)
+    if report.pid is not None:
+        return f"pid {report.pid}"
+    return trace_title(report)
+
+
+def trace_title(report: Report) -> str:
+    """`resnet50/worker0.pt.trace.json.gz`, or `4 trace files in ddp/`: names, never full paths."""
+    count = len(report.paths)
+    if not count:
+        return "no trace files"
+    first = PurePath(report.paths[0])
+    folder = f"{first.parent.name}/" if first.parent.name else ""
+    if count == 1:
+        return folder + first.name
+    return f"{count} trace files in {folder or './'}"
+
+
+def step_history(report: Report) -> tuple[Point, ...]:
+    """Offline, one point per step: its rate and how its time splits."""
+    steps = report.job.steps
+    if not steps:
+        return ()
+    origin = steps[0].start_us
+    return tuple(
+        Point(
+            elapsed_s=(s.start_us - origin) / 1e6,
+            steps_per_s=1e6 / s.duration_us if s.duration_us > 0 else None,
+            shares=step_shares(s.parts_us, s.duration_us),
+        )
+        for s in steps
+    )
+
+
+def step_shares(parts_us: Mapping[str, float], duration_us: float) -> dict[str, float]:
+    total = duration_us if duration_us > 0 else sum(parts_us.values())
+    return {k: v / total for k, v in parts_us.items()} if total > 0 else {}

@@ -1,0 +1,1 @@
+"""The dashboard's panels. Each reads a `Frame` set on it by the app and draws it to its size."""

@@ -1,0 +1,110 @@
+"""The suggested fixes, ranked by expected gain, each marked with how it applies.
+
+Arrows move, Enter posts `FixChosen` up to the app, which opens the details. The options are
+rebuilt only when the list of fixes changes, so a live update does not move the highlight. On
+a tall terminal the exact change of the highlighted fix is previewed under the list.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from torchtop.tui.details import change_text
+from torchtop.tui.frame import Frame
+from torchtop.tui.palette import APPLY_COLOUR, MUTED, SEVERITY_COLOUR, SEVERITY_WORD
+from torchtop.tui.ranking import RankedFix
+
+
+class FixChosen(Message):
+    def __init__(self, ranked: RankedFix) -> None:
+        super().__init__()
+        self.ranked = ranked
+
+
+def fix_prompt(number: int, ranked: RankedFix) -> Text:
+    """`1 HIGH override dataloader.num_workers = 4 ~33%`: one line, cut at the edge."""
+    fix, severity = ranked.fix, ranked.finding.severity
+    text = Text(f"{number} ", style=MUTED)
+    text.append(SEVERITY_WORD.get(severity, severity), style=SEVERITY_COLOUR.get(severity))
+    text.append(f" {fix.apply}", style=APPLY_COLOUR.get(fix.apply, ""))
+    text.append(f" {fix.knob} = {fix.value}", style="bold")
+    text.append(f" ~{ranked.gain:.0%}", style=MUTED)
+    text.no_wrap = True
+    text.overflow = "ellipsis"
+    return text
+
+
+class FixOptions(OptionList):
+    """The list itself; Enter is shown in the footer as what it does here."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select", "Details")]
+
+
+class FixList(Vertical):
+    frame: reactive[Frame | None] = reactive(None, always_update=True)
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.fixes: tuple[RankedFix, ...] = ()
+        self._keys: tuple[tuple[str, str], ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield FixOptions(id="fix-options")
+        yield Static(id="fix-preview")
+
+    def on_mount(self) -> None:
+        self.border_title = "Fixes"
+        self.border_subtitle = "Enter: details"
+
+    def watch_frame(self, frame: Frame | None) -> None:
+        if frame is None:
+            return
+        keys = tuple(r.key for r in frame.fixes)
+        if keys == self._keys:
+            return
+        self._keys, self.fixes = keys, frame.fixes
+        options = self.query_one(OptionList)
+        highlighted = options.highlighted
+        options.clear_options()
+        if not frame.fixes:
+            options.add_option(Option(Text(empty_reason(frame), style=MUTED), disabled=True))
+            self.preview(None)
+            return
+        options.add_options([fix_prompt(i, r) for i, r in enumerate(frame.fixes, 1)])
+        options.highlighted = min(highlighted or 0, len(frame.fixes) - 1)
+        self.preview(options.highlighted)
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self.preview(event.option_index)
+
+    def preview(self, index: int | None) -> None:
+        frame = self.frame
+        preview = self.query_one("#fix-preview", Static)
+        if frame is None or index is None or not 0 <= index < len(self.fixes):
+            preview.update("")
+            return
+        ranked = self.fixes[index]
+        text = Text(ranked.fix.description + "\n", style=MUTED)
+        text.append_text(change_text(ranked, frame.command, frame.cli_options))
+        text.rstrip()
+        preview.update(text)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if 0 <= event.option_index < len(self.fixes):
+            self.post_message(FixChosen(self.fixes[event.option_index]))
+
+
+def empty_reason(frame: Frame) -> str:
+    if frame.verdict.bottleneck == "unknown":
+        return "no fix until there is a verdict"
+    return "nothing to fix: no finding suggests a change"

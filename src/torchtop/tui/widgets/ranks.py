@@ -1,0 +1,49 @@
+"""Ranks (when more than one): each rank's step time, verdict and communication share, with the
+slowest rank marked (a mark and a word, not only a colour). Hidden while the job has one rank."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from torchtop.model.report import RankReport
+from torchtop.tui.charts import number
+from torchtop.tui.frame import Frame
+from torchtop.tui.palette import MUTED, VERDICT_COLOUR, VERDICT_DEFAULT_COLOUR
+from torchtop.tui.widgets.panel import Panel, lines_to_text
+
+SLOWEST_STYLE = "bold #ff5f5f"
+WIDE = 44
+
+
+def rank_line(item: RankReport, slowest: object, width: int) -> Text:
+    analysis, verdict = item.analysis, item.verdict
+    mean = number(analysis.metrics.get("step_mean_ms"))
+    is_slowest = analysis.label == slowest
+    line = Text(f"{analysis.label:<7}{'◀' if is_slowest else ' '}",
+                style=SLOWEST_STYLE if is_slowest else "bold")  # fmt: skip
+    line.append(f"{mean:7.1f}" if mean is not None else "    n/a")
+    line.append(f"  {verdict.bottleneck:<13}",
+                style=VERDICT_COLOUR.get(verdict.bottleneck, VERDICT_DEFAULT_COLOUR))  # fmt: skip
+    if width >= WIDE:
+        line.append(f" {verdict.confidence:.2f}")
+    line.append(f"{analysis.breakdown.get('communication', 0.0):5.0%}")
+    if is_slowest:
+        line.append("  slowest", style=SLOWEST_STYLE)
+    return line
+
+
+class RanksPanel(Panel):
+    TITLE = "Ranks"
+
+    def watch_frame(self, frame: Frame | None) -> None:
+        self.display = frame is not None and len(frame.report.ranks) > 1
+
+    def draw(self, frame: Frame, width: int, height: int) -> RenderableType:
+        head = Text(f"{'rank':<8}{'step ms':>7}  {'verdict':<13}", style=MUTED)
+        head.append(" conf" if width >= WIDE else "")
+        head.append(" comm")
+        slowest = frame.report.job.metrics.get("slowest_rank")
+        return lines_to_text(
+            [head, *(rank_line(item, slowest, width) for item in frame.report.ranks)], height
+        )

@@ -1,0 +1,104 @@
+"""The verdict: the class and its confidence, the rule chain behind it, and the numbers that
+prove it; `unknown` says what is still missing.
+
+Live, the verdict shown is the one that held through the hysteresis; when the newest
+assessment differs, a line says which class is being confirmed, so a change is never silent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from torchtop.model.analysis import MetricValue
+from torchtop.model.findings import Finding, Verdict
+from torchtop.tui.charts import number
+from torchtop.tui.frame import Frame
+from torchtop.tui.palette import (
+    MUTED,
+    SEVERITY_COLOUR,
+    SEVERITY_WORD,
+    VERDICT_COLOUR,
+    VERDICT_DEFAULT_COLOUR,
+)
+from torchtop.tui.widgets.panel import Panel, lines_to_text
+
+EVIDENCE_SHOWN = 3
+
+
+def metric_text(name: str, value: MetricValue) -> str:
+    """A metric as a person reads it: shares and utilisation as %, milliseconds with ms."""
+    measured = number(value)
+    if value is None:
+        return f"{name} n/a"
+    if measured is None:
+        return f"{name} {value}"
+    if name.endswith(("_share", "utilization")):
+        return f"{name} {measured:.0%}"
+    if name.endswith("_pct"):
+        return f"{name} {measured:.0f}%"
+    if name.endswith("_ms"):
+        return f"{name} {measured:.1f} ms"
+    return f"{name} {measured:.3g}" if isinstance(value, float) else f"{name} {value}"
+
+
+def evidence_line(evidence: Mapping[str, MetricValue]) -> Text:
+    every: list[tuple[str, MetricValue]] = list(evidence.items())
+    shown = ([(k, v) for k, v in every if v is not None] or every)[:EVIDENCE_SHOWN]
+    return Text("  ".join(metric_text(k, v) for k, v in shown))
+
+
+class VerdictPanel(Panel):
+    TITLE = "Verdict"
+
+    def draw(self, frame: Frame, width: int, height: int) -> RenderableType:
+        verdict, assessed = frame.verdict, frame.report.verdict
+        lines = [headline(verdict)]
+        if frame.live and assessed.bottleneck != verdict.bottleneck:
+            lines.append(Text(f"now assessing {assessed.bottleneck}: shown once it holds"))
+            lines.append(Text(assessed.reason, style=MUTED))
+        elif verdict.bottleneck == "unknown":
+            lines.append(Text(f"missing: {verdict.reason}", style="#e0b000"))
+        if verdict.bottleneck == "unknown":
+            lines += [Text(note, style=MUTED) for note in frame.report.job.notes[:2]]
+        else:
+            lines += proof(verdict, width, roomy=height - len(lines) >= 8)
+        return lines_to_text(lines, height)
+
+
+def headline(verdict: Verdict) -> Text:
+    style = VERDICT_COLOUR.get(verdict.bottleneck, VERDICT_DEFAULT_COLOUR)
+    text = Text(verdict.bottleneck.upper(), style=style)
+    if verdict.bottleneck != "unknown":
+        text.append(f"  confidence {verdict.confidence:.2f}")
+    return text
+
+
+def proof(verdict: Verdict, width: int, roomy: bool) -> list[Text]:
+    """The top finding's chain, message and evidence, the score that decided; when there is
+    room, each number on its own line and the other findings after."""
+    reason = Text(verdict.reason, style=MUTED)
+    if not verdict.findings:
+        return [reason]
+    top = verdict.findings[0]
+    lines = [chain_line(top, width), Text(top.message)]
+    if not roomy:
+        return [*lines, evidence_line(top.evidence), reason]
+    lines += [Text("  " + metric_text(k, v)) for k, v in top.evidence.items()]
+    lines.append(reason)
+    for other in verdict.findings[1:]:
+        lines.append(Text("also ", style=MUTED) + chain_line(other, width - 5))
+    return lines
+
+
+def chain_line(finding: Finding, width: int) -> Text:
+    """`HIGH dataloader › dataloader-starved`; the root left out when the whole does not fit."""
+    word = SEVERITY_WORD.get(finding.severity, finding.severity)
+    text = Text(f"{word:<5}", style=SEVERITY_COLOUR.get(finding.severity, ""))
+    chain = " › ".join(finding.chain)
+    if len(text) + len(chain) > width and len(finding.chain) > 1:
+        chain = "… › " + " › ".join(finding.chain[1:])
+    text.append(chain, style="bold")
+    return text

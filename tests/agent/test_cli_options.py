@@ -1,0 +1,67 @@
+"""The script's argparse options are recorded when it parses its own command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from torchtop.agent import cli_options
+
+
+@pytest.fixture
+def recording(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """argparse wrapped for this test only, with nothing recorded yet."""
+    monkeypatch.setattr(
+        argparse.ArgumentParser, "parse_known_args", argparse.ArgumentParser.parse_known_args
+    )
+    monkeypatch.setattr(cli_options, "_options", {})
+    cli_options.install(argparse)
+    yield
+
+
+def parser() -> argparse.ArgumentParser:
+    made = argparse.ArgumentParser()
+    made.add_argument("data", type=Path)
+    made.add_argument("--workers", "-j", type=int, default=2)
+    made.add_argument("--amp", action="store_true")
+    made.add_argument("--verbose", "-v", action="count", default=0)
+    made.add_argument("--version", action="version", version="1")
+    return made
+
+
+@pytest.mark.usefixtures("recording")
+def test_a_parse_of_sys_argv_records_every_option_with_its_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["train.py", "/data", "-j", "8", "--amp"])
+    parser().parse_args()
+    options = {o["dest"]: o for o in cli_options.seen_options()}
+    assert set(options) == {"data", "workers", "amp", "verbose"}
+    assert options["workers"] == {
+        "flags": ["--workers", "-j"],
+        "dest": "workers",
+        "type": "int",
+        "default": 2,
+        "value": 8,
+    }
+    assert options["data"]["flags"] == []
+    assert options["data"]["type"] == "Path"
+    assert (options["amp"]["type"], options["amp"]["value"]) == ("bool", True)
+    assert options["verbose"]["type"] == "int"
+
+
+@pytest.mark.usefixtures("recording")
+def test_a_parse_of_an_explicit_list_is_not_the_script_command_line() -> None:
+    parser().parse_args(["/data"])
+    assert cli_options.seen_options() == []
+
+
+@pytest.mark.usefixtures("recording")
+def test_installing_twice_wraps_once() -> None:
+    wrapped = argparse.ArgumentParser.parse_known_args
+    cli_options.install(argparse)
+    assert argparse.ArgumentParser.parse_known_args is wrapped

@@ -1,0 +1,19 @@
+"""Two-rank gloo DDP with a large model and a tiny batch: all-reduce dominates (communication)."""
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = DistributedDataParallel(nn.Sequential(*(nn.Linear(1024, 1024) for _ in range(12))))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for _ in range(20):
+    loss = model(torch.randn(2, 1024)).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+dist.destroy_process_group()
+print("ddp job done")

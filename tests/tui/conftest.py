@@ -1,0 +1,131 @@
+"""Fixtures for the dashboard: replayed runs, a pacer stepped by hand, and helpers that drive
+an app one tick at a time and read what its panels show."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.text import Text
+from textual.pilot import Pilot
+
+from tests.tui.replay import (
+    ReplaySource,
+    Scenario,
+    SyntheticRun,
+    communication_bound,
+    dataloader_bound,
+)
+from torchtop.model.report import Report
+from torchtop.offline import analyze_paths
+from torchtop.tui.app import Dashboard
+from torchtop.tui.frame import offline_frame
+from torchtop.tui.widgets.panel import Panel
+
+RESNET_NW0 = "kineto-tb-plugin/resnet50_num_workers_0"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run `async def` tests in a fresh event loop (no async plugin needed for `run_test`)."""
+    if not inspect.iscoroutinefunction(pyfuncitem.obj):
+        return None
+    names = pyfuncitem._fixtureinfo.argnames
+    asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
+    return True
+
+
+class ManualPacer:
+    """A pacer the test steps: each `release` lets exactly one tick through; no clock at all."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._permits = 0
+        self._stopped = False
+        self.waits = 0
+
+    def wait(self) -> bool:
+        with self._changed:
+            self.waits += 1
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: self._permits > 0 or self._stopped)
+            if self._stopped:
+                return False
+            self._permits -= 1
+            return True
+
+    def stop(self) -> None:
+        with self._changed:
+            self._stopped = True
+            self._changed.notify_all()
+
+    def release(self) -> None:
+        with self._changed:
+            self._permits += 1
+            self._changed.notify_all()
+
+    def wait_for_waits(self, count: int, done: threading.Event) -> None:
+        """Block until the tick thread asks for tick `count` (so the one before was posted)."""
+        with self._changed:
+            while self.waits < count and not done.is_set():
+                # `done` (the tick thread ended) is not tied to this condition: look again soon.
+                self._changed.wait(timeout=0.05)
+
+
+async def advance(pilot: Pilot[Any], ticks: int = 1) -> None:
+    """Let `ticks` snapshots through, one at a time, each shown before the next is let go."""
+    app = pilot.app
+    assert isinstance(app, Dashboard)
+    pacer = app.pacer
+    assert isinstance(pacer, ManualPacer)
+    for _ in range(ticks):
+        received = app.frames_received
+        target = pacer.waits + 1
+        pacer.release()
+        await asyncio.to_thread(pacer.wait_for_waits, target, app.ticks_stopped)
+        for _ in range(100):
+            if app.frames_received > received or not app.is_running:
+                break
+            await pilot.pause()
+
+
+def panel_text(app: Dashboard, selector: str) -> str:
+    """What a panel shows, as plain text (colour stripped: what a NO_COLOR terminal reads)."""
+    panel = app.query_one(selector, Panel)
+    rendered = panel.render()
+    assert isinstance(rendered, Text)
+    return rendered.plain
+
+
+def scenario_source(tmp_path: Path, scenario: Scenario, ticks: int | None = None) -> ReplaySource:
+    return ReplaySource(SyntheticRun(tmp_path / "run", scenario), ticks=ticks)
+
+
+LiveApp = Callable[..., Dashboard]
+
+
+@pytest.fixture
+def live_app(tmp_path: Path) -> LiveApp:
+    """`live_app("loader" | "comm", ticks=None, **options)`: a dashboard over a replayed run."""
+
+    def make(name: str = "loader", ticks: int | None = None, **options: object) -> Dashboard:
+        scenario = dataloader_bound() if name == "loader" else communication_bound()
+        source = scenario_source(tmp_path, scenario, ticks)
+        return Dashboard(source, pacer=ManualPacer(), **options)  # type: ignore[arg-type]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def resnet_report(shared: Path) -> Report:
+    return analyze_paths([str(shared / RESNET_NW0)])
+
+
+@pytest.fixture
+def offline_app(resnet_report: Report) -> Dashboard:
+    return Dashboard(frame=offline_frame(resnet_report))

@@ -1,0 +1,352 @@
+"""Replayed runs for the dashboard: run folders written record by record with the real writers,
+and a snapshot source that advances one by hand, on a clock of its own.
+
+`SyntheticRun` writes what an agent and the launcher's collectors write (docs/run-folder.md):
+steps, settings with the script's argparse options, profiler windows (real traces from
+sample_traces/), and host, GPU and py-spy samples. `ReplaySource` has `LiveMonitor`'s shape:
+each `tick()` writes the next stretch of simulated time, reads it back through `RunWatcher`,
+assesses it with the real rules and hysteresis, and reports an elapsed time that is simulated,
+never read from a clock. The benchmark uses the same writer at ten times real speed.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from torchtop.analysis.summary import analyze_trace
+from torchtop.diagnosis.rules import RuleTree, load_rules
+from torchtop.live.assess import assess
+from torchtop.live.tracker import VerdictTracker
+from torchtop.live.watch import Snapshot
+from torchtop.model.analysis import RankAnalysis
+from torchtop.model.report import Report
+from torchtop.runs.journal import JournalWriter, write_once
+from torchtop.runs.layout import RUN_SCHEMA, RunLayout
+from torchtop.runs.state import RunWatcher
+from torchtop.traces import read_trace
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
+START_T = 1_700_000_000.0
+SITE = "/usr/lib/python3.11/site-packages"
+
+
+@functools.cache
+def window_analysis(trace: Path) -> RankAnalysis:
+    return analyze_trace(read_trace(trace))
+
+
+@functools.cache
+def rules() -> RuleTree:
+    return load_rules()
+
+
+@dataclass(frozen=True)
+class Rank:
+    pid: int
+    rank: int | None
+    window: Path | None = None
+    """A real profiler trace this process 'captures' once `window_after_s` have passed."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    kind: str
+    command: tuple[str, ...]
+    ranks: tuple[Rank, ...]
+    step_s: float
+    data_wait_s: float
+    settings: dict[str, Any]
+    workers: int = 0
+    gpus: int = 0
+    gpu_reason: str = "NVML: no NVIDIA driver found (libnvidia-ml.so.1 is missing)"
+    stacks: tuple[tuple[dict[str, Any], ...], ...] = ()
+    """Stacks of the main thread, innermost frame first; the dumps cycle through them."""
+    window_after_s: float = 4.0
+    cpu_count: int = 2
+
+
+def frame(function: str, file: str, line: int) -> dict[str, Any]:
+    return {"function": function, "file": file, "line": line}
+
+
+LOADER_STACKS = (
+    (
+        frame("__getitem__", "/home/ada/train.py", 34),
+        frame("fetch", f"{SITE}/torch/utils/data/_utils/fetch.py", 52),
+        frame("__next__", f"{SITE}/torch/utils/data/dataloader.py", 733),
+        frame("main", "/home/ada/train.py", 71),
+        frame("<module>", "/home/ada/train.py", 90),
+    ),
+    (
+        frame("__getitem__", "/home/ada/train.py", 35),
+        frame("fetch", f"{SITE}/torch/utils/data/_utils/fetch.py", 52),
+        frame("main", "/home/ada/train.py", 71),
+        frame("<module>", "/home/ada/train.py", 90),
+    ),
+    (
+        frame("forward", f"{SITE}/torch/nn/modules/linear.py", 125),
+        frame("forward", "/home/ada/model.py", 18),
+        frame("main", "/home/ada/train.py", 75),
+        frame("<module>", "/home/ada/train.py", 90),
+    ),
+)
+DDP_STACKS = (
+    (
+        frame("wait", f"{SITE}/torch/distributed/distributed_c10d.py", 2501),
+        frame("_sync_buckets", f"{SITE}/torch/nn/parallel/distributed.py", 1402),
+        frame("train_step", "/home/ada/train_ddp.py", 58),
+        frame("<module>", "/home/ada/train_ddp.py", 97),
+    ),
+    (
+        frame("backward", f"{SITE}/torch/autograd/__init__.py", 266),
+        frame("train_step", "/home/ada/train_ddp.py", 56),
+        frame("<module>", "/home/ada/train_ddp.py", 97),
+    ),
+)
+
+
+def cli_option(flag: str, kind: str, value: object) -> dict[str, Any]:
+    dest = flag.lstrip("-").replace("-", "_")
+    return {"flags": [flag], "dest": dest, "type": kind, "default": value, "value": value}
+
+
+def dataloader_bound() -> Scenario:
+    """The demo's shape: one process, num_workers=0, 80% of each step waiting on data."""
+    return Scenario(
+        kind="demo",
+        command=("python", "train.py", "--batch-size", "32", "--num-workers", "0"),
+        ranks=(Rank(4242, None, SAMPLES / "dataloader_starved"),),
+        step_s=0.125,
+        data_wait_s=0.1,
+        settings=settings(32, 0, options=True),
+        stacks=LOADER_STACKS,
+    )
+
+
+def communication_bound() -> Scenario:
+    """Two gloo ranks on two (fake) GPUs, most of each step in all-reduce."""
+    return Scenario(
+        kind="run",
+        command=("torchrun", "--nproc-per-node", "2", "train_ddp.py", "--batch-size", "64"),
+        ranks=(
+            Rank(5001, 0, SAMPLES / "ddp_gloo" / "rank0"),
+            Rank(5002, 1, SAMPLES / "ddp_gloo" / "rank1"),
+        ),
+        step_s=0.4,
+        data_wait_s=0.004,
+        settings=settings(64, 2, options=False),
+        workers=2,
+        gpus=2,
+        stacks=DDP_STACKS,
+        cpu_count=8,
+    )
+
+
+def settings(batch: int, workers: int, options: bool) -> dict[str, Any]:
+    chosen = [cli_option("--batch-size", "int", batch), cli_option("--num-workers", "int", workers)]
+    return {
+        "dataloader": {"num_workers": workers, "pin_memory": False, "batch_size": batch,
+                       "persistent_workers": False, "prefetch_factor": None},
+        "threads": {"torch_num_threads": 2, "torch_interop_threads": 2,
+                    "omp_num_threads_env": None},
+        "device": "cpu",
+        "amp": None,
+        "compiled": False,
+        "cli_options": [*chosen, cli_option("--pin-memory", "bool", False)] if options else [],
+        "overrides": {},
+    }  # fmt: skip
+
+
+def trace_file(prefix: Path) -> Path:
+    """`sample_traces/ddp_gloo/rank0` names the file that starts with rank0 in that folder."""
+    folder, stem = (prefix, "") if prefix.is_dir() else (prefix.parent, prefix.name)
+    return next(p for p in sorted(folder.glob(f"{stem}*.json.gz")))
+
+
+@dataclass
+class SyntheticRun:
+    """Writes a scenario's run folder as simulated time passes."""
+
+    root: Path
+    scenario: Scenario
+    now_s: float = 0.0
+    steps: int = 0
+    windows_written: bool = False
+    writers: dict[str, JournalWriter] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.layout = RunLayout(self.root)
+        self.layout.create()
+        s = self.scenario
+        write_once(self.layout.run_json, {
+            "schema": RUN_SCHEMA, "kind": s.kind, "command": list(s.command),
+            "pid": s.ranks[0].pid, "cpu_count": s.cpu_count, "started_at": START_T,
+        })  # fmt: skip
+        for rank in s.ranks:
+            self.agent(rank.pid).write({
+                "kind": "hello", "t": START_T, "pid": rank.pid, "ppid": 1, "rank": rank.rank,
+                "world_size": len(s.ranks) if rank.rank is not None else None,
+            })  # fmt: skip
+            self.agent(rank.pid).write({"kind": "settings", "t": START_T, **s.settings})
+        if not s.gpus:
+            self.samples("gpu").write({"kind": "unavailable", "t": START_T, "reason": s.gpu_reason})
+
+    def agent(self, pid: int) -> JournalWriter:
+        return self._writer(str(pid), self.layout.agent_events(pid))
+
+    def samples(self, source: str) -> JournalWriter:
+        return self._writer(source, self.layout.samples(source))
+
+    def _writer(self, key: str, path: Path) -> JournalWriter:
+        if key not in self.writers:
+            self.writers[key] = JournalWriter(path)
+        return self.writers[key]
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+
+    def advance(self, seconds: float) -> None:
+        """Write every record of the next `seconds` of simulated time."""
+        end_s = self.now_s + seconds
+        for second in range(math.floor(self.now_s) + 1, math.floor(end_s) + 1):
+            self.write_samples(second)
+        s = self.scenario
+        while (self.steps + 1) * s.step_s <= end_s:
+            self.write_steps(self.steps)
+            self.steps += 1
+        self.now_s = end_s
+        if not self.windows_written and end_s >= s.window_after_s:
+            self.write_windows()
+
+    def write_steps(self, step: int) -> None:
+        s = self.scenario
+        for rank in s.ranks:
+            jitter = 1.0 + 0.04 * math.sin(step * 0.7 + rank.pid)
+            self.agent(rank.pid).write({
+                "kind": "step", "t": START_T + (step + 1) * s.step_s, "step": step,
+                "wall_s": s.step_s * jitter, "data_wait_s": s.data_wait_s * jitter,
+                "h2d_s": None, "sync_s": None,
+            })  # fmt: skip
+
+    def write_windows(self) -> None:
+        self.windows_written = True
+        for rank in self.scenario.ranks:
+            if rank.window is None:
+                continue
+            source = trace_file(rank.window)
+            target = self.layout.traces_dir / source.name
+            shutil.copyfile(source, target)
+            self.agent(rank.pid).write({
+                "kind": "window", "t": START_T + self.now_s, "path": f"traces/{source.name}",
+                "first_step": max(self.steps - 4, 0), "last_step": self.steps,
+            })  # fmt: skip
+
+    def write_samples(self, second: int) -> None:
+        t = START_T + second
+        self.samples("host").write(host_record(self.scenario, second, t))
+        if self.scenario.gpus:
+            self.samples("gpu").write(gpu_record(self.scenario, second, t))
+        if self.scenario.stacks and second % 2 == 0:
+            self.samples("stacks").write(stacks_record(self.scenario, second, t))
+
+
+def wave(second: int, low: float, high: float, period: float = 9.0) -> float:
+    return round(low + (high - low) * (0.5 + 0.5 * math.sin(second * 2 * math.pi / period)), 1)
+
+
+def host_record(s: Scenario, second: int, t: float) -> dict[str, Any]:
+    processes = [
+        {"pid": r.pid, "ppid": 1, "name": "python", "role": "main",
+         "cpu_pct": wave(second + r.pid, 80, 99), "rss_bytes": 1_250_000_000, "threads": 12,
+         "read_bytes_per_s": 0.0, "write_bytes_per_s": 0.0}
+        for r in s.ranks
+    ]  # fmt: skip
+    processes += [
+        {"pid": s.ranks[0].pid + 100 + w, "ppid": s.ranks[0].pid, "name": "python",
+         "role": "worker", "cpu_pct": wave(second + w, 20, 45), "rss_bytes": 410_000_000,
+         "threads": 3, "read_bytes_per_s": 2e6, "write_bytes_per_s": 0.0}
+        for w in range(s.workers)
+    ]  # fmt: skip
+    cores = [wave(second + 3 * c, 15, 98, period=7.0) for c in range(s.cpu_count)]
+    return {
+        "kind": "host", "t": t, "cpu_pct": round(sum(cores) / len(cores), 1),
+        "per_cpu_pct": cores, "iowait_pct": wave(second, 0, 4), "mem_used_bytes": 6.1e9,
+        "mem_total_bytes": 16e9, "disk_read_bytes_per_s": wave(second, 1e6, 4e7),
+        "disk_write_bytes_per_s": 2.5e5, "net_recv_bytes_per_s": wave(second, 1e4, 3e5),
+        "net_sent_bytes_per_s": 8e3, "processes": processes,
+    }  # fmt: skip
+
+
+def gpu_record(s: Scenario, second: int, t: float) -> dict[str, Any]:
+    devices = [
+        {"index": i, "name": "NVIDIA A100-SXM4-40GB", "uuid": f"GPU-fake-{i}",
+         "utilization_gpu_pct": wave(second + 4 * i, 20, 45), "utilization_memory_pct": 12.0,
+         "sm_clock_mhz": 1410.0, "mem_clock_mhz": 1215.0, "memory_used_bytes": 9.8e9 + 1e8 * i,
+         "memory_total_bytes": 42.9e9, "power_w": wave(second, 90, 140), "power_limit_w": 400.0,
+         "temperature_c": 41.0, "pcie_tx_bytes_per_s": wave(second, 1e8, 6e8),
+         "pcie_rx_bytes_per_s": wave(second + 2, 2e8, 1.2e9), "throttle_reasons": []}
+        for i in range(s.gpus)
+    ]  # fmt: skip
+    processes = [
+        {"pid": r.pid, "device_index": i, "memory_used_bytes": 9.1e9, "sm_util_pct": 30.0}
+        for i, r in enumerate(s.ranks)
+    ]
+    return {"kind": "gpu", "t": t, "devices": devices, "processes": processes}
+
+
+def stacks_record(s: Scenario, second: int, t: float) -> dict[str, Any]:
+    stack = s.stacks[(second // 2) % len(s.stacks)]
+    processes = [
+        {"pid": r.pid, "role": "main", "threads": [
+            {"tid": r.pid, "name": "MainThread", "active": True, "frames": list(stack)},
+            {"tid": r.pid + 1, "name": "pin_memory", "active": False,
+             "frames": [frame("wait", "/usr/lib/python3.11/threading.py", 324)]},
+        ]}
+        for r in s.ranks
+    ]  # fmt: skip
+    return {"kind": "stacks", "t": t, "processes": processes}
+
+
+class ReplaySource:
+    """`LiveMonitor`'s shape over a synthetic run: each tick writes `tick_s` more, then reads."""
+
+    def __init__(self, run: SyntheticRun, tick_s: float = 1.0, ticks: int | None = None) -> None:
+        self.run = run
+        self.tick_s = tick_s
+        self.ticks = ticks
+        self.count = 0
+        self.watcher = RunWatcher(run.root)
+        self.tracker = VerdictTracker()
+        self.finished_reports = 0
+
+    def windows(self) -> dict[int, RankAnalysis]:
+        if not self.run.windows_written:
+            return {}
+        return {
+            r.pid: window_analysis(trace_file(r.window))
+            for r in self.run.scenario.ranks
+            if r.window is not None
+        }
+
+    def assess(self, final: bool = False) -> Report:
+        state = self.watcher.poll(final=final)
+        return assess(state, self.windows(), rules(), self.run.scenario.kind)
+
+    def tick(self) -> Snapshot:
+        self.count += 1
+        self.run.advance(self.tick_s)
+        report = self.assess()
+        finished = self.ticks is not None and self.count >= self.ticks
+        shown = self.tracker.update(report.verdict)
+        return Snapshot(report, shown, self.watcher.state, self.run.now_s, finished)
+
+    def finish(self) -> Report:
+        self.finished_reports += 1
+        self.run.close()
+        return self.assess(final=True)
