@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
 
 class JournalWriter:
     """Appends records to one JSONL file. Not shared between processes: one file each."""
@@ -24,8 +26,7 @@ class JournalWriter:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
-        os.write(self._fd, line.encode("utf-8"))
+        os.write(self._fd, (_ENCODE(record) + "\n").encode("utf-8"))
 
     def close(self) -> None:
         if self._fd >= 0:
