@@ -66,6 +66,29 @@ def build_parser() -> argparse.ArgumentParser:
     attach.add_argument("pid", type=int, metavar="PID")
     _watch_options(attach)
 
+    tune = verbs.add_parser(
+        "tune", help="short trials in a loop: apply the best fix, relaunch, measure, keep or revert"
+    )
+    tune.add_argument(
+        "--allow",
+        metavar="GROUPS",
+        help="also try fixes that can change convergence: batch-size,precision",
+    )
+    tune.add_argument(
+        "--budget",
+        type=_seconds,
+        default=300.0,
+        metavar="S",
+        help="time budget for all trials (default 300)",
+    )
+    tune.add_argument(
+        "--write", metavar="PATH", help="where torchtop.toml goes (default: ./torchtop.toml)"
+    )
+    tune.add_argument("--report", metavar="FILE", help="write the JSON report (with trials) here")
+    tune.add_argument("--run-dir", metavar="DIR", help="where the trials are recorded")
+    tune.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+    tune.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
+
     view = verbs.add_parser("view", help="the dashboard on saved traces or a recorded run folder")
     view.add_argument("paths", nargs="+", metavar="PATH", help="traces, a folder of them, or a run")
     view.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
@@ -110,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _watch(args)
         if args.verb == "view":
             return _view(args)
+        if args.verb == "tune":
+            return _tune(args)
     except InputError as exc:
         print(f"torchtop: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -164,6 +189,19 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(report, colour=_colour(args.color)))
     return EXIT_OK
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from torchtop.relaunch.session import TuneCommand, parse_allow, tune_session
+
+    options = TuneCommand(
+        allow=parse_allow(args.allow),
+        budget_s=args.budget,
+        write=Path(args.write) if args.write else None,
+        run_dir=Path(args.run_dir) if args.run_dir else None,
+        report=args.report,
+    )
+    return tune_session(_after_dashes(args.command), options, _load_tree(args.rules))
 
 
 def _view(args: argparse.Namespace) -> int:

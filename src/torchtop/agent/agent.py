@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from torchtop.agent import overrides
 from torchtop.agent.cli_options import seen_options
 from torchtop.agent.config import AgentConfig
 from torchtop.agent.identity import Identity, hello_record
@@ -120,7 +121,7 @@ class Agent:
         if self._settings_broken:
             return
         try:
-            settings = settings_record(self.facts, seen_options(), overrides={})
+            settings = settings_record(self.facts, seen_options(), overrides=overrides.applied())
             if settings != self._settings:
                 self._settings = settings
                 self.sink.write({**settings, "t": time.time()})

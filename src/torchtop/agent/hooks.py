@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from torchtop.agent import api, cli_options
+from torchtop.agent import api, cli_options, overrides
 from torchtop.agent.agent import Agent, open_sink
 from torchtop.agent.config import read_config
 from torchtop.agent.identity import read_identity, started_by_multiprocessing
@@ -131,6 +131,7 @@ def watch_cli_options(agent: Agent) -> None:
 
 
 INSTALLERS: list[tuple[str, Callable[[Agent], None]]] = [
+    ("knob overrides", overrides.install),
     ("optimizer step hook", watch_optimizers),
     ("DataLoader timing", time_dataloaders),
     ("autocast watch", watch_autocast),

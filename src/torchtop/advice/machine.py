@@ -1,0 +1,78 @@
+"""The machine a fix is planned for: its cores, and the shared libraries it has.
+
+Symbolic values in the rules ("physical cores", "cores / (workers + 1)") become numbers from
+here, and an `LD_PRELOAD` fix is offered only for a library that exists on this machine. The
+planner takes a `Machine` value, so tests can plan for any machine; `this_machine()` reads the
+real one.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import os
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib")
+
+
+@dataclass(frozen=True)
+class Machine:
+    logical_cores: int
+    physical_cores: int
+    libraries: dict[str, str] = field(default_factory=dict)
+    """Library stem (`libjemalloc`) -> path, for the preloadable libraries found here."""
+
+    def library(self, name: str) -> str | None:
+        """The path of `name` (`libjemalloc.so`, `jemalloc`, or a path) on this machine."""
+        if os.sep in name:
+            return name if Path(name).is_file() else None
+        return self.libraries.get(_stem(name))
+
+
+PRELOADABLE = ("libjemalloc", "libtcmalloc", "libtcmalloc_minimal", "libiomp5", "libgomp")
+
+
+def this_machine(
+    find: Callable[[str], str | None] | None = None,
+) -> Machine:
+    logical = _usable_cores()
+    physical = psutil.cpu_count(logical=False) or logical
+    finder = find or find_library
+    found = {stem: path for stem in PRELOADABLE if (path := finder(stem)) is not None}
+    return Machine(logical, min(physical, logical), found)
+
+
+def find_library(stem: str, extra_dirs: Iterable[str] = ()) -> str | None:
+    """A path to `stem.so*` in the usual library folders, this Python's prefix, or ld's cache."""
+    folders = [*extra_dirs, str(Path(sys.prefix) / "lib"), *LIBRARY_DIRS]
+    for folder in folders:
+        base = Path(folder)
+        if not base.is_dir():
+            continue
+        candidates = sorted(base.glob(f"{stem}.so*"))
+        if candidates:
+            return str(candidates[0])
+    name = ctypes.util.find_library(stem.removeprefix("lib"))
+    if name is None:
+        return None
+    for folder in LIBRARY_DIRS:
+        if (Path(folder) / name).is_file():
+            return str(Path(folder) / name)
+    return None
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _stem(name: str) -> str:
+    base = name if name.startswith("lib") else f"lib{name}"
+    return base.split(".so", 1)[0]

@@ -1,0 +1,146 @@
+"""A fix's value made concrete for this job on this machine, and checked against its knob.
+
+Rules speak in terms a reader understands ("physical cores", "cores / (workers + 1)", "2x");
+the relaunch needs a number. The number of DataLoader workers is sized from what was measured:
+with a share `s` of each step waiting on data and `n` workers, loading one batch takes about
+`s/(1-s)` compute steps in process (`n/(1-s)` with workers), so that many workers hide it. The
+result is at least the rule's value and at most `max(8, cores)`: a loader that sleeps on storage
+gains from more workers than cores (the demo job on 2 cores: 4 workers 12 steps/s, 8 workers 30
+steps/s), while the A/B trial reverts the choice where the loader is CPU-bound and it does not.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+
+from torchtop.advice.job import JobView
+from torchtop.advice.knobs import Knob
+from torchtop.advice.machine import Machine
+
+WORKERS_CAP_FLOOR = 8
+_MULTIPLE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*x\s*$")
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+class Unresolvable(ValueError):
+    """The value cannot be made concrete (or is out of bounds): the fix does not apply."""
+
+
+def resolve_value(
+    knob: Knob,
+    raw: object,
+    current: object | None,
+    job: JobView,
+    machine: Machine,
+    metrics: Mapping[str, object],
+) -> object:
+    """The concrete, type-checked value of `raw` for `knob`."""
+    value = _symbolic(raw, current, job, machine)
+    if knob.name == "dataloader.num_workers":
+        value = size_workers(_as_int(value), _int_or_none(current), metrics, machine)
+    if knob.name == "env.LD_PRELOAD":
+        path = machine.library(str(value))
+        if path is None:
+            raise Unresolvable(f"{value} is not installed on this machine")
+        value = path
+    return check_value(knob, coerce(knob, value))
+
+
+def _symbolic(raw: object, current: object | None, job: JobView, machine: Machine) -> object:
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip().lower()
+    if text == "physical cores":
+        return machine.physical_cores
+    if text in ("cores", "logical cores"):
+        return machine.logical_cores
+    if text == "cores / (workers + 1)":
+        return max(1, machine.logical_cores // ((job.workers or 0) + 1))
+    multiple = _MULTIPLE.match(text)
+    if multiple:
+        number = _number_or_none(current)
+        if number is None:
+            raise Unresolvable(f"{raw} of what: the current value is not known")
+        result = number * float(multiple.group(1))
+        return round(result) if isinstance(current, int) else result
+    return raw
+
+
+def size_workers(
+    floor: int, current: int | None, metrics: Mapping[str, object], machine: Machine
+) -> int:
+    """Workers enough to hide the measured DataLoader wait, within [floor, max(8, cores)]."""
+    cap = max(WORKERS_CAP_FLOOR, machine.logical_cores)
+    workers = current or 0
+    share = metrics.get("dataloader_share")
+    if not isinstance(share, float) or not 0.0 < share < 1.0:
+        return min(max(floor, workers), cap)
+    hide = share / (1.0 - share) if workers == 0 else workers / (1.0 - share)
+    return min(max(floor, math.ceil(hide - 1e-9), workers + 1), cap)
+
+
+def coerce(knob: Knob, value: object) -> object:
+    if knob.type == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE | _FALSE:
+            return text in _TRUE
+        raise Unresolvable(f"{value!r} is not a yes/no value")
+    if knob.type == "int":
+        return _as_int(value)
+    if knob.type == "float":
+        number = _number_or_none(value)
+        if number is None:
+            raise Unresolvable(f"{value!r} is not a number")
+        return number
+    return str(value)
+
+
+def check_value(knob: Knob, value: object) -> object:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if knob.minimum is not None and value < knob.minimum:
+            raise Unresolvable(f"{value} is below {knob.name}'s minimum {knob.minimum:g}")
+        if knob.maximum is not None and value > knob.maximum:
+            raise Unresolvable(f"{value} is above {knob.name}'s maximum {knob.maximum:g}")
+    if knob.choices and str(value) not in knob.choices:
+        raise Unresolvable(f"{value!r} is not one of {', '.join(knob.choices)}")
+    return value
+
+
+def same_value(a: object, b: object) -> bool:
+    """Whether two settings mean the same (`"2"` from the environment equals 2)."""
+    if a is None or b is None:
+        return False
+    if isinstance(a, bool) or isinstance(b, bool):
+        return str(a).lower() == str(b).lower()
+    left, right = _number_or_none(a), _number_or_none(b)
+    if left is not None and right is not None:
+        return left == right
+    return str(a) == str(b)
+
+
+def _as_int(value: object) -> int:
+    number = _number_or_none(value)
+    if number is None or number != int(number):
+        raise Unresolvable(f"{value!r} is not a whole number")
+    return int(number)
+
+
+def _int_or_none(value: object) -> int | None:
+    number = _number_or_none(value)
+    return int(number) if number is not None and number == int(number) else None
+
+
+def _number_or_none(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return float(str(value))
+    except ValueError:
+        return None

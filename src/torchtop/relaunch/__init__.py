@@ -1,0 +1,12 @@
+"""Relaunch: start a job from a launch plan, stop it cleanly, A/B trials, and `tune`.
+
+- `start`: launch a `LaunchPlan` (command, cwd, environment, agent overrides) into a run
+  folder; stop it with SIGINT, SIGTERM, SIGKILL to its process group and kill what survives of
+  its tree (torchrun's workers live in sessions of their own).
+- `measure`: one run, timed over its steady-state steps (warm-up left out).
+- `trial`: `run_trial(before, after, ...)`: both variants measured alike, repeated when within
+  noise, kept only when faster beyond noise; written to `RUN/trials/NN.json`.
+- `tune`: diagnose, try the best applicable fix, keep or revert, repeat.
+- `tuned`: `torchtop.toml`, the tuned setup for reuse; `summary`, `session`: what `tune` prints
+  and writes.
+"""

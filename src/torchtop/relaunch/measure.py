@@ -1,0 +1,196 @@
+"""One measured run: launch a plan, time its steady-state steps, stop it.
+
+The run is a real launch into its own run folder, read back through `RunWatcher` as the live
+view reads it. The warm-up is left out: the first `warmup_steps` steps (imports, allocator and
+cuDNN warm-up, compiles, workers starting), and at least as many steps as the DataLoader keeps
+in flight (`num_workers x prefetch_factor`), since batches loaded while the loop was still
+starting are consumed faster than the loader can make them later.
+
+The measurement is `steps` steps, and, with `min_duration_s`, as many more as fill that much
+time: a fast job's steps are short against its periodic costs (an epoch boundary restarting
+DataLoader workers), so a count alone would miss them. Steps/s is the count over the summed
+wall time. With `window`, the agent is then asked for a profiler window (`RUN/requests/window`),
+so the same run can be diagnosed without the profiler slowing the measured steps.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from torchtop.advice.plan import LaunchPlan
+from torchtop.agent.window_plan import window_request_path
+from torchtop.relaunch.start import start_job, stop_job
+from torchtop.runs.state import ProcessState, RunState, RunWatcher
+
+POLL_INTERVAL_S = 0.2
+WINDOW_WAIT_MAX_S = 20.0
+DEFAULT_PREFETCH_FACTOR = 2
+
+
+class MeasureError(RuntimeError):
+    """The run did not yield enough steady-state steps (it ended, failed or timed out)."""
+
+    def __init__(self, message: str, ending: dict[str, object]) -> None:
+        super().__init__(message)
+        self.ending = ending
+
+
+@dataclass(frozen=True)
+class Measurement:
+    run_dir: Path
+    step_wall_s: tuple[float, ...]
+    warmup_steps: int
+    ending: dict[str, object] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    argv: tuple[str, ...] | None = None
+    has_window: bool = False
+
+    @property
+    def duration_s(self) -> float:
+        return sum(self.step_wall_s)
+
+    @property
+    def steps_per_s(self) -> float:
+        total = self.duration_s
+        return len(self.step_wall_s) / total if total > 0 else 0.0
+
+    @property
+    def median_step_ms(self) -> float:
+        return statistics.median(self.step_wall_s) * 1000.0
+
+    @property
+    def mad_step_ms(self) -> float:
+        median = statistics.median(self.step_wall_s)
+        return statistics.median(abs(s - median) for s in self.step_wall_s) * 1000.0
+
+    def summary(self, with_steps: bool = True) -> dict[str, Any]:
+        steps = {"step_wall_s": [round(s, 6) for s in self.step_wall_s]} if with_steps else {}
+        return {
+            "run_dir": str(self.run_dir),
+            "steps": len(self.step_wall_s),
+            "warmup_steps": self.warmup_steps,
+            "steps_per_s": round(self.steps_per_s, 4),
+            "median_step_ms": round(self.median_step_ms, 3),
+            "mad_step_ms": round(self.mad_step_ms, 3),
+            **steps,
+        }
+
+
+@dataclass(frozen=True)
+class Span:
+    """How much of a run to measure."""
+
+    steps: int
+    warmup_steps: int
+    min_duration_s: float = 0.0
+
+
+def measure(
+    plan: LaunchPlan,
+    run_dir: Path,
+    span: Span,
+    timeout_s: float,
+    window: bool = False,
+    capture_output: bool = True,
+) -> Measurement:
+    """Run `plan` until `span` is recorded (and the window, if asked), then stop it."""
+    job = start_job(plan, run_dir, None, capture_output)
+    watcher = RunWatcher(run_dir)
+    deadline_s = time.monotonic() + timeout_s
+    try:
+        if _wait_for_steps(job.poll, watcher, span, deadline_s) and window:
+            _wait_for_window(job.poll, watcher, run_dir, deadline_s)
+    finally:
+        ending = stop_job(job)
+    process = main_process(watcher.poll(final=True))
+    walls = _steady(process, span) if process else ()
+    if len(walls) < span.steps:
+        raise MeasureError(_shortfall(run_dir, len(walls), span, ending), ending)
+    assert process is not None
+    return Measurement(
+        run_dir=run_dir,
+        step_wall_s=walls,
+        warmup_steps=warmup_of(process, span),
+        ending=ending,
+        settings=dict(process.settings),
+        argv=_argv(process),
+        has_window=bool(process.windows),
+    )
+
+
+def main_process(state: RunState) -> ProcessState | None:
+    """Rank 0, or the only process that steps."""
+    processes = state.training_processes
+    return processes[0] if processes else None
+
+
+def warmup_of(process: ProcessState, span: Span) -> int:
+    """The warm-up asked for, or the DataLoader's batches in flight if more."""
+    loader = process.settings.get("dataloader") or {}
+    workers = loader.get("num_workers") if isinstance(loader, dict) else None
+    if not isinstance(workers, int) or workers <= 0:
+        return span.warmup_steps
+    prefetch = loader.get("prefetch_factor") or DEFAULT_PREFETCH_FACTOR
+    return max(span.warmup_steps, workers * int(prefetch))
+
+
+def _steady(process: ProcessState, span: Span) -> tuple[float, ...]:
+    first = warmup_of(process, span)
+    end = process.windows[0].get("first_step") if process.windows else None
+    steady = [s for s in process.steps if s.step >= first and (end is None or s.step < end)]
+    if span.min_duration_s <= 0:
+        steady = steady[: span.steps]
+    return tuple(s.wall_s for s in steady)
+
+
+def _measured_enough(process: ProcessState, span: Span) -> bool:
+    first = warmup_of(process, span)
+    walls = [s.wall_s for s in process.steps if s.step >= first]
+    return len(walls) >= span.steps and sum(walls) >= span.min_duration_s
+
+
+def _wait_for_steps(
+    poll: Callable[[], int | None], watcher: RunWatcher, span: Span, deadline_s: float
+) -> bool:
+    """Whether the span was recorded before the job ended or the deadline passed."""
+    while poll() is None and time.monotonic() < deadline_s:
+        process = main_process(watcher.poll())
+        if process is not None and _measured_enough(process, span):
+            return True
+        time.sleep(POLL_INTERVAL_S)
+    return False
+
+
+def _wait_for_window(
+    poll: Callable[[], int | None], watcher: RunWatcher, run_dir: Path, deadline_s: float
+) -> None:
+    request = window_request_path(run_dir)
+    request.parent.mkdir(parents=True, exist_ok=True)
+    request.touch()
+    window_deadline_s = min(deadline_s, time.monotonic() + WINDOW_WAIT_MAX_S)
+    while poll() is None and time.monotonic() < window_deadline_s:
+        process = main_process(watcher.poll())
+        if process is not None and process.windows:
+            return
+        time.sleep(POLL_INTERVAL_S)
+
+
+def _argv(process: ProcessState) -> tuple[str, ...] | None:
+    argv = process.hello.get("argv")
+    return tuple(str(a) for a in argv) if isinstance(argv, list) else None
+
+
+def _shortfall(run_dir: Path, got: int, span: Span, ending: dict[str, object]) -> str:
+    how = ending.get("how", "ended")
+    status = ending.get("exit_status")
+    said = f" (exit status {status})" if how != "stopped" and status is not None else ""
+    return (
+        f"{run_dir}: only {got} of {span.steps} steady-state steps (after a warm-up of at least "
+        f"{span.warmup_steps}) were recorded; the job {how}{said}. A trial needs a job that "
+        f"runs longer than that: see {run_dir / 'stderr.log'}"
+    )

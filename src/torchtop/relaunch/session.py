@@ -1,0 +1,102 @@
+"""`torchtop tune [--allow ...] [--budget S] [--write PATH] -- COMMAND` as a use case.
+
+Progress (the baseline, each plan before it is launched, each trial's measurements and
+decision) goes to stderr as it happens; the summary, with the final command line and
+environment, to stdout at the end. The tuned setup is written to `torchtop.toml` (or `--write
+PATH`), the report with its `trials` to `RUN/report.json` (and `--report FILE`). Bad input
+(no command, a command not found, an unknown `--allow` group) raises `InputError`, which the
+CLI turns into exit status 2. A job that cannot be measured as given is said on stderr: when it
+crashed, its own exit status is tune's; when it merely ran too few steps, the status is 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchtop.advice.knobs import ALLOW_GROUPS
+from torchtop.diagnosis.rules import RuleTree
+from torchtop.errors import InputError
+from torchtop.live.launch import default_run_dir
+from torchtop.relaunch.measure import MeasureError
+from torchtop.relaunch.summary import render_summary, tune_report
+from torchtop.relaunch.tune import TuneOptions, tune
+from torchtop.relaunch.tuned import TUNED_FILE, load_tuned, write_tuned
+from torchtop.runs.journal import write_once
+
+
+@dataclass(frozen=True)
+class TuneCommand:
+    allow: frozenset[str] = frozenset()
+    budget_s: float = 300.0
+    write: Path | None = None
+    """Where `torchtop.toml` goes (default: the current directory)."""
+    run_dir: Path | None = None
+    report: str | None = None
+    steps: int = 20
+    warmup_steps: int = 8
+    min_duration_s: float = 3.0
+    max_trials: int = 8
+
+
+def parse_allow(text: str | None) -> frozenset[str]:
+    """`--allow batch-size,precision` -> the groups, checked against the catalogue's."""
+    groups = frozenset(g.strip() for g in (text or "").split(",") if g.strip())
+    unknown = sorted(groups - set(ALLOW_GROUPS))
+    if unknown:
+        raise InputError(
+            "--allow", f"unknown group {', '.join(unknown)}: choose from {', '.join(ALLOW_GROUPS)}"
+        )
+    return groups
+
+
+def tune_session(command: Sequence[str], options: TuneCommand, tree: RuleTree) -> int:
+    if not command:
+        raise InputError(
+            "command",
+            "nothing to tune: give it after `--`, e.g. `torchtop tune -- python train.py`",
+        )
+    toml_path = options.write or Path.cwd() / TUNED_FILE
+    run_dir = options.run_dir or default_run_dir()
+    print(f"torchtop tune: recording to {run_dir}", file=sys.stderr)
+    tune_options = TuneOptions(
+        budget_s=options.budget_s,
+        steps=options.steps,
+        warmup_steps=options.warmup_steps,
+        min_duration_s=options.min_duration_s,
+        max_trials=options.max_trials,
+        allow=options.allow,
+        bindings=load_tuned(toml_path).bind,
+    )
+    try:
+        result = tune(command, tune_options, tree, run_dir, on_event=_progress)
+    except FileNotFoundError:
+        raise InputError(command[0], "command not found") from None
+    except MeasureError as exc:
+        return _unmeasurable(exc)
+    write_tuned(toml_path, result)
+    document = tune_report(result)
+    write_once(run_dir / "report.json", document)
+    if options.report:
+        write_once(Path(options.report), document)
+    sys.stdout.write(render_summary(result, toml_path))
+    sys.stdout.flush()
+    return 0
+
+
+def _unmeasurable(error: MeasureError) -> int:
+    """The job as given could not be measured: its own failure is its exit status, else 2."""
+    print(f"torchtop tune: the job could not be measured as given: {error}", file=sys.stderr)
+    status = error.ending.get("exit_status")
+    if error.ending.get("how") == "crashed" and isinstance(status, int):
+        return status
+    if error.ending.get("how") == "killed":
+        return 1
+    return 2
+
+
+def _progress(message: str) -> None:
+    for line in message.splitlines():
+        print(f"torchtop tune: {line}", file=sys.stderr, flush=True)

@@ -1,0 +1,82 @@
+"""What `tune` reports: the contract's JSON report with its `trials`, and the text summary.
+
+The JSON is the diagnosis of the job as it runs after tuning (`source.kind = "tune"`, the
+command as the user gave it), plus `trials` (CONTRACT.md) and a `tune` object with the final
+command, the environment changes, the overrides and why tuning stopped. The text names each
+trial's change and measurement, the code changes left to the user (as patches), and the final
+command line and environment.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from torchtop.advice.show import env_changes, format_overrides
+from torchtop.relaunch.trial import Trial
+from torchtop.relaunch.tune import TuneResult
+from torchtop.relaunch.tuned import describe_final
+from torchtop.report import report_to_json
+from torchtop.report.contract import SCHEMA
+
+
+def tune_report(result: TuneResult) -> dict[str, Any]:
+    if result.report is not None:
+        report = replace(result.report, source_kind="tune", command=result.original.command)
+        document = report_to_json(report)
+    else:
+        document = {
+            "schema": SCHEMA,
+            "source": {"kind": "tune", "paths": [], "command": list(result.original.command)},
+            "bottleneck": "unknown",
+            "confidence": 0.0,
+            "findings": [],
+        }
+    document["source"]["paths"] = [str(result.run_dir)]
+    document["trials"] = [t.as_json(with_steps=False) for t in result.trials]
+    document["tune"] = {
+        "original_command": list(result.original.command),
+        "final_command": list(result.final.command),
+        "env_changes": env_changes(result.original.env, result.final.env),
+        "overrides": format_overrides(result.final.overrides),
+        "baseline_steps_per_s": round(result.baseline.steps_per_s, 4),
+        "final_steps_per_s": round(result.final_steps_per_s, 4),
+        "stopped_because": result.stopped_because,
+        "not_applied": [
+            {"knob": s.fix.knob, "reason": s.reason, "patch": s.patch} for s in result.skipped
+        ],
+    }
+    return document
+
+
+def render_summary(result: TuneResult, written: Path | None) -> str:
+    lines = [f"torchtop tune: {shlex.join(result.original.command)}", ""]
+    lines.append(f"baseline: {result.baseline.steps_per_s:.2f} steps/s")
+    lines += [_trial_line(t) for t in result.trials] or ["no fix applied (none was tried)"]
+    lines.append(f"stopped: {result.stopped_because}")
+    patches = [s for s in result.skipped if s.patch]
+    if patches:
+        lines += ["", "changes only you can make (never applied):"]
+        lines += [s.patch.rstrip() for s in patches if s.patch]
+    others = [s for s in result.skipped if not s.patch]
+    if others:
+        lines += ["", "not tried:"]
+        lines += [f"  {s.fix.knob}: {s.reason}" for s in others]
+    lines += ["", f"tuned: {result.final_steps_per_s:.2f} steps/s", *describe_final(result)]
+    if written is not None:
+        lines.append(f"written to {written}")
+    return "\n".join(lines) + "\n"
+
+
+def _trial_line(trial: Trial) -> str:
+    changes = "; ".join(trial.plan_after.changes) or trial.plan_after.description
+    after = trial.trial_steps_per_s
+    measured = (
+        f"{trial.baseline_steps_per_s:.2f} -> {after:.2f} steps/s ({trial.speedup:.2f}x)"
+        if after is not None and trial.speedup is not None
+        else f"{trial.baseline_steps_per_s:.2f} steps/s before; not measured after"
+    )
+    verdict = "kept" if trial.kept else "reverted"
+    return f"trial {trial.number}: {changes}: {measured}: {verdict} ({trial.reason})"

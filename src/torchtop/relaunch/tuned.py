@@ -1,0 +1,160 @@
+"""`torchtop.toml`: the tuned command, environment and overrides, written for reuse.
+
+```toml
+command = ["python", "train.py", "--num-workers", "8"]
+
+[env]                      # only the variables tune set; the rest of the environment is yours
+OMP_NUM_THREADS = "1"
+
+[overrides]                # applied by the agent inside the job (under `torchtop run`)
+"dataloader.num_workers" = 8
+
+[bind]                     # yours: knob -> the script's flag, for options torchtop cannot see
+"train.batch_size" = "--bs"
+```
+
+The file is written by hand-rolled TOML (the standard library reads TOML but cannot write it):
+only strings, numbers, booleans and lists of strings occur. A `[bind]` table already in the
+file is kept when tune rewrites it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+import time
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchtop.advice.show import env_changes
+from torchtop.agent.overrides import OVERRIDES_ENV
+from torchtop.errors import InputError
+from torchtop.relaunch.tune import TuneResult
+
+TUNED_FILE = "torchtop.toml"
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+@dataclass(frozen=True)
+class Tuned:
+    command: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    overrides: dict[str, object] = field(default_factory=dict)
+    bind: dict[str, str] = field(default_factory=dict)
+
+    def launch_env(self) -> dict[str, str]:
+        """The variables to add to a job's environment: `[env]`, and the overrides for the agent."""
+        extra = dict(self.env)
+        if self.overrides:
+            extra[OVERRIDES_ENV] = json.dumps(self.overrides, sort_keys=True)
+        return extra
+
+
+def load_tuned(path: Path) -> Tuned:
+    """Read `torchtop.toml`; an absent file is an empty one."""
+    if not path.is_file():
+        return Tuned()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"not a readable torchtop.toml: {exc}") from None
+    return Tuned(
+        command=tuple(str(w) for w in data.get("command", ())),
+        env={str(k): str(v) for k, v in dict(data.get("env", {})).items()},
+        overrides=dict(data.get("overrides", {})),
+        bind={str(k): str(v) for k, v in dict(data.get("bind", {})).items()},
+    )
+
+
+def tuned_from(result: TuneResult, bind: Mapping[str, str]) -> Tuned:
+    changed = {k: v for k, v in result.final.env.items() if result.original.env.get(k) != v}
+    return Tuned(tuple(result.final.command), changed, dict(result.final.overrides), dict(bind))
+
+
+def write_tuned(path: Path, result: TuneResult) -> Tuned:
+    """Write (or rewrite) `path` for `result`, keeping its `[bind]` table."""
+    tuned = tuned_from(result, load_tuned(path).bind)
+    path.write_text(render_tuned(tuned, result), encoding="utf-8")
+    return tuned
+
+
+def render_tuned(tuned: Tuned, result: TuneResult) -> str:
+    lines = [
+        f"# Written by `torchtop tune` on {time.strftime('%Y-%m-%d %H:%M:%S')}; "
+        f"the trials are in {result.run_dir}.",
+        f"# Tuned: {result.baseline.steps_per_s:.2f} -> {result.final_steps_per_s:.2f} steps/s "
+        "(each change measured in an A/B trial):",
+        *(f"#   {_trial_line(t.as_json())}" for t in result.trials),
+        "# Run it again with:",
+        f"#   {shell_line(tuned)}",
+        "",
+        "# The command line, with the options tune changed.",
+        f"command = {_value(list(tuned.command))}",
+        "",
+        "# Environment variables tune set; the rest of the environment is left as it is.",
+        "[env]",
+        *(f"{_key(k)} = {_value(v)}" for k, v in tuned.env.items()),
+        "",
+        "# Library defaults the agent overrides inside the job (applied under `torchtop run`).",
+        "[overrides]",
+        *(f"{_key(k)} = {_value(v)}" for k, v in tuned.overrides.items()),
+        "",
+        "# Yours to edit: knob -> the script's flag, for options torchtop cannot see.",
+        '# e.g. "dataloader.num_workers" = "--workers"',
+        "[bind]",
+        *(f"{_key(k)} = {_value(v)}" for k, v in tuned.bind.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def shell_line(tuned: Tuned) -> str:
+    """The tuned job as one shell line (overrides need the agent, so through `torchtop run`)."""
+    variables = [f"{k}={shlex.quote(v)}" for k, v in tuned.env.items()]
+    runner = ["torchtop", "run", "--"] if tuned.overrides else []
+    return " ".join([*variables, shlex.join([*runner, *tuned.command])])
+
+
+def describe_final(result: TuneResult) -> list[str]:
+    """The final command line and environment, as printed at the end of `tune`."""
+    tuned = tuned_from(result, {})
+    lines = [f"command: {shlex.join(result.final.command)}"]
+    changes = env_changes(result.original.env, result.final.env)
+    lines.append("environment: " + ("; ".join(changes) if changes else "unchanged"))
+    if tuned.overrides:
+        shown = ", ".join(f"{k} = {v}" for k, v in tuned.overrides.items())
+        lines.append(f"overrides (under torchtop run): {shown}")
+    lines.append(f"to run it: {shell_line(tuned)}")
+    return lines
+
+
+def _trial_line(trial: Mapping[str, object]) -> str:
+    fixes = trial.get("fixes")
+    listed = fixes if isinstance(fixes, list) else []
+    named = ", ".join(
+        f"{f['knob']} = {f['value']} ({f['apply']})" for f in listed if isinstance(f, dict)
+    )
+    verdict = "kept" if trial.get("kept") else "reverted"
+    return (
+        f"trial {trial.get('number')}: {named}: {trial.get('baseline_steps_per_s')} -> "
+        f"{trial.get('trial_steps_per_s')} steps/s, {verdict}"
+    )
+
+
+def _key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else json.dumps(key)
+
+
+def _value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else json.dumps(str(value))
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return json.dumps(str(value))

@@ -1,0 +1,29 @@
+"""Shared by the real-job tests: the jobs, quick tuning options, and reading a run's files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from torchtop.relaunch.tune import TuneOptions
+from torchtop.runs.journal import JournalReader
+
+JOBS = Path(__file__).resolve().parent / "jobs"
+
+# Short trials: a real job's verdict and speedup in well under a minute on 2 cores.
+QUICK = TuneOptions(
+    steps=10, warmup_steps=3, min_duration_s=1.0, max_trials=1, run_timeout_s=60.0, budget_s=120.0
+)
+
+
+def job(name: str, *args: str) -> list[str]:
+    return [sys.executable, str(JOBS / f"{name}.py"), *args]
+
+
+def agent_records(run_dir: Path, kind: str) -> list[dict[str, Any]]:
+    """Records of `kind` from every agent file of a run folder."""
+    found = []
+    for path in sorted((run_dir / "events").glob("agent-*.jsonl")):
+        found += [r for r in JournalReader(path).read_new(final=True) if r["kind"] == kind]
+    return found

@@ -1,0 +1,19 @@
+"""tune's own process never imports torch: only the jobs it launches do."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+PROBE = """
+import sys
+import torchtop.advice, torchtop.relaunch.session, torchtop.relaunch.start
+print('torch' in sys.modules)
+"""
+
+
+def test_planning_and_relaunching_import_no_torch() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "False"

@@ -1,0 +1,108 @@
+"""`tune` on real CPU training jobs: each bottleneck fixed by the route it needs, each kept fix
+measured faster, a fix that does not help reverted and reported.
+
+Each test runs the job for real, several times (baseline, then each trial's variants), with
+short trials (`QUICK`): under a minute each on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RULES_DIR
+from tests.relaunch.running import QUICK, agent_records, job
+from torchtop.advice.machine import this_machine
+from torchtop.advice.plan import LaunchPlan, initial_plan, plan_fix
+from torchtop.diagnosis.rules import load_rules
+from torchtop.model.findings import Fix
+from torchtop.relaunch.session import TuneCommand, tune_session
+from torchtop.relaunch.trial import TrialSettings, run_trial
+from torchtop.relaunch.tune import TuneResult, tune
+
+pytestmark = pytest.mark.slow
+TREE = load_rules(RULES_DIR)
+
+
+def assert_honest(result: TuneResult) -> None:
+    """Every kept fix was measured faster by the margin; every other one says it was reverted."""
+    for trial in result.trials:
+        if trial.kept:
+            assert trial.speedup is not None and trial.speedup >= 1 + QUICK.min_gain
+            assert trial.trial_steps_per_s is not None
+            assert trial.trial_steps_per_s > trial.baseline_steps_per_s
+        else:
+            assert "reverted" in trial.reason
+
+
+def test_tune_gives_a_starved_job_more_workers_through_its_own_num_workers_option(
+    tmp_path: Path,
+) -> None:
+    toml_path, report_path = tmp_path / "torchtop.toml", tmp_path / "report.json"
+    options = TuneCommand(
+        write=toml_path, run_dir=tmp_path / "run", report=str(report_path),
+        steps=QUICK.steps, warmup_steps=QUICK.warmup_steps, min_duration_s=QUICK.min_duration_s,
+        max_trials=1,
+    )  # fmt: skip
+    assert tune_session(job("starved_options"), options, TREE) == 0
+
+    report = json.loads(report_path.read_text())
+    (trial,) = report["trials"]
+    assert trial["kept"] is True and trial["speedup"] > 1.5
+    assert trial["fixes"][0]["knob"] == "dataloader.num_workers"
+    assert trial["fixes"][0]["apply"] == "arg"
+    assert trial["trial_steps_per_s"] > trial["baseline_steps_per_s"]
+    workers = str(trial["fixes"][0]["value"])
+    assert tomllib.loads(toml_path.read_text())["command"][-2:] == ["--num-workers", workers]
+    assert (tmp_path / "run" / "trials" / "01.json").is_file()
+    # The job itself ran as written: its own output, with the option it was given.
+    after = tmp_path / "run" / "trials" / "01" / "after-1"
+    assert (after / "stdout.log").read_text().startswith("training 100000 steps\n")
+    argvs = [r["argv"] for r in agent_records(after, "hello")]
+    assert [a[-2:] for a in argvs] == [["--num-workers", workers]]
+
+
+def test_tune_gives_a_starved_job_without_options_more_workers_by_override(
+    tmp_path: Path,
+) -> None:
+    result = tune(job("starved_bare"), QUICK, TREE, tmp_path / "run")
+    assert_honest(result)
+    (trial,) = result.trials
+    assert trial.kept
+    assert [(f.knob, f.route) for f in trial.fixes] == [("dataloader.num_workers", "override")]
+    assert result.final.command == tuple(job("starved_bare"))
+    workers = trial.fixes[0].value
+    said = f"override: DataLoader(num_workers=0 -> {workers})"
+    assert f"[torchtop] {said}" in (trial.after[0].run_dir / "stderr.log").read_text()
+    assert said in [n["message"] for n in agent_records(trial.after[0].run_dir, "note")]
+
+
+def test_tune_fixes_an_oversubscribed_job_through_its_environment(tmp_path: Path) -> None:
+    options = replace(QUICK, max_trials=2)
+    result = tune(job("oversubscribed"), options, TREE, tmp_path / "run")
+    assert_honest(result)
+    first = result.trials[0]
+    assert first.kept
+    assert [(f.knob, f.route, f.value) for f in first.fixes] == [("env.OMP_NUM_THREADS", "env", 1)]
+    assert result.final.env["OMP_NUM_THREADS"] == "1"
+    assert result.final.command == tuple(job("oversubscribed"))
+    assert "OMP_NUM_THREADS" not in os.environ or os.environ["OMP_NUM_THREADS"] != "1"
+
+
+def test_more_workers_on_a_compute_bound_job_are_measured_and_reverted(tmp_path: Path) -> None:
+    before = initial_plan(job("compute_bound"), os.environ, str(tmp_path))
+    fix = Fix("dataloader.num_workers", 4, "override", "Load batches in 4 worker processes.")
+    after = plan_fix(fix, before, {"dataloader": {"num_workers": 0}}, this_machine())
+    assert isinstance(after, LaunchPlan)
+    quick = TrialSettings(min_gain=QUICK.min_gain, min_duration_s=QUICK.min_duration_s)
+    trial = run_trial(before, after, 10, 3, tmp_path / "run", 60.0, settings=quick)
+    assert not trial.kept
+    assert "reverted" in trial.reason
+    written = json.loads((tmp_path / "run" / "trials" / "01.json").read_text())
+    assert written["kept"] is False and written["reason"] == trial.reason
+    assert written["fixes"][0]["apply"] == "override"
