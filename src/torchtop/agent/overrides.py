@@ -82,7 +82,10 @@ class Announcer:
         self.agent.note(message, key=message)
         rank = os.environ.get("RANK")
         prefix = f"[torchtop] rank {rank}: " if rank is not None else "[torchtop] "
-        print(prefix + message, file=sys.stderr, flush=True)
+        try:
+            print(prefix + message, file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # the job closed its stderr: the journal still has it
+            return
 
 
 def install(agent: Agent) -> None:
@@ -121,8 +124,11 @@ def override_dataloader(loader: dict[str, Any], announcer: Announcer) -> None:
             original(self, *args, **kwargs)
             return
         bound.apply_defaults()
-        iterable = isinstance(bound.arguments.get("dataset"), IterableDataset)
-        changes = _loader_changes(bound.arguments, loader, iterable)
+        try:
+            iterable = isinstance(bound.arguments.get("dataset"), IterableDataset)
+            changes = _loader_changes(bound.arguments, loader, iterable)
+        except Exception:  # an override must never break the job: it runs as written
+            changes = {}
         bound.arguments.update({name: new for name, (_, new) in changes.items()})
         original(*bound.args, **bound.kwargs)
         if changes:
@@ -204,14 +210,18 @@ def _flag_setter(holder_path: str, attribute: str, knob: str) -> Applier:
             announcer.say(knob, flag, f"override: {knob}({old!r} -> {flag!r})")
 
         set_flag()
-        handle: Any = None
+        done = False
 
         def first_step(optimizer: Any, args: Any, kwargs: Any) -> None:
-            if getattr(holder, name) != flag:
-                set_flag()
-            handle.remove()
+            # Removing a hook while torch iterates over the hooks would break the job's step,
+            # so after the first step this hook only returns.
+            nonlocal done
+            if not done:
+                done = True
+                if getattr(holder, name) != flag:
+                    set_flag()
 
-        handle = register_optimizer_step_post_hook(first_step)
+        register_optimizer_step_post_hook(first_step)
 
     return apply
 
@@ -225,9 +235,12 @@ def set_foreach(value: object, announcer: Announcer) -> None:
     @functools.wraps(original)
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
-        old = self.defaults.get("foreach")
-        if "foreach" in self.defaults and old != flag:
-            self.defaults["foreach"] = flag
+        defaults = getattr(self, "defaults", None)
+        if not isinstance(defaults, dict) or "foreach" not in defaults:
+            return
+        old = defaults["foreach"]
+        if old != flag:
+            defaults["foreach"] = flag
             for group in self.param_groups:
                 group["foreach"] = flag
             message = f"override: {type(self).__name__}(foreach={old!r} -> {flag!r})"

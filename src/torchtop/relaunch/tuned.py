@@ -85,7 +85,7 @@ def write_tuned(path: Path, result: TuneResult) -> Tuned:
 def render_tuned(tuned: Tuned, result: TuneResult) -> str:
     lines = [
         f"# Written by `torchtop tune` on {time.strftime('%Y-%m-%d %H:%M:%S')}; "
-        f"the trials are in {result.run_dir}.",
+        f"the trials are in {result.run_dir.resolve()}.",
         f"# Tuned: {result.baseline.steps_per_s:.2f} -> {result.final_steps_per_s:.2f} steps/s "
         "(each change measured in an A/B trial):",
         *(f"#   {_trial_line(t.as_json())}" for t in result.trials),
@@ -138,10 +138,14 @@ def _trial_line(trial: Mapping[str, object]) -> str:
         f"{f['knob']} = {f['value']} ({f['apply']})" for f in listed if isinstance(f, dict)
     )
     verdict = "kept" if trial.get("kept") else "reverted"
-    return (
-        f"trial {trial.get('number')}: {named}: {trial.get('baseline_steps_per_s')} -> "
-        f"{trial.get('trial_steps_per_s')} steps/s, {verdict}"
-    )
+    before, after = trial.get("baseline_steps_per_s"), trial.get("trial_steps_per_s")
+    return f"trial {trial.get('number')}: {named}: {_rate(before)} -> {_rate(after)}, {verdict}"
+
+
+def _rate(steps_per_s: object) -> str:
+    if isinstance(steps_per_s, int | float):
+        return f"{steps_per_s:.2f} steps/s"
+    return "not measured"
 
 
 def _key(key: str) -> str:
