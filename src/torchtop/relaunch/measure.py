@@ -1,16 +1,15 @@
 """One measured run: launch a plan, time its steady-state steps, stop it.
 
 The run is a real launch into its own run folder, read back through `RunWatcher` as the live
-view reads it. The warm-up is left out: the first `warmup_steps` steps (imports, allocator and
-cuDNN warm-up, compiles, workers starting), and at least as many steps as the DataLoader keeps
-in flight (`num_workers x prefetch_factor`), since batches loaded while the loop was still
-starting are consumed faster than the loader can make them later.
+view reads it. The first `warmup_steps` steps (imports, allocator and cuDNN warm-up, compiles,
+DataLoader workers starting) are left out, the same number for every variant of a trial.
 
 The measurement is `steps` steps, and, with `min_duration_s`, as many more as fill that much
 time: a fast job's steps are short against its periodic costs (an epoch boundary restarting
-DataLoader workers), so a count alone would miss them. Steps/s is the count over the summed
-wall time. With `window`, the agent is then asked for a profiler window (`RUN/requests/window`),
-so the same run can be diagnosed without the profiler slowing the measured steps.
+DataLoader workers, workers delivering their batches in bursts), so a count alone would miss
+them. Steps/s is the count over the summed wall time. With `window`, the agent is then asked
+for a profiler window (`RUN/requests/window`), so the same run can be diagnosed without the
+profiler slowing the measured steps.
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ from torchtop.runs.state import ProcessState, RunState, RunWatcher
 
 POLL_INTERVAL_S = 0.2
 WINDOW_WAIT_MAX_S = 20.0
-DEFAULT_PREFETCH_FACTOR = 2
 
 
 class MeasureError(RuntimeError):
@@ -115,7 +113,7 @@ def measure(
     return Measurement(
         run_dir=run_dir,
         step_wall_s=walls,
-        warmup_steps=warmup_of(process, span),
+        warmup_steps=span.warmup_steps,
         ending=ending,
         settings=dict(process.settings),
         argv=_argv(process),
@@ -129,18 +127,8 @@ def main_process(state: RunState) -> ProcessState | None:
     return processes[0] if processes else None
 
 
-def warmup_of(process: ProcessState, span: Span) -> int:
-    """The warm-up asked for, or the DataLoader's batches in flight if more."""
-    loader = process.settings.get("dataloader") or {}
-    workers = loader.get("num_workers") if isinstance(loader, dict) else None
-    if not isinstance(workers, int) or workers <= 0:
-        return span.warmup_steps
-    prefetch = loader.get("prefetch_factor") or DEFAULT_PREFETCH_FACTOR
-    return max(span.warmup_steps, workers * int(prefetch))
-
-
 def _steady(process: ProcessState, span: Span) -> tuple[float, ...]:
-    first = warmup_of(process, span)
+    first = span.warmup_steps
     end = process.windows[0].get("first_step") if process.windows else None
     steady = [s for s in process.steps if s.step >= first and (end is None or s.step < end)]
     if span.min_duration_s <= 0:
@@ -149,8 +137,7 @@ def _steady(process: ProcessState, span: Span) -> tuple[float, ...]:
 
 
 def _measured_enough(process: ProcessState, span: Span) -> bool:
-    first = warmup_of(process, span)
-    walls = [s.wall_s for s in process.steps if s.step >= first]
+    walls = [s.wall_s for s in process.steps if s.step >= span.warmup_steps]
     return len(walls) >= span.steps and sum(walls) >= span.min_duration_s
 
 
