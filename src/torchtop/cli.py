@@ -153,6 +153,9 @@ def _load_tree(folder: str | None):  # type: ignore[no-untyped-def]
 
 
 def _analyze(args: argparse.Namespace) -> int:
+    from torchtop.traces.parallel import start_early
+
+    start_early(args.paths)  # a big trace starts being read while the analysis is imported
     from torchtop.offline import analyze_paths
     from torchtop.progress import FileProgress, progress_enabled
     from torchtop.report import render_markdown, render_text, report_to_json

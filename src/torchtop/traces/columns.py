@@ -98,19 +98,38 @@ class Interner:
 
 
 class SpanColumns:
-    """Accumulates one kind's events batch by batch."""
+    """Accumulates one kind's events piece by piece.
+
+    Each part remembers the piece of the file it came from, so that parts decoded out of order
+    (by the parallel reader's worker) are put back in file order when the columns are joined."""
 
     def __init__(self) -> None:
         self.parts: dict[str, list[np.ndarray]] = defaultdict(list)
+        self.pieces: list[int] = []
 
-    def add(self, columns: dict[str, np.ndarray]) -> None:
+    def add(self, columns: dict[str, np.ndarray], piece: int = 0) -> None:
         for key, value in columns.items():
             self.parts[key].append(value)
+        self.pieces.append(piece)
+
+    def extend(self, other: SpanColumns, remap: dict[str, Ints]) -> None:
+        """Append another builder's parts, translating interned codes through `remap`."""
+        for key, values in other.parts.items():
+            table = remap.get(key)
+            self.parts[key].extend(values if table is None else [table[v] for v in values])
+        self.pieces.extend(other.pieces)
+
+    def recode(self, key: str, table: Ints) -> None:
+        if key in self.parts:
+            self.parts[key] = [table[v] for v in self.parts[key]]
 
     def column(self, key: str, ints: bool = False) -> np.ndarray:
         parts = self.parts.get(key)
         if not parts:
             return empty_ints() if ints else empty_floats()
+        if any(a > b for a, b in zip(self.pieces, self.pieces[1:], strict=False)):
+            order = sorted(range(len(parts)), key=self.pieces.__getitem__)
+            parts = [parts[i] for i in order]
         return np.concatenate(parts)
 
     def spans(self, origin_us: float) -> Spans:
@@ -167,7 +186,10 @@ def _to_id(value: object) -> int:
 
 
 class ColumnBuilder:
-    """Feed it batches with `add`; it keeps columns per kind and counts what it dropped."""
+    """Feed it batches with `add`; it keeps columns per kind and counts what it dropped.
+
+    A batch is one piece of the file; its index (`piece`) orders the columns, so two builders
+    that each saw every other piece can be merged (`merge`) into what one builder would hold."""
 
     def __init__(self) -> None:
         self.names = Interner()
@@ -176,14 +198,14 @@ class ColumnBuilder:
         self.phases = Interner()
         self.kinds: dict[int, SpanColumns] = defaultdict(SpanColumns)
         self.step_columns = SpanColumns()
-        self.copy_extra: dict[str, list[np.ndarray]] = defaultdict(list)
-        self.memory: dict[str, list[np.ndarray]] = defaultdict(list)
+        self.memory = SpanColumns()
         self.profiler_span: tuple[float, float] | None = None
+        self.profiler_span_piece = -1
         self.events_total = 0
         self.dropped_corrupt = 0
         self.min_ts = float("inf")
 
-    def add(self, batch: list[Event]) -> None:
+    def add(self, batch: list[Event], piece: int = 0) -> None:
         """Group a batch by (category, phase) without a per-event Python loop."""
         if not batch:
             return
@@ -203,13 +225,13 @@ class ColumnBuilder:
             if phase == "X":
                 kind = _kind_of(category)
                 if kind != IGNORED:
-                    self._add_spans(kind, objects[group].tolist())
+                    self._add_spans(kind, objects[group].tolist(), piece)
             elif phase == "i" and category is None:
                 memory = [e for e in objects[group].tolist() if e.name == "[memory]"]
                 if memory:
-                    self._add_memory(memory)
+                    self._add_memory(memory, piece)
 
-    def _add_spans(self, kind: int, events: list[Event]) -> None:
+    def _add_spans(self, kind: int, events: list[Event], piece: int) -> None:
         start = floats(list(map(_TS, events)))
         dur = floats(list(map(_DUR, events)))
         dur[np.isnan(dur)] = 0.0
@@ -222,7 +244,7 @@ class ColumnBuilder:
             return
         self.min_ts = min(self.min_ts, float(start.min()))
         if kind == TRACE_SPAN:
-            self._note_profiler_span(events, start, dur)
+            self._note_profiler_span(events, start, dur, piece)
             return
         args = [a if a is not None else NO_ARGS for a in map(_ARGS, events)]
         external = list(map(_EXT_UPPER, args))
@@ -246,39 +268,80 @@ class ColumnBuilder:
                 ]
             columns["device"] = ids(devices)
         if kind in (OP, ANNOTATION):
-            self._split_steps(columns, kind)
+            self._split_steps(columns, kind, piece)
             return
-        self.kinds[kind].add(columns)
         if kind == COPY:
-            self.copy_extra["bytes"].append(floats(list(map(_BYTES, args))))
+            columns["bytes"] = floats(list(map(_BYTES, args)))
             kinds, pageable = zip(*(_copy_kind(e.name) for e in events), strict=True)
-            self.copy_extra["kind"].append(np.array(kinds, dtype=np.int64))
-            self.copy_extra["pageable"].append(np.array(pageable, dtype=np.bool_))
+            columns["kind"] = np.array(kinds, dtype=np.int64)
+            columns["pageable"] = np.array(pageable, dtype=np.bool_)
+        self.kinds[kind].add(columns, piece)
 
-    def _split_steps(self, columns: dict[str, np.ndarray], kind: int) -> None:
+    def _split_steps(self, columns: dict[str, np.ndarray], kind: int, piece: int) -> None:
         step_codes = [c for c, n in enumerate(self.names.values) if n.startswith(STEP_PREFIX)]
         is_step = np.isin(columns["name"], step_codes)
         if is_step.any():
-            self.step_columns.add({k: v[is_step] for k, v in columns.items()})
+            self.step_columns.add({k: v[is_step] for k, v in columns.items()}, piece)
             columns = {k: v[~is_step] for k, v in columns.items()}
-        self.kinds[kind].add(columns)
+        self.kinds[kind].add(columns, piece)
 
-    def _note_profiler_span(self, events: list[Event], start: Floats, dur: Floats) -> None:
+    def _note_profiler_span(
+        self, events: list[Event], start: Floats, dur: Floats, piece: int
+    ) -> None:
         for event, ts, length in zip(events, start.tolist(), dur.tolist(), strict=True):
             if isinstance(event.name, str) and event.name.startswith("PyTorch Profiler"):
                 self.profiler_span = (ts, ts + length)
+                self.profiler_span_piece = piece
 
-    def _add_memory(self, events: list[Event]) -> None:
+    def _add_memory(self, events: list[Event], piece: int) -> None:
         """Keep `[memory]` events of CUDA devices (Device Type 1)."""
         args = [a if a is not None else NO_ARGS for a in map(_ARGS, events)]
         cuda = (ids([a.device_type for a in args]) == 1).tolist()
         if not any(cuda):
             return
         kept = [a for a, ok in zip(args, cuda, strict=True) if ok]
-        self.memory["ts"].append(floats([e.ts for e, ok in zip(events, cuda, strict=True) if ok]))
-        self.memory["bytes"].append(floats([a.memory_bytes for a in kept]))
-        self.memory["total"].append(floats([a.total_allocated for a in kept]))
-        self.memory["device"].append(ids([a.device_id for a in kept]))
+        columns = {
+            "ts": floats([e.ts for e, ok in zip(events, cuda, strict=True) if ok]),
+            "bytes": floats([a.memory_bytes for a in kept]),
+            "total": floats([a.total_allocated for a in kept]),
+            "device": ids([a.device_id for a in kept]),
+        }
+        self.memory.add(columns, piece)
+
+    def merge(self, other: ColumnBuilder) -> None:
+        """Take in what another builder read from other pieces of the same file."""
+        remap = {
+            "name": self.names.code_all(other.names.values_raw),
+            "thread": self.threads.code_all(other.threads.values_raw),
+        }
+        for kind, columns in other.kinds.items():
+            self.kinds[kind].extend(columns, remap)
+        self.step_columns.extend(other.step_columns, remap)
+        self.memory.extend(other.memory, {})
+        if other.profiler_span_piece > self.profiler_span_piece:
+            self.profiler_span = other.profiler_span
+            self.profiler_span_piece = other.profiler_span_piece
+        self.events_total += other.events_total
+        self.dropped_corrupt += other.dropped_corrupt
+        self.min_ts = min(self.min_ts, other.min_ts)
+
+    def canonical_order(self) -> None:
+        """Renumber names and threads in sorted order of their text.
+
+        Codes then do not depend on which piece saw a name first, so a parallel read gives the
+        very arrays of a serial one, and ties in "top N" lists break the same way every time."""
+        for interner, key in ((self.names, "name"), (self.threads, "thread")):
+            raw = interner.values_raw
+            order = sorted(
+                range(len(raw)), key=lambda c: (interner.values[c], type(raw[c]).__name__)
+            )
+            table = np.empty(len(order), dtype=np.int64)
+            table[order] = np.arange(len(order), dtype=np.int64)
+            for columns in (*self.kinds.values(), self.step_columns):
+                columns.recode(key, table)
+            interner.values = [interner.values[c] for c in order]
+            interner.values_raw = [raw[c] for c in order]
+            interner.codes = {value: code for code, value in enumerate(interner.values_raw)}
 
     def origin(self) -> float:
         return float(np.floor(self.min_ts)) if np.isfinite(self.min_ts) else 0.0
@@ -289,21 +352,22 @@ class ColumnBuilder:
     def copies(self, origin_us: float) -> Copies:
         if COPY not in self.kinds:
             return Copies()
+        columns = self.kinds[COPY]
         return Copies(
-            spans=self.kinds[COPY].spans(origin_us),
-            bytes=np.concatenate(self.copy_extra["bytes"]),
-            kind=np.concatenate(self.copy_extra["kind"]),
-            pageable=np.concatenate(self.copy_extra["pageable"]),
+            spans=columns.spans(origin_us),
+            bytes=columns.column("bytes"),
+            kind=columns.column("kind", ints=True),
+            pageable=columns.column("pageable").astype(np.bool_),
         )
 
     def memory_track(self, origin_us: float) -> MemoryTrack:
-        if not self.memory:
+        if not self.memory.pieces:
             return MemoryTrack()
         return MemoryTrack(
-            ts_us=np.concatenate(self.memory["ts"]) - origin_us,
-            bytes=np.concatenate(self.memory["bytes"]),
-            total_allocated=np.concatenate(self.memory["total"]),
-            device=np.concatenate(self.memory["device"]),
+            ts_us=self.memory.column("ts") - origin_us,
+            bytes=self.memory.column("bytes"),
+            total_allocated=self.memory.column("total"),
+            device=self.memory.column("device", ints=True),
         )
 
 

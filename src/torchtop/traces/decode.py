@@ -18,7 +18,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import msgspec
 
@@ -54,8 +54,25 @@ class DecodeStats:
     dropped_malformed: int = 0
     notes: list[str] = field(default_factory=list)
 
+    def merge(self, other: DecodeStats) -> None:
+        """Add what a worker decoding other pieces of the same file saw (not the byte counts,
+        which the reader keeps for the whole stream)."""
+        self.repaired_pieces += other.repaired_pieces
+        self.dropped_malformed += other.dropped_malformed
+        self.notes.extend(n for n in other.notes if n not in self.notes)
+
 
 ProgressCallback = Callable[[], None]
+
+
+class RemotePieces(Protocol):
+    """Somewhere else to decode some of the pieces (the parallel reader's worker)."""
+
+    def wants(self, piece: int) -> bool:
+        """Whether piece number `piece` goes there instead of being decoded here."""
+
+    def send(self, piece: int, buf: bytearray, cut: int, offset: int) -> None:
+        """Hand over the events in buf[1:cut], which start at stream position `offset`."""
 
 
 class EventStream:
@@ -65,32 +82,57 @@ class EventStream:
     and `stats` what had to be repaired or was lost.
     """
 
-    def __init__(self, stream: BinaryIO, on_block: ProgressCallback | None = None) -> None:
+    def __init__(
+        self,
+        stream: BinaryIO,
+        on_block: ProgressCallback | None = None,
+        remote: RemotePieces | None = None,
+    ) -> None:
         self._stream = stream
         self._on_block = on_block
+        self._remote = remote
         self._eof = False
+        self._bytes_read = 0
         self.header = TraceHeader()
         self.stats = DecodeStats()
+        self._pieces = PieceDecoder(self.stats)
+        self.piece = -1
+        """The index of the piece the last yielded batch came from (pieces are numbered in
+        file order, those handed to `remote` included)."""
 
     def __iter__(self) -> Iterator[list[Event]]:
         head, bare_array = self._read_head()
         # buf[0] is always the byte before the next event; it is set to '[' and the cut comma
         # to ']' so each piece decodes in place, through a memoryview, without being copied.
         buf = bytearray(b"[") + head
+        offset = self._bytes_read - len(head)  # the stream position of buf[1]
+        piece = 0
         while not self._eof:
             buf += self._read_block()
-            cut = _last_boundary(buf, len(buf))
-            decoded = None if cut is None else self._decode_before(buf, cut)
-            if decoded is None:
+            if self._remote is not None and self._remote.wants(piece):
+                cut = _cut_outside_strings(buf)
+                if cut is not None:
+                    self._remote.send(piece, buf, cut, offset)
+                    self.stats.bytes_decoded += cut
+            else:
+                boundary = _last_boundary(buf, len(buf))
+                decoded = None if boundary is None else self._pieces.decode_before(buf, boundary)
+                cut = None
+                if decoded is not None:
+                    events, cut = decoded
+                    if events:
+                        self.piece = piece
+                        yield events
+            if cut is None:
                 # No whole event yet (one event longer than the buffer): read on, within reason.
                 if len(buf) > _MAX_PENDING_BYTES:
                     raise TraceFormatError("malformed JSON: no event boundary in 256 MB")
                 continue
-            events, cut = decoded
-            if events:
-                yield events
+            piece += 1
+            offset += cut
             del buf[:cut]
             buf[0] = 0x5B  # '['
+        self.piece = piece
         yield from self._decode_tail(bytes(buf[1:]), bare_array)
 
     def _read_block(self) -> bytes:
@@ -103,6 +145,7 @@ class EventStream:
             block = b""
         if not block:
             self._eof = True
+        self._bytes_read += len(block)
         if self._on_block is not None:
             self._on_block()
         return block
@@ -131,72 +174,6 @@ class EventStream:
             self.header = HEADER_DECODER.decode(_repair(doc))
         except (msgspec.DecodeError, UnicodeDecodeError):
             self.stats.notes.append("could not read the keys before traceEvents")
-
-    def _decode_before(self, buf: bytearray, cut: int) -> tuple[list[Event], int] | None:
-        """Decode the events in buf[1:cut] (buf[cut] is a separating comma), moving the cut back
-        to an earlier boundary if it fell inside a string; None if no boundary is left."""
-        exact = False
-        while True:
-            events = self._decode_in_place(buf, cut)
-            if events is not None:
-                self.stats.bytes_decoded += cut
-                return events, cut
-            if exact:
-                break
-            # Stop guessing: find the strings and take the last cut outside all of them.
-            earlier = _boundary_outside_strings(buf, cut)
-            if earlier is None:
-                return None
-            cut, exact = earlier, True
-        raise TraceFormatError(
-            f"malformed JSON in the event array near byte {self.stats.bytes_decoded}"
-        )
-
-    def _decode_in_place(self, buf: bytearray, cut: int) -> list[Event] | None:
-        buf[0], buf[cut] = 0x5B, 0x5D  # '[' ... ']'
-        try:
-            with memoryview(buf) as view:
-                return EVENT_LIST_DECODER.decode(view[: cut + 1])
-        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
-            return self._decode_piece(bytes(buf[1:cut]))
-        finally:
-            buf[cut] = 0x2C  # ','
-
-    def _decode_piece(self, piece: bytes) -> list[Event] | None:
-        doc = b"[" + piece + b"]"
-        try:
-            return EVENT_LIST_DECODER.decode(doc)
-        except msgspec.ValidationError:
-            return self._decode_leniently(doc)
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            pass
-        repaired = _repair(doc)
-        if repaired == doc:
-            return None
-        events: list[Event] | None
-        try:
-            events = EVENT_LIST_DECODER.decode(repaired)
-        except msgspec.ValidationError:
-            events = self._decode_leniently(repaired)
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            return None
-        if events is not None:
-            self.stats.repaired_pieces += 1
-        return events
-
-    def _decode_leniently(self, doc: bytes) -> list[Event] | None:
-        """Valid JSON with an odd-typed field: keep every event that fits, count the rest."""
-        try:
-            raw: list[Any] = msgspec.json.decode(doc)
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            return None
-        events = []
-        for item in raw:
-            try:
-                events.append(msgspec.convert(item, Event))
-            except msgspec.ValidationError:
-                self.stats.dropped_malformed += 1
-        return events
 
     def _decode_tail(self, buf: bytes, bare_array: bool) -> Iterator[list[Event]]:
         opener = b"[" if bare_array else b'{"traceEvents":['
@@ -235,7 +212,7 @@ class EventStream:
             end = buf.rfind(b"}", 0, end)
             if end < 0:
                 break
-            whole = self._decode_piece(buf[: end + 1])
+            whole = self._pieces.decode_piece(buf[: end + 1])
             if whole is not None:
                 self.stats.bytes_decoded += end + 1
                 self.stats.lost_bytes = len(buf[end + 1 :].strip(_WHITESPACE + b",]}"))
@@ -243,7 +220,7 @@ class EventStream:
                 return
         padded = bytearray(b"[") + buf
         cut = _last_boundary(padded, len(padded))
-        decoded = None if cut is None else self._decode_before(padded, cut)
+        decoded = None if cut is None else self._pieces.decode_before(padded, cut)
         if decoded is None:
             self.stats.lost_bytes = len(buf)
             return
@@ -258,6 +235,80 @@ class EventStream:
                 setattr(self.header, name, value)
 
 
+class PieceDecoder:
+    """Decodes pieces of the event array (whole events separated by commas), repairing what
+    real files get wrong; what it repaired or dropped goes into `stats`."""
+
+    def __init__(self, stats: DecodeStats) -> None:
+        self.stats = stats
+
+    def decode_before(self, buf: bytearray, cut: int) -> tuple[list[Event], int] | None:
+        """Decode the events in buf[1:cut] (buf[cut] is a separating comma), moving the cut back
+        to an earlier boundary if it fell inside a string; None if no boundary is left."""
+        exact = False
+        while True:
+            events = self.decode_in_place(buf, cut)
+            if events is not None:
+                self.stats.bytes_decoded += cut
+                return events, cut
+            if exact:
+                break
+            # Stop guessing: find the strings and take the last cut outside all of them.
+            earlier = _boundary_outside_strings(buf, cut)
+            if earlier is None:
+                return None
+            cut, exact = earlier, True
+        raise TraceFormatError(
+            f"malformed JSON in the event array near byte {self.stats.bytes_decoded}"
+        )
+
+    def decode_in_place(self, buf: bytearray, cut: int) -> list[Event] | None:
+        buf[0], buf[cut] = 0x5B, 0x5D  # '[' ... ']'
+        try:
+            with memoryview(buf) as view:
+                return EVENT_LIST_DECODER.decode(view[: cut + 1])
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+            return self.decode_piece(bytes(buf[1:cut]))
+        finally:
+            buf[cut] = 0x2C  # ','
+
+    def decode_piece(self, piece: bytes) -> list[Event] | None:
+        doc = b"[" + piece + b"]"
+        try:
+            return EVENT_LIST_DECODER.decode(doc)
+        except msgspec.ValidationError:
+            return self._decode_leniently(doc)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            pass
+        repaired = _repair(doc)
+        if repaired == doc:
+            return None
+        events: list[Event] | None
+        try:
+            events = EVENT_LIST_DECODER.decode(repaired)
+        except msgspec.ValidationError:
+            events = self._decode_leniently(repaired)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return None
+        if events is not None:
+            self.stats.repaired_pieces += 1
+        return events
+
+    def _decode_leniently(self, doc: bytes) -> list[Event] | None:
+        """Valid JSON with an odd-typed field: keep every event that fits, count the rest."""
+        try:
+            raw: list[Any] = msgspec.json.decode(doc)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return None
+        events = []
+        for item in raw:
+            try:
+                events.append(msgspec.convert(item, Event))
+            except msgspec.ValidationError:
+                self.stats.dropped_malformed += 1
+        return events
+
+
 def _last_boundary(buf: bytes | bytearray, end: int) -> int | None:
     """Index of the last comma before `end` that separates two events: `}` ws `,` ws `{`."""
     pos = end
@@ -270,6 +321,30 @@ def _last_boundary(buf: bytes | bytearray, end: int) -> int | None:
             brace = _skip_ws_back(buf, comma - 1)
             if brace >= 0 and buf[brace] == 0x7D:  # '}'
                 return comma
+
+
+def _cut_outside_strings(buf: bytearray) -> int | None:
+    """The last event boundary in buf that is certainly outside every JSON string.
+
+    buf[1] starts outside any string, so a boundary is outside them exactly when an even number
+    of unescaped quotes precede it; counting quotes runs at memory speed, unlike decoding."""
+    cut = _last_boundary(buf, len(buf))
+    if cut is None or _even_quotes(buf, 1, cut):
+        return cut
+    return _boundary_outside_strings(buf, cut)
+
+
+def _even_quotes(buf: bytes | bytearray, start: int, end: int) -> bool:
+    """Whether buf[start:end] holds an even number of quotes that no backslash escapes.
+
+    A quote after n backslashes is escaped when n is odd. Counting the quotes after at least
+    1, 2, 3, ... backslashes and summing with alternating signs counts exactly those."""
+    quotes = buf.count(b'"', start, end)
+    escaped, sign, pattern = 0, 1, b'\\"'
+    while quotes and (found := buf.count(pattern, start, end)):
+        escaped += sign * found
+        sign, pattern = -sign, b"\\" + pattern
+    return (quotes - escaped) % 2 == 0
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import zlib
 from collections.abc import Callable
@@ -21,37 +22,72 @@ from torchtop.traces.columns import (
 from torchtop.traces.data import TraceData
 from torchtop.traces.decode import EventStream, TraceFormatError
 from torchtop.traces.inflate import InflatingReader
+from torchtop.traces.parallel import (
+    GZIP_MAGIC,
+    PieceWorker,
+    WorkerFailed,
+    gzip_size_hint,
+    parallel_worth_it,
+    take_early_start,
+)
 from torchtop.traces.schema import DeviceProperties, TraceHeader
 
 ProgressSink = Callable[[int, int], None]
 """Called with (bytes read so far, file size) as the file is read."""
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def read_trace(path: Path, on_progress: ProgressSink | None = None) -> TraceData:
-    """Read a `.json` or `.json.gz` Kineto trace. Raises InputError for anything unreadable."""
+    """Read a `.json` or `.json.gz` Kineto trace. Raises InputError for anything unreadable.
+
+    Big files are read on two cores (`traces.parallel`) when that is safe here; if the worker
+    fails, the file is read again in this process alone."""
+    try:
+        return _read(path, on_progress, parallel=True)
+    except WorkerFailed:
+        return _read(path, on_progress, parallel=False)
+
+
+def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> TraceData:
+    worker: PieceWorker | None = None
+    inflater: InflatingReader | None = None
     try:
         size = path.stat().st_size
-        with path.open("rb") as raw:
-            compressed = raw.read(2) == _GZIP_MAGIC
-            raw.seek(0)
-            inflater = InflatingReader(raw) if compressed else None
+        with contextlib.ExitStack() as cleanup:
+            early = take_early_start(path) if parallel else None
+            if early is not None:
+                raw, worker, inflater = early.raw, early.worker, early.inflater
+                cleanup.callback(raw.close)
+            else:
+                raw = cleanup.enter_context(path.open("rb"))
+                compressed = raw.read(2) == GZIP_MAGIC
+                raw.seek(0)
+                inflated = gzip_size_hint(path, size) if compressed else size
+                if parallel and parallel_worth_it(inflated):
+                    # Forked before the inflating thread starts: the worker copies one thread.
+                    worker = PieceWorker(None if compressed else path)
+                inflater = InflatingReader(raw) if compressed else None
             stream = inflater if inflater is not None else raw
 
             def report() -> None:
                 if on_progress is not None:
                     on_progress(raw.tell(), size)
 
-            events = EventStream(stream, on_block=report)  # type: ignore[arg-type]
+            events = EventStream(stream, on_block=report, remote=worker)  # type: ignore[arg-type]
             builder = ColumnBuilder()
             try:
                 for batch in events:
-                    builder.add(batch)
+                    builder.add(batch, events.piece)
+                if worker is not None:
+                    remote, remote_stats = worker.finish()
+                    builder.merge(remote)
+                    events.stats.merge(remote_stats)
             finally:
                 if inflater is not None:
                     inflater.close()
+                if worker is not None:
+                    worker.abort()
             if inflater is not None and inflater.truncated:
                 events.stats.truncated = True
                 events.stats.notes.append("the .gz file ends before its end-of-stream marker")
@@ -65,6 +101,7 @@ def read_trace(path: Path, on_progress: ProgressSink | None = None) -> TraceData
         raise InputError(str(path), "the trace holds no events")
     if events.stats.truncated and builder.events_total == 0:
         raise InputError(str(path), "truncated before its first whole event")
+    builder.canonical_order()
     return _assemble(path, builder, events)
 
 
