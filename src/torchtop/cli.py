@@ -75,17 +75,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="also try fixes that can change convergence: batch-size,precision",
     )
     tune.add_argument(
+        "--headless",
+        action="store_true",
+        help="accepted like run's: tune has no dashboard, so its progress always goes to stderr "
+        "and its summary to stdout at the end",
+    )
+    # Checked in `_tune`, not by argparse, so a bad value is one line naming the option.
+    tune.add_argument(
+        "--for",
         "--budget",
-        type=_seconds,
-        default=300.0,
-        metavar="S",
-        help="time budget for all trials (default 300)",
+        dest="for_s",
+        metavar="SECONDS",
+        help="time budget for the baseline and all trials (default 300); --budget is its older "
+        "name: given both, the last one counts",
     )
     tune.add_argument(
         "--write", metavar="PATH", help="where torchtop.toml goes (default: ./torchtop.toml)"
     )
     tune.add_argument("--report", metavar="FILE", help="write the JSON report (with trials) here")
-    tune.add_argument("--run-dir", metavar="DIR", help="where the trials are recorded")
+    tune.add_argument(
+        "--run-dir",
+        metavar="DIR",
+        help="where the trials are recorded (default: ./torchtop-runs/<timestamp>)",
+    )
     tune.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
     tune.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
 
@@ -195,11 +207,11 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from torchtop.relaunch.session import TuneCommand, parse_allow, tune_session
+    from torchtop.relaunch.session import TuneCommand, parse_allow, parse_budget, tune_session
 
     options = TuneCommand(
         allow=parse_allow(args.allow),
-        budget_s=args.budget,
+        budget_s=parse_budget(args.for_s),
         write=Path(args.write) if args.write else None,
         run_dir=Path(args.run_dir) if args.run_dir else None,
         report=args.report,

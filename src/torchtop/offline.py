@@ -10,9 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
-from torchtop.analysis.summary import analyze_trace, mean_metrics, merge_rank, rank_spread_metrics
+from torchtop.analysis.summary import analyze_trace, job_analysis, merge_rank
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree, load_rules
 from torchtop.model.analysis import RankAnalysis
@@ -42,7 +40,7 @@ def analyze_paths(
         by_rank[analysis.label].append(analysis)
     ranks = [merge_rank(parts) for parts in by_rank.values()]
     ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.label))
-    job = ranks[0] if len(ranks) == 1 else job_analysis(ranks)
+    job = job_analysis(ranks)
     rank_reports = (
         tuple(RankReport(r, diagnose(tree, r.metrics)) for r in ranks) if len(ranks) > 1 else ()
     )
@@ -67,27 +65,3 @@ def analyze_run(root: Path, tree: RuleTree) -> Report | None:
     if not state.training_processes:
         return None
     return assess(state, WindowCache().latest(state), tree, str(state.run.get("kind", "run")))
-
-
-def job_analysis(ranks: list[RankAnalysis]) -> RankAnalysis:
-    """The job seen through all its ranks: mean shares and metrics, plus their spread."""
-    categories = ranks[0].breakdown.keys()
-    breakdown = {c: float(np.mean([r.breakdown[c] for r in ranks])) for c in categories}
-    metrics = mean_metrics([r.metrics for r in ranks])
-    metrics.update({f"{c}_share": v for c, v in breakdown.items()})
-    metrics["steps_count"] = min(len(r.steps) for r in ranks)
-    metrics.update(rank_spread_metrics(ranks))
-    slowest = max(ranks, key=lambda r: float(r.metrics.get("step_mean_ms") or 0.0))
-    return RankAnalysis(
-        rank=None,
-        label=f"{len(ranks)} ranks",
-        infos=tuple(i for r in ranks for i in r.infos),
-        devices=slowest.devices,
-        steps=slowest.steps,
-        breakdown=breakdown,
-        metrics=metrics,
-        top_kernels=slowest.top_kernels,
-        top_ops=slowest.top_ops,
-        copies=slowest.copies,
-        notes=tuple(dict.fromkeys(n for r in ranks for n in r.notes)),
-    )

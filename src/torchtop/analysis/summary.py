@@ -2,14 +2,17 @@
 
 A folder may hold several files of one worker (one per profiled span) and files of several
 ranks. Files of one rank are analysed one by one and their steps pooled; the job's metrics are
-the ranks' means, with the spread of their step times added to name stragglers.
+the ranks' means, with the spread of their step times added to name stragglers. `job_analysis`
+is shared by traces (`analyze`) and live runs (`live.assess`), which differ only in its keywords.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -152,6 +155,50 @@ def merge_rank(parts: Sequence[RankAnalysis]) -> RankAnalysis:
         copies=max(parts, key=lambda p: len(p.steps)).copies,
         notes=tuple(dict.fromkeys(n for p in parts for n in p.notes)),
     )
+
+
+def job_analysis(
+    ranks: Sequence[RankAnalysis],
+    *,
+    steps_count_from: Literal["steps", "metrics"] = "steps",
+    shares_measured: bool = True,
+    pool_sources: bool = True,
+) -> RankAnalysis:
+    """The job seen through its ranks (at least one; one rank is the job): the mean breakdown
+    and metrics, the spread of step times, and the slowest rank's steps and top lists.
+
+    `steps_count_from`: the fewest steps of any rank, counted in its step list (traces), or as
+    its `steps_count` metric says (live step timing). `shares_measured`: whether the mean
+    breakdown is measured, so its shares become the `*_share` metrics; false while a rank's
+    breakdown is only step timing, whose unmeasured shares must stay None rather than 0.
+    `pool_sources`: the job's trace infos and notes are every rank's (traces: a damaged file of
+    any rank must be named), or the slowest rank's (live: the run's notes are reported apart).
+    """
+    if len(ranks) == 1:
+        return ranks[0]
+    breakdown = {c: float(np.mean([r.breakdown.get(c, 0.0) for r in ranks])) for c in CATEGORIES}
+    metrics = mean_metrics([r.metrics for r in ranks])
+    if shares_measured:
+        metrics.update({f"{c}_share": v for c, v in breakdown.items()})
+    metrics["steps_count"] = min(_steps_count(r, steps_count_from) for r in ranks)
+    metrics.update(rank_spread_metrics(ranks))
+    slowest = max(ranks, key=lambda r: float(r.metrics.get("step_mean_ms") or 0.0))
+    job = replace(
+        slowest, rank=None, label=f"{len(ranks)} ranks", breakdown=breakdown, metrics=metrics
+    )
+    if pool_sources:
+        job = replace(
+            job,
+            infos=tuple(i for r in ranks for i in r.infos),
+            notes=tuple(dict.fromkeys(n for r in ranks for n in r.notes)),
+        )
+    return job
+
+
+def _steps_count(rank: RankAnalysis, source: Literal["steps", "metrics"]) -> int:
+    if source == "steps":
+        return len(rank.steps)
+    return int(rank.metrics.get("steps_count") or 0)
 
 
 def mean_metrics(all_metrics: Sequence[Metrics], weights: Sequence[float] | None = None) -> Metrics:

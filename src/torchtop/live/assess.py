@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 
 from torchtop.analysis.breakdown import CATEGORIES
-from torchtop.analysis.summary import mean_metrics, rank_spread_metrics
+from torchtop.analysis.summary import job_analysis
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
@@ -106,7 +106,13 @@ def assess(
         ranks.append(
             _rank_analysis(process, metrics, breakdown, windows.get(process.pid), from_window)
         )
-    job = _job(ranks) if ranks else _empty_job()
+    job = _empty_job()
+    if ranks:
+        # A rank's shares are measured once it has a profiler window (the window's trace info).
+        measured = all(r.infos for r in ranks)
+        job = job_analysis(
+            ranks, steps_count_from="metrics", shares_measured=measured, pool_sources=False
+        )
     verdict = diagnose(tree, job.metrics)
     steps = job.metrics.get("steps_count")
     if isinstance(steps, int) and steps < MIN_STEPS:
@@ -187,21 +193,6 @@ def _parts(step: StepRecord, breakdown: Mapping[str, float]) -> dict[str, float]
         parts["other"] = wall_us - wait_us
     parts["dataloader"] = wait_us
     return {c: parts[c] for c in CATEGORIES}
-
-
-def _job(ranks: list[RankAnalysis]) -> RankAnalysis:
-    if len(ranks) == 1:
-        return ranks[0]
-    breakdown = {c: float(np.mean([r.breakdown.get(c, 0.0) for r in ranks])) for c in CATEGORIES}
-    metrics = mean_metrics([r.metrics for r in ranks])
-    if all(r.infos for r in ranks):
-        metrics.update({f"{c}_share": v for c, v in breakdown.items()})
-    metrics["steps_count"] = min(int(r.metrics.get("steps_count") or 0) for r in ranks)
-    metrics.update(rank_spread_metrics(ranks))
-    slowest = max(ranks, key=lambda r: float(r.metrics.get("step_mean_ms") or 0.0))
-    return replace(
-        slowest, label=f"{len(ranks)} ranks", rank=None, breakdown=breakdown, metrics=metrics
-    )
 
 
 def _empty_job() -> RankAnalysis:

@@ -1,16 +1,20 @@
-"""`torchtop tune [--allow ...] [--budget S] [--write PATH] -- COMMAND` as a use case.
+"""`torchtop tune [--allow ...] [--for S] [--write PATH] -- COMMAND` as a use case.
 
 Progress (the baseline, each plan before it is launched, each trial's measurements and
 decision) goes to stderr as it happens; the summary, with the final command line and
-environment, to stdout at the end. The tuned setup is written to `torchtop.toml` (or `--write
-PATH`), the report with its `trials` to `RUN/report.json` (and `--report FILE`). Bad input
-(no command, a command not found, an unknown `--allow` group) raises `InputError`, which the
-CLI turns into exit status 2. A job that cannot be measured as given is said on stderr: when it
-crashed, its own exit status is tune's; when it merely ran too few steps, the status is 2.
+environment, to stdout at the end: tune has no dashboard, so `--headless` changes nothing. The
+tuned setup is written to `torchtop.toml` (or `--write PATH`), the report with its `trials` to
+`RUN/report.json` (and `--report FILE`); RUN is `--run-dir`, by default
+`./torchtop-runs/<timestamp>` as for the other verbs. Bad input (no command, a command not
+found, an unknown `--allow` group, a `--for` that is not a positive number) raises
+`InputError`, which the CLI turns into exit status 2. A job that cannot be measured as given is
+said on stderr: when it crashed, its own exit status is tune's; when it merely ran too few
+steps, the status is 2.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,11 +30,14 @@ from torchtop.relaunch.tune import TuneOptions, tune
 from torchtop.relaunch.tuned import TUNED_FILE, load_tuned, write_tuned
 from torchtop.runs.journal import write_once
 
+DEFAULT_BUDGET_S = 300.0
+
 
 @dataclass(frozen=True)
 class TuneCommand:
     allow: frozenset[str] = frozenset()
-    budget_s: float = 300.0
+    budget_s: float = DEFAULT_BUDGET_S
+    """`--for` (or its older name `--budget`): the baseline and every trial within it."""
     write: Path | None = None
     """Where `torchtop.toml` goes (default: the current directory)."""
     run_dir: Path | None = None
@@ -50,6 +57,19 @@ def parse_allow(text: str | None) -> frozenset[str]:
             "--allow", f"unknown group {', '.join(unknown)}: choose from {', '.join(ALLOW_GROUPS)}"
         )
     return groups
+
+
+def parse_budget(text: str | None) -> float:
+    """`--for 150` (or `--budget 150`) -> 150.0 seconds; not given -> the default."""
+    if text is None:
+        return DEFAULT_BUDGET_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InputError("--for/--budget", f"{text!r} is not a positive number of seconds")
+    return seconds
 
 
 def tune_session(command: Sequence[str], options: TuneCommand, tree: RuleTree) -> int:

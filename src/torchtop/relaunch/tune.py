@@ -34,6 +34,7 @@ EventSink = Callable[[str], None]
 @dataclass(frozen=True)
 class TuneOptions:
     budget_s: float = 300.0
+    """`--for`: no trial starts that would end past it (the baseline counts too)."""
     steps: int = 20
     warmup_steps: int = 8
     min_gain: float = 0.05

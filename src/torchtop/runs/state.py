@@ -2,8 +2,9 @@
 
 `RunWatcher.poll()` reads only what was appended since the last poll, so the live view can call
 it every second on a run of hours; `load_run()` reads a finished folder in one go through the
-same code. Buffers are bounded: the newest `MAX_STEPS` steps per process and `MAX_SAMPLES`
-samples per source are kept.
+same code. Buffers are bounded: the newest `MAX_STEPS` steps per process, and per sample source
+the newest `SAMPLES_BOUND[source]` records (an hour of host and GPU samples, only the few stack
+dumps that anything reads).
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from torchtop.runs.layout import RunLayout
 
 MAX_STEPS = 4096
 MAX_SAMPLES = 3600
-SAMPLE_SOURCES = ("host", "gpu", "stacks")
+# A py-spy dump holds every thread's whole stack, and only the newest are read: attach's
+# assessment attributes the last 60 records (live.attach.RECENT_DUMPS), the hot-stacks panel
+# counts the last 10 (tui.hotstacks.DUMPS_COUNTED). tests/runs/test_state.py holds this bound to
+# the larger of the two, so a reader that wants more fails a test instead of reading fewer.
+MAX_STACK_DUMPS = 60
+SAMPLES_BOUND = {"host": MAX_SAMPLES, "gpu": MAX_SAMPLES, "stacks": MAX_STACK_DUMPS}
+SAMPLE_SOURCES = tuple(SAMPLES_BOUND)
 
 
 @dataclass
@@ -61,7 +68,7 @@ class RunState:
     run: dict[str, Any] = field(default_factory=dict)
     processes: dict[int, ProcessState] = field(default_factory=dict)
     samples: dict[str, deque[dict[str, Any]]] = field(
-        default_factory=lambda: {s: deque(maxlen=MAX_SAMPLES) for s in SAMPLE_SOURCES}
+        default_factory=lambda: {s: deque(maxlen=n) for s, n in SAMPLES_BOUND.items()}
     )
     unavailable: dict[str, str] = field(default_factory=dict)
     exit: dict[str, Any] | None = None

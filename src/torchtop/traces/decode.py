@@ -37,6 +37,7 @@ _MAX_PENDING_BYTES = 256 << 20
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BAD_LITERAL = re.compile(rb"(?<=[:\[,])(\s*)(?:N/A|NaN|-?Infinity)(?=\s*[,\]}])")
 _WHITESPACE = b" \t\r\n"
+_LEADING_WHITESPACE = re.compile(rb"[ \t\r\n]*")
 
 
 class TraceFormatError(ValueError):
@@ -155,10 +156,11 @@ class EventStream:
         while True:
             block = self._read_block()
             buf += block
-            stripped = buf.lstrip(_WHITESPACE)
-            if stripped[:1] == b"[":
-                return stripped[1:], True
-            if stripped and stripped[:1] != b"{":
+            start = _LEADING_WHITESPACE.match(buf).end()  # type: ignore[union-attr]
+            first = buf[start : start + 1]
+            if first == b"[":
+                return buf[start + 1 :], True
+            if first and first != b"{":
                 raise TraceFormatError("not JSON (expected an object or an array)")
             match = _EVENTS_KEY.search(buf)
             if match:

@@ -1,0 +1,37 @@
+"""The run state's buffers: each sample source keeps its own newest records, no more."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchtop.live.attach import RECENT_DUMPS
+from torchtop.runs.journal import JournalWriter
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.state import MAX_SAMPLES, MAX_STACK_DUMPS, load_run
+from torchtop.tui.hotstacks import DUMPS_COUNTED
+
+
+def test_the_stack_dump_bound_covers_every_reader_of_stack_dumps() -> None:
+    assert max(RECENT_DUMPS, DUMPS_COUNTED) == MAX_STACK_DUMPS
+
+
+def test_a_run_keeps_only_the_newest_stack_dumps_and_its_hour_of_host_and_gpu_samples(
+    tmp_path: Path,
+) -> None:
+    layout = RunLayout(tmp_path / "run")
+    layout.create()
+    written = MAX_SAMPLES + 5
+    for source in ("host", "gpu", "stacks"):
+        with JournalWriter(layout.samples(source)) as writer:
+            for second in range(written):
+                writer.write({"kind": source, "t": float(second)})
+
+    samples = load_run(layout.root).samples
+
+    assert [r["t"] for r in samples["stacks"]] == [
+        float(s) for s in range(written - MAX_STACK_DUMPS, written)
+    ]
+    for source in ("host", "gpu"):
+        assert len(samples[source]) == MAX_SAMPLES
+        assert samples[source][0]["t"] == float(written - MAX_SAMPLES)
+        assert samples[source][-1]["t"] == float(written - 1)
