@@ -287,3 +287,19 @@ def test_usage_errors_exit_2_from_argparse(capsys: pytest.CaptureFixture[str]) -
         main(["analyze"])
     assert exited.value.code == EXIT_BAD_INPUT
     assert "PATH" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("verb", [["run"], ["demo"], ["attach", "1"]])
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "nan", "inf"])
+def test_a_bad_for_is_one_line_naming_the_option(
+    capsys: pytest.CaptureFixture[str], verb: list[str], value: str, tmp_path: Path
+) -> None:
+    command = ["--", sys.executable, "-c", "pass"] if verb == ["run"] else []
+    status, out, err = run_main(
+        capsys, *verb, "--headless", "--for", value, "--run-dir", str(tmp_path), *command
+    )
+    assert status == 2 and out == ""
+    assert err.strip().splitlines() == [
+        f"torchtop: --for: {value!r} is not a positive number of seconds"
+    ]
+    assert not any(tmp_path.iterdir())  # nothing was started or recorded

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from torchtop import __version__
-from torchtop.errors import InputError
+from torchtop.errors import InputError, positive_seconds
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -116,8 +116,7 @@ def _watch_options(parser: argparse.ArgumentParser, default_for_s: float | None 
     parser.add_argument(
         "--for",
         dest="for_s",
-        type=_seconds,
-        default=default_for_s,
+        default=None if default_for_s is None else str(default_for_s),
         metavar="SECONDS",
         help="stop watching (and stop the job) after this long"
         + (f" (default {default_for_s:g})" if default_for_s else ""),
@@ -125,13 +124,6 @@ def _watch_options(parser: argparse.ArgumentParser, default_for_s: float | None 
     parser.add_argument("--report", metavar="FILE", help="write the JSON report here when done")
     parser.add_argument("--run-dir", metavar="DIR", help="where the run is recorded")
     parser.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
-
-
-def _seconds(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be a positive number of seconds")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -238,7 +230,7 @@ def _watch(args: argparse.Namespace) -> int:
     tree = _load_tree(args.rules)
     options = WatchOptions(
         headless=args.headless,
-        for_s=args.for_s,
+        for_s=None if args.for_s is None else positive_seconds("--for", args.for_s),
         report=args.report,
         run_dir=Path(args.run_dir) if args.run_dir else None,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 class InputError(Exception):
     """Bad input: the message names the input and says what is wrong, in one line."""
@@ -10,3 +12,14 @@ class InputError(Exception):
         super().__init__(f"{subject}: {problem}")
         self.subject = subject
         self.problem = problem
+
+
+def positive_seconds(option: str, text: str) -> float:
+    """A duration option's value (`--for 30`) as seconds; InputError unless positive and finite."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InputError(option, f"{text!r} is not a positive number of seconds")
+    return seconds

@@ -14,7 +14,6 @@ steps, the status is 2.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from torchtop.advice.knobs import ALLOW_GROUPS
 from torchtop.diagnosis.rules import RuleTree
-from torchtop.errors import InputError
+from torchtop.errors import InputError, positive_seconds
 from torchtop.live.launch import default_run_dir
 from torchtop.relaunch.measure import MeasureError
 from torchtop.relaunch.summary import render_summary, tune_report
@@ -61,15 +60,7 @@ def parse_allow(text: str | None) -> frozenset[str]:
 
 def parse_budget(text: str | None) -> float:
     """`--for 150` (or `--budget 150`) -> 150.0 seconds; not given -> the default."""
-    if text is None:
-        return DEFAULT_BUDGET_S
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise InputError("--for/--budget", f"{text!r} is not a positive number of seconds")
-    return seconds
+    return DEFAULT_BUDGET_S if text is None else positive_seconds("--for/--budget", text)
 
 
 def tune_session(command: Sequence[str], options: TuneCommand, tree: RuleTree) -> int:
