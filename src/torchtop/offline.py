@@ -16,7 +16,6 @@ from torchtop.diagnosis.rules import RuleTree, load_rules
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.report import RankReport, Report
 from torchtop.runs.layout import RunLayout, is_run_folder
-from torchtop.runs.state import load_run
 from torchtop.traces import find_trace_files, read_trace
 from torchtop.traces.reader import ProgressSink
 
@@ -60,6 +59,7 @@ def analyze_run(root: Path, tree: RuleTree) -> Report | None:
     windows, if any, can be analysed, as plain traces."""
     from torchtop.live.assess import assess
     from torchtop.live.watch import WindowCache
+    from torchtop.runs.state import load_run  # only for run folders: traces skip its import
 
     state = load_run(root)
     if not state.training_processes:

@@ -9,6 +9,7 @@ import gzip
 import io
 import json
 import os
+import random
 import re
 import signal
 from pathlib import Path
@@ -28,6 +29,12 @@ from torchtop.traces.decode import _cut_outside_strings, _even_quotes
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "fork") or os.uname().sysname != "Linux", reason="the worker is Linux-only"
 )
+
+
+@pytest.fixture(autouse=True)
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces of a few KB, so that a small file makes dozens, half of them the worker's."""
+    monkeypatch.setattr(parallel, "PIECE_BYTES", 3000)
 
 
 def read_with(path: Path, workers: str, monkeypatch: pytest.MonkeyPatch) -> TraceData:
@@ -204,14 +211,14 @@ def test_a_worker_that_dies_costs_a_reread_not_the_result(
     path.write_text(json.dumps(busy_trace(400), indent=1))
     alone = read_with(path, "1", monkeypatch)
     started: list[int] = []
-    real_init = parallel.PieceWorker.__init__
+    real_init = parallel.Worker.__init__
 
-    def start_then_kill(self: parallel.PieceWorker, plain_file: Path | None) -> None:
-        real_init(self, plain_file)
+    def start_then_kill(self: parallel.Worker, path: Path, compressed: bool, size: int) -> None:
+        real_init(self, path, compressed, size)
         started.append(self.pid)
         os.kill(self.pid, signal.SIGKILL)  # the worker really dies, before its first piece
 
-    monkeypatch.setattr(parallel.PieceWorker, "__init__", start_then_kill)
+    monkeypatch.setattr(parallel.Worker, "__init__", start_then_kill)
     together = read_with(path, "2", monkeypatch)
     assert len(started) == 1
     with pytest.raises(ChildProcessError):
@@ -238,7 +245,7 @@ def test_quote_parity_counts_only_unescaped_quotes(text: bytes, even: bool) -> N
 def test_a_cut_is_never_placed_inside_a_string() -> None:
     events = [{"name": "a"}, {"name": 'x"}, {"y'}, {"name": "tail}, {more"}]
     doc = bytearray(b"[" + json.dumps(events)[1:].encode())
-    cut = _cut_outside_strings(doc)
+    cut = _cut_outside_strings(doc, len(doc))
     assert cut is not None
     assert json.loads(b"[" + doc[1:cut] + b"]") == events[:2]
 
@@ -285,3 +292,36 @@ def analyze_json_uncached(path: Path) -> Any:
     with contextlib.redirect_stdout(out):
         assert main(["analyze", str(path), "--format", "json"]) == 0
     return json.loads(out.getvalue())
+
+
+class ChunkyStream(io.RawIOBase):
+    """A stream whose reads return pieces of random sizes, as a pipe or an inflater would."""
+
+    def __init__(self, data: bytes, seed: int) -> None:
+        self.data, self.position, self.random = data, 0, random.Random(seed)
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        step = self.random.randint(1, 9000)
+        chunk = self.data[self.position : self.position + step]
+        self.position += len(chunk)
+        return chunk
+
+
+def test_readers_sharing_a_file_cut_the_same_pieces_however_their_reads_fall() -> None:
+    events = busy_trace(300)["traceEvents"]
+    doc = json.dumps({"traceEvents": events, "traceName": "t"}, indent=1).encode()
+    everything: list[tuple[int, str]] = []
+    pieces: dict[bool, list[int]] = {True: [], False: []}
+    for first, seed in ((True, 1), (False, 2)):
+        share = decode.Share(split=len(doc) // 3, first=first, piece_bytes=2500)
+        stream = decode.EventStream(ChunkyStream(doc, seed), share=share)
+        for batch in stream:
+            pieces[first].append(stream.piece)
+            everything += [(stream.piece, str(e.name)) for e in batch]
+    assert len(pieces[True]) > 10 and len(pieces[False]) > 20
+    assert max(pieces[True]) < min(pieces[False])
+    everything.sort(key=lambda pair: pair[0])  # stable: file order within a piece
+    assert [name for _, name in everything] == [str(e["name"]) for e in events]

@@ -16,9 +16,9 @@ from __future__ import annotations
 import bisect
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -66,14 +66,19 @@ class DecodeStats:
 ProgressCallback = Callable[[], None]
 
 
-class RemotePieces(Protocol):
-    """Somewhere else to decode some of the pieces (the parallel reader's worker)."""
+@dataclass(frozen=True)
+class Share:
+    """This reader's share of a file that two readers read at once, split at stream position
+    `split`.
 
-    def wants(self, piece: int) -> bool:
-        """Whether piece number `piece` goes there instead of being decoded here."""
+    Both cut the very same pieces (`piece_bytes` long, at boundaries found from the bytes
+    alone). The first reader decodes the pieces that start before `split` and stops there; the
+    second skips them (cutting them all the same, which is cheap) and decodes the rest, then
+    what follows the last piece (the end of the array, keys after it, a truncated end)."""
 
-    def send(self, piece: int, buf: bytearray, cut: int, offset: int) -> None:
-        """Hand over the events in buf[1:cut], which start at stream position `offset`."""
+    split: int
+    first: bool
+    piece_bytes: int = 2 << 20
 
 
 class EventStream:
@@ -87,58 +92,91 @@ class EventStream:
         self,
         stream: BinaryIO,
         on_block: ProgressCallback | None = None,
-        remote: RemotePieces | None = None,
+        share: Share | None = None,
     ) -> None:
         self._stream = stream
         self._on_block = on_block
-        self._remote = remote
+        self._share = share
         self._eof = False
-        self._bytes_read = 0
+        self._position = 0
         self.header = TraceHeader()
         self.stats = DecodeStats()
         self._pieces = PieceDecoder(self.stats)
         self.piece = -1
         """The index of the piece the last yielded batch came from (pieces are numbered in
-        file order, those handed to `remote` included)."""
+        file order, the other reader's share included)."""
 
     def __iter__(self) -> Iterator[list[Event]]:
         head, bare_array = self._read_head()
         # buf[0] is always the byte before the next event; it is set to '[' and the cut comma
         # to ']' so each piece decodes in place, through a memoryview, without being copied.
         buf = bytearray(b"[") + head
-        offset = self._bytes_read - len(head)  # the stream position of buf[1]
+        offset = self._position - len(head)  # the stream position of buf[1]
+        share = self._share
         piece = 0
         while not self._eof:
             buf += self._read_block()
-            if self._remote is not None and self._remote.wants(piece):
-                cut = _cut_outside_strings(buf)
-                if cut is not None:
-                    self._remote.send(piece, buf, cut, offset)
-                    self.stats.bytes_decoded += cut
-            else:
-                boundary = _last_boundary(buf, len(buf))
-                decoded = None if boundary is None else self._pieces.decode_before(buf, boundary)
-                cut = None
-                if decoded is not None:
-                    events, cut = decoded
-                    if events:
-                        self.piece = piece
-                        yield events
-            if cut is None:
-                # No whole event yet (one event longer than the buffer): read on, within reason.
-                if len(buf) > _MAX_PENDING_BYTES:
-                    raise TraceFormatError("malformed JSON: no event boundary in 256 MB")
-                continue
-            piece += 1
-            offset += cut
-            del buf[:cut]
-            buf[0] = 0x5B  # '['
+            if share is None and len(buf) <= BLOCK_BYTES and not self._eof:
+                continue  # alone, pieces are a block long, however the stream's reads fall
+            while (cut := (yield from self._next_piece(buf, piece, offset))) is not None:
+                piece += 1
+                offset += cut
+                del buf[:cut]
+                buf[0] = 0x5B  # '['
+                if share is None:
+                    break  # alone: one piece per block
+                if share.first and offset >= share.split:
+                    return  # the first reader's share is done
+            if len(buf) > _MAX_PENDING_BYTES:
+                # No whole event in all that (one longer than the buffer): give up.
+                raise TraceFormatError("malformed JSON: no event boundary in 256 MB")
         self.piece = piece
-        yield from self._decode_tail(bytes(buf[1:]), bare_array)
+        if share is None or not share.first:
+            yield from self._decode_tail(bytes(buf[1:]), bare_array)
+
+    def _next_piece(
+        self, buf: bytearray, piece: int, offset: int
+    ) -> Generator[list[Event], None, int | None]:
+        """Decode the next piece of buf (if it is this reader's); the cut made after it, or
+        None when no piece can be cut before more is read."""
+        share = self._share
+        if share is None:
+            boundary = _last_boundary(buf, len(buf))
+            decoded = None if boundary is None else self._pieces.decode_before(buf, boundary)
+            if decoded is None:
+                return None
+            events, cut = decoded
+        else:
+            shared_cut = self._shared_cut(buf, share.piece_bytes)
+            if shared_cut is None:
+                return None
+            cut, events = shared_cut, []
+            if (offset < share.split) == share.first:
+                found = self._pieces.decode_in_place(buf, cut)
+                if found is None:
+                    raise TraceFormatError(f"malformed JSON in the event array near byte {offset}")
+                events = found
+            self.stats.bytes_decoded += cut
+        if events:
+            self.piece = piece
+            yield events
+        return cut
+
+    def _shared_cut(self, buf: bytearray, piece_bytes: int) -> int | None:
+        """The end of the next piece of a shared file, from the bytes alone (never from how
+        they were read): the last boundary outside strings in the first `piece_bytes`, else in
+        twice that, four times, ...; at the end of the stream, the last in what is left."""
+        want = piece_bytes
+        while len(buf) > want + 1:
+            cut = _cut_outside_strings(buf, want + 1)
+            if cut is not None:
+                return cut
+            want *= 2
+        return _cut_outside_strings(buf, len(buf)) if self._eof else None
 
     def _read_block(self) -> bytes:
         try:
-            block = self._stream.read(BLOCK_BYTES)
+            block = self._stream.read(self._share.piece_bytes if self._share else BLOCK_BYTES)
         except (EOFError, zlib.error, OSError) as exc:
             # A .gz cut off mid-write: keep what was inflated, the tail decoder reports the loss.
             self.stats.truncated = True
@@ -146,7 +184,7 @@ class EventStream:
             block = b""
         if not block:
             self._eof = True
-        self._bytes_read += len(block)
+        self._position += len(block)
         if self._on_block is not None:
             self._on_block()
         return block
@@ -325,12 +363,12 @@ def _last_boundary(buf: bytes | bytearray, end: int) -> int | None:
                 return comma
 
 
-def _cut_outside_strings(buf: bytearray) -> int | None:
-    """The last event boundary in buf that is certainly outside every JSON string.
+def _cut_outside_strings(buf: bytearray, end: int) -> int | None:
+    """The last event boundary in buf[:end] that is certainly outside every JSON string.
 
     buf[1] starts outside any string, so a boundary is outside them exactly when an even number
     of unescaped quotes precede it; counting quotes runs at memory speed, unlike decoding."""
-    cut = _last_boundary(buf, len(buf))
+    cut = _last_boundary(buf, end)
     if cut is None or _even_quotes(buf, 1, cut):
         return cut
     return _boundary_outside_strings(buf, cut)
@@ -340,12 +378,17 @@ def _even_quotes(buf: bytes | bytearray, start: int, end: int) -> bool:
     """Whether buf[start:end] holds an even number of quotes that no backslash escapes.
 
     A quote after n backslashes is escaped when n is odd. Counting the quotes after at least
-    1, 2, 3, ... backslashes and summing with alternating signs counts exactly those."""
-    quotes = buf.count(b'"', start, end)
+    1, 2, 3, ... backslashes and summing with alternating signs counts exactly those; a piece
+    without a backslash (most) skips that."""
+    import numpy as np  # only the shared readers get here, and they have numpy loaded
+
+    with memoryview(buf) as view:
+        quotes = int(np.count_nonzero(np.frombuffer(view[start:end], dtype=np.uint8) == 0x22))
     escaped, sign, pattern = 0, 1, b'\\"'
-    while quotes and (found := buf.count(pattern, start, end)):
-        escaped += sign * found
-        sign, pattern = -sign, b"\\" + pattern
+    if buf.find(b"\\", start, end) >= 0:
+        while quotes and (found := buf.count(pattern, start, end)):
+            escaped += sign * found
+            sign, pattern = -sign, b"\\" + pattern
     return (quotes - escaped) % 2 == 0
 
 

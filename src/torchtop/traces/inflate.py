@@ -17,8 +17,8 @@ import zlib
 from typing import BinaryIO
 
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
-_RAW_BLOCK = 1 << 18
-_AHEAD_BLOCKS = 16
+_RAW_BLOCK = 1 << 16
+_AHEAD_BLOCKS = 64
 
 
 class InflatingReader:

@@ -1,18 +1,17 @@
-"""Read a big trace on two cores: a forked worker decodes every other piece of the file.
+"""Read a big trace on two cores: a forked worker reads the same file and decodes half of it.
 
-The reader cuts the event array into pieces as it always does; the odd-numbered ones go to a
-worker process, forked before reading starts, which decodes them into its own `ColumnBuilder`.
-At the end its columns come back (pickled numpy arrays: a few bytes per event, not the events)
-and are merged in file order, so the result is the one a single process would get (see
-`ColumnBuilder.merge` and `canonical_order`).
-
-Pieces of a plain file travel as (offset, length): the worker reads them through its own file
-handle. Pieces of a `.gz` stream, inflated once by the reader, travel through the pipe.
+Both processes read the whole stream (a `.gz` is inflated by each) and cut it into the very same
+pieces: `piece_bytes` long, ending at the last event boundary outside strings, found from the
+bytes alone (see `decode.Share`). Each decodes every other piece and skips the rest, so nothing
+but the result crosses between them: at the end the worker sends its columns back (pickled
+numpy arrays, a few bytes per event, never the events) and the reader merges them in file order
+(`ColumnBuilder.merge`); names are renumbered in sorted order after every read, so the arrays
+are exactly those a single process would build.
 
 Only on Linux, and only from a process with no other thread running (a fork copies one thread;
-a lock another thread held would stay held in the child). Any failure of the worker raises
-`WorkerFailed`, and the reader reads the file again alone: the parallel path may cost time,
-never a result. A file format error found by the worker is reported like the reader's own.
+a lock another thread held would stay held in the child). A worker that dies or answers
+nonsense raises `WorkerFailed`, and the reader reads the file again alone: the parallel path
+may cost time, never a result. A format error the worker finds is reported as the reader's own.
 """
 
 from __future__ import annotations
@@ -25,11 +24,12 @@ import signal
 import struct
 import sys
 import threading
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from torchtop.traces.decode import DecodeStats, PieceDecoder, TraceFormatError
+from torchtop.traces.decode import DecodeStats, EventStream, Share, TraceFormatError
 from torchtop.traces.inflate import InflatingReader
 
 if TYPE_CHECKING:  # numpy is imported by the worker itself, after the fork (see start_early)
@@ -40,14 +40,14 @@ GZIP_MAGIC = b"\x1f\x8b"
 PARALLEL_MIN_BYTES = 12 << 20
 """Below this many (inflated) bytes a second process costs more than it saves."""
 
+PIECE_BYTES = 2 << 20
+"""The pieces both processes cut: small enough that the two halves come out even."""
+
 WORKERS_ENV = "TORCHTOP_READ_WORKERS"
 """1: read every trace in one process; 2: fork a worker for every file, whatever its size or
 the threads running (for tests); unset: decide by size and circumstances."""
 
-_HEADER = struct.Struct("<qqqq")  # piece (-1: no more), stream offset, length, bytes follow
 _LENGTH = struct.Struct("<q")
-_F_SETPIPE_SZ = 1031
-_PIPE_BYTES = 1 << 20
 
 
 class WorkerFailed(RuntimeError):
@@ -78,6 +78,20 @@ def gzip_size_hint(path: Path, compressed_bytes: int) -> int:
     return max(declared, compressed_bytes)
 
 
+SPLIT_FRACTION = 0.6
+"""Where the worker's share (the first part of the file) ends: past the middle, because the
+reader also imports the analysis, decodes the end of the file and merges the two."""
+
+
+def shares(inflated_bytes: int) -> tuple[Share, Share]:
+    """The worker's share (the first part of the stream) and the reader's (the rest, the end)."""
+    split = int(inflated_bytes * SPLIT_FRACTION)
+    return (
+        Share(split=split, first=True, piece_bytes=PIECE_BYTES),
+        Share(split=split, first=False, piece_bytes=PIECE_BYTES),
+    )
+
+
 @dataclass
 class EarlyStart:
     """A trace file already open, its worker forked and its inflation running."""
@@ -85,7 +99,7 @@ class EarlyStart:
     raw: BinaryIO
     compressed: bool
     inflater: InflatingReader | None
-    worker: PieceWorker
+    worker: Worker
 
 
 _EARLY: dict[str, EarlyStart] = {}
@@ -94,10 +108,10 @@ _EARLY: dict[str, EarlyStart] = {}
 def start_early(paths: list[str]) -> None:
     """Given one big trace file, fork the worker and start inflating it right away.
 
-    Called by `analyze` before it imports numpy and the analysis: the worker imports its own
-    while this process imports, and a `.gz` inflates (zlib runs without the GIL) during the
-    imports instead of after them. `read_trace` takes it over; anything odd here is left for
-    the reader to find and report."""
+    Called by `analyze` before it imports the analysis: the worker starts reading while this
+    process imports, and a `.gz` inflates (zlib runs without the GIL) during the imports
+    instead of after them. `read_trace` takes it over; anything odd
+    here is left for the reader to find and report."""
     if len(paths) != 1:
         return
     path = Path(paths[0])
@@ -112,7 +126,12 @@ def start_early(paths: list[str]) -> None:
         raw = path.open("rb")
     except OSError:
         return
-    worker = PieceWorker(None if compressed else path)
+    # numpy first: the reader needs it anyway, and the worker then shares it instead of
+    # importing its own; the worker starts reading while this process imports the rest.
+    import numpy  # noqa: F401
+
+    inflated = gzip_size_hint(path, size) if compressed else size
+    worker = Worker(path, compressed, inflated)
     inflater = InflatingReader(raw) if compressed else None
     if not _EARLY:
         atexit.register(_discard_early)
@@ -133,50 +152,28 @@ def _discard_early() -> None:
     _EARLY.clear()
 
 
-class PieceWorker:
-    """The reader's side of the worker: `wants`/`send` (an `EventStream` remote), `finish`."""
+class Worker:
+    """The reader's handle on the worker: fork it, then `finish` (its result) or `abort`."""
 
-    def __init__(self, plain_file: Path | None) -> None:
-        """`plain_file`: the file, when the worker can read pieces from it itself (not gzip)."""
-        from_reader, to_worker = os.pipe()
+    def __init__(self, path: Path, compressed: bool, inflated_bytes: int) -> None:
+        share, self.share = shares(inflated_bytes)
         from_worker, to_reader = os.pipe()
-        with contextlib.suppress(OSError):
-            import fcntl
-
-            fcntl.fcntl(to_worker, _F_SETPIPE_SZ, _PIPE_BYTES)
         pid = os.fork()
         if pid == 0:  # the worker
             status = 1
             try:
-                os.close(to_worker)
                 os.close(from_worker)
-                _serve(from_reader, to_reader, plain_file)
+                _serve(path, compressed, share, to_reader)
                 status = 0
             finally:
                 os._exit(status)
-        os.close(from_reader)
         os.close(to_reader)
         self.pid = pid
-        self._to = to_worker
         self._from = from_worker
-        self._inline = plain_file is None
         self._done = False
 
-    def wants(self, piece: int) -> bool:
-        return piece % 2 == 1
-
-    def send(self, piece: int, buf: bytearray, cut: int, offset: int) -> None:
-        length = cut - 1
-        self._write(_HEADER.pack(piece, offset, length, int(self._inline)))
-        if self._inline:
-            with memoryview(buf) as view:
-                self._write(view[1:cut])
-
     def finish(self) -> tuple[ColumnBuilder, DecodeStats]:
-        """The worker's columns and decode statistics, once it has decoded every piece."""
-        self._write(_HEADER.pack(-1, 0, 0, 0))
-        os.close(self._to)
-        self._to = -1
+        """The worker's columns and decode statistics, once it has read its share."""
         try:
             with os.fdopen(self._from, "rb") as answers:
                 self._from = -1
@@ -207,76 +204,42 @@ class PieceWorker:
         self._reap()
 
     def _reap(self) -> None:
-        for fd in (self._to, self._from):
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self._to = self._from = -1
+        if self._from >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._from)
+            self._from = -1
         if not self._done:
             self._done = True
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(self.pid, 0)
 
-    def _write(self, data: bytes | memoryview) -> None:
-        try:
-            with memoryview(data) as view:
-                while view:
-                    written = os.write(self._to, view)
-                    view = view[written:]
-        except OSError as exc:  # BrokenPipeError: the worker is gone
-            raise WorkerFailed(f"the worker stopped reading ({exc})") from exc
 
-
-def _serve(incoming_fd: int, outgoing_fd: int, plain_file: Path | None) -> None:
-    """The worker's loop: decode each piece it is sent, then answer with its columns."""
+def _serve(path: Path, compressed: bool, share: Share, answer_fd: int) -> None:
+    """The worker: read the file, decode its share of the pieces, answer with its columns."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the worker with the reader
-    from torchtop.traces.columns import ColumnBuilder
-
-    builder = ColumnBuilder()
-    stats = DecodeStats()
-    decoder = PieceDecoder(stats)
     answer: tuple[object, ...]
     try:
-        source = plain_file.open("rb", buffering=0) if plain_file is not None else None
-        with os.fdopen(incoming_fd, "rb") as incoming:
-            while True:
-                piece, offset, length, inline = _HEADER.unpack(_exactly(incoming, _HEADER.size))
-                if piece < 0:
-                    break
-                # '[' + the piece + ',' : decoded in place as the reader decodes its own.
-                buf = bytearray(length + 2)
-                with memoryview(buf) as view:
-                    if inline:
-                        _fill(incoming, view[1 : length + 1])
-                    elif source is not None:
-                        source.seek(offset)
-                        _fill(source, view[1 : length + 1])
-                buf[length + 1] = 0x2C
-                events = decoder.decode_in_place(buf, length + 1)
-                if events is None:
-                    raise TraceFormatError(f"malformed JSON in the event array near byte {offset}")
-                builder.add(events, piece)
-        answer = ("ok", builder, stats)
+        from torchtop.traces.columns import ColumnBuilder
+
+        builder = ColumnBuilder()
+        with path.open("rb") as raw:  # its own handle: a forked one would share the offset
+            inflater = InflatingReader(raw) if compressed else None
+            try:
+                events = EventStream(inflater or raw, share=share)  # type: ignore[arg-type]
+                for batch in events:
+                    builder.add(batch, events.piece)
+            finally:
+                if inflater is not None:
+                    inflater.close()
+        answer = ("ok", builder, events.stats)
     except TraceFormatError as exc:
         answer = ("format", str(exc))
+    except (OSError, zlib.error):
+        # The reader reads the same bytes and reports what is wrong with them in its words.
+        answer = ("error", "could not read the file")
     except BaseException as exc:  # anything else: the reader falls back to reading alone
         answer = ("error", f"{type(exc).__name__}: {exc}")
     payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
     with memoryview(_LENGTH.pack(len(payload)) + payload) as view:
         while view:
-            view = view[os.write(outgoing_fd, view) :]
-
-
-def _exactly(stream: object, size: int) -> bytes:
-    data: bytes = stream.read(size)  # type: ignore[attr-defined]
-    if len(data) != size:
-        raise EOFError("the reader went away")
-    return data
-
-
-def _fill(stream: object, view: memoryview) -> None:
-    while view:
-        got = stream.readinto(view)  # type: ignore[attr-defined]
-        if not got:
-            raise EOFError("the piece ends early")
-        view = view[got:]
+            view = view[os.write(answer_fd, view) :]

@@ -24,7 +24,7 @@ from torchtop.traces.decode import EventStream, TraceFormatError
 from torchtop.traces.inflate import InflatingReader
 from torchtop.traces.parallel import (
     GZIP_MAGIC,
-    PieceWorker,
+    Worker,
     WorkerFailed,
     gzip_size_hint,
     parallel_worth_it,
@@ -50,7 +50,7 @@ def read_trace(path: Path, on_progress: ProgressSink | None = None) -> TraceData
 
 
 def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> TraceData:
-    worker: PieceWorker | None = None
+    worker: Worker | None = None
     inflater: InflatingReader | None = None
     try:
         size = path.stat().st_size
@@ -66,7 +66,7 @@ def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> Trace
                 inflated = gzip_size_hint(path, size) if compressed else size
                 if parallel and parallel_worth_it(inflated):
                     # Forked before the inflating thread starts: the worker copies one thread.
-                    worker = PieceWorker(None if compressed else path)
+                    worker = Worker(path, compressed, inflated)
                 inflater = InflatingReader(raw) if compressed else None
             stream = inflater if inflater is not None else raw
 
@@ -74,7 +74,8 @@ def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> Trace
                 if on_progress is not None:
                     on_progress(raw.tell(), size)
 
-            events = EventStream(stream, on_block=report, remote=worker)  # type: ignore[arg-type]
+            share = worker.share if worker is not None else None
+            events = EventStream(stream, on_block=report, share=share)  # type: ignore[arg-type]
             builder = ColumnBuilder()
             try:
                 for batch in events:
