@@ -10,7 +10,6 @@ from textual.widgets import OptionList
 
 from tests.tui.conftest import LiveApp, advance, panel_text
 from tests.tui.replay import SyntheticRun, dataloader_bound
-from torchtop.model.findings import Fix
 from torchtop.model.report import Report
 from torchtop.offline import analyze_paths
 from torchtop.runs.state import load_run
@@ -151,17 +150,6 @@ async def test_enter_on_a_fix_shows_the_exact_command_line_change_and_escape_goe
         assert "Why" in text
         await pilot.press("escape")
         assert not isinstance(app.screen, FixDetailsScreen)
-
-
-async def test_the_apply_key_hands_the_fix_to_the_hook_when_one_is_wired(
-    live_app: LiveApp,
-) -> None:
-    applied: list[Fix] = []
-    app = live_app("loader", on_apply=applied.append)
-    async with app.run_test(size=NARROW) as pilot:
-        await advance(pilot, 6)
-        await pilot.press("enter", "a")
-    assert [f.knob for f in applied] == ["dataloader.num_workers"]
 
 
 async def test_without_a_hook_the_apply_key_is_dimmed_and_does_nothing(

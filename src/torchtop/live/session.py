@@ -2,7 +2,9 @@
 
 The report is written to the run folder (and `--report FILE`) whatever happens to the job; the
 job's own exit status is torchtop's, unless torchtop stopped it after `--for`, when the work
-asked for is done and the status is 0.
+asked for is done and the status is 0. Under the dashboard a fix can be tried on the job
+(`relaunch.watched`): the job may then have been relaunched, and the report describes the job
+as it ran in the end, with the trials.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from torchtop.live.headless import ProgressPrinter, save_report
 from torchtop.live.launch import default_run_dir, launch, write_run_record
 from torchtop.live.watch import LiveMonitor, watch
 from torchtop.model.report import Report
+from torchtop.relaunch.watched import WatchedJob
 from torchtop.report import render_text
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
@@ -51,17 +54,25 @@ def run_session(command: Sequence[str], options: WatchOptions, tree: RuleTree, k
         raise InputError(command[0], "not executable") from None
     print(f"torchtop: recording to {run_dir}", file=sys.stderr)
     collectors = start_collectors(job.layout, job.pid, with_agent=True)
+    monitor = LiveMonitor(run_dir, tree, job=job, for_s=options.for_s, kind=kind)
+    watched = WatchedJob(monitor, job, collectors, command, run_dir, kind)
     try:
-        monitor = LiveMonitor(run_dir, tree, job=job, for_s=options.for_s, kind=kind)
-        report = _follow(monitor, options.headless)
+        report = watched.with_trials(_follow(monitor, options.headless, watched))
     finally:
-        collectors.stop()
+        watched.close()
     if job_log is not None:
         print(f"torchtop: the job's output is in {job_log}", file=sys.stderr)
+    if watched.job is not job:
+        relaunched = watched.job.layout.root
+        print(
+            f"torchtop: after the relaunch, in {relaunched / 'stdout.log'} and stderr.log",
+            file=sys.stderr,
+        )
     save_report(report, run_dir, options.report)
     sys.stdout.write(render_text(report, colour=False))
     sys.stdout.flush()
-    return 0 if job.stopped_by_us else job.shell_status()
+    final = watched.job
+    return 0 if final.stopped_by_us else final.shell_status()
 
 
 def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
@@ -111,10 +122,11 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
     return 0
 
 
-def _follow(monitor: LiveMonitor, headless: bool) -> Report:
-    """Progress lines on stderr, or the dashboard; either way the final report."""
+def _follow(monitor: LiveMonitor, headless: bool, watched: WatchedJob | None = None) -> Report:
+    """Progress lines on stderr, or the dashboard (where `watched` lets the user try fixes);
+    either way the final report."""
     if headless:
         return watch(monitor, on_update=ProgressPrinter())
     from torchtop.tui.app import run_live
 
-    return run_live(monitor)
+    return run_live(monitor, applier=watched)

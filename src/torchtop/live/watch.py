@@ -5,14 +5,23 @@ window (once each), assesses the run through the rule tree and passes the report
 verdict to show after hysteresis, to `on_update` (the headless printer or the dashboard). It
 ends when the job exits, when `for_s` has passed (stopping the job it launched), or on Ctrl-C;
 then it reads the folder one last time and returns the final report.
+
+When the dashboard tries a fix, the job is stopped and measured elsewhere for a while, then
+started again into a run folder of its own: `detach` lets go of the job (the monitor keeps
+showing the folder as it was, and does not end because the job did), `follow` takes up the new
+job and its folder, with a fresh verdict. The time in between does not count against `for_s`:
+the user asked for that much watching, not for a trial cut short. The tick thread and the
+thread trying the fix meet here, so every method holds the monitor's lock.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from torchtop.analysis.summary import analyze_trace
 from torchtop.diagnosis.rules import RuleTree
@@ -28,6 +37,7 @@ from torchtop.traces import read_trace
 
 UpdateSink = Callable[[Report, Verdict, float], None]
 Assessor = Callable[[RunState, Mapping[int, RankAnalysis], RuleTree, str], Report]
+T = TypeVar("T")
 
 
 @dataclass
@@ -90,26 +100,60 @@ class LiveMonitor:
         self.windows = WindowCache()
         self.tracker = VerdictTracker()
         self.started = time.monotonic()
+        self.lock = threading.Lock()
+        self.held_s = 0.0
+        """Time spent between `detach` and `follow`, which `for_s` does not count."""
+        self._detached_at: float | None = None
 
     def tick(self) -> Snapshot:
-        elapsed = time.monotonic() - self.started
-        state = self.watcher.poll()
-        report = self.assessor(state, self.windows.latest(state), self.tree, self.kind)
-        finished = (
-            (self.job is not None and self.job.poll() is not None)
-            or (self.alive is not None and not self.alive())
-            or (self.for_s is not None and elapsed >= self.for_s)
-        )
-        return Snapshot(report, self.tracker.update(report.verdict), state, elapsed, finished)
+        with self.lock:
+            now = time.monotonic()
+            elapsed = now - self.started
+            state = self.watcher.poll()
+            report = self.assessor(state, self.windows.latest(state), self.tree, self.kind)
+            finished = (
+                (self.job is not None and self.job.poll() is not None)
+                or (self.alive is not None and not self.alive())
+                or (self.for_s is not None and elapsed - self._held_s(now) >= self.for_s)
+            )
+            return Snapshot(report, self.tracker.update(report.verdict), state, elapsed, finished)
+
+    def read(self, reader: Callable[[RunState], T]) -> T:
+        """`reader` applied to the run state as it stands, while no tick is changing it."""
+        with self.lock:
+            return reader(self.watcher.state)
+
+    def detach(self) -> Job | None:
+        """Let go of the job (someone else stops it); until `follow`, its ending ends nothing."""
+        with self.lock:
+            job, self.job = self.job, None
+            if self._detached_at is None:
+                self._detached_at = time.monotonic()
+            return job
+
+    def follow(self, run_dir: Path, job: Job) -> None:
+        """Watch `job`, recorded in `run_dir`, from now on: a new folder and a fresh verdict."""
+        with self.lock:
+            self.held_s = self._held_s(time.monotonic())
+            self._detached_at = None
+            self.run_dir, self.job = run_dir, job
+            self.watcher = RunWatcher(run_dir)
+            self.windows = WindowCache()
+            self.tracker = VerdictTracker()
 
     def finish(self) -> Report:
         """Stop the job if it still runs, record how it ended, and assess everything seen."""
-        if self.job is not None:
-            if self.job.poll() is None:
-                self.job.stop()
-            self.job.record_exit()
-        state = self.watcher.poll(final=True)
-        return self.assessor(state, self.windows.latest(state), self.tree, self.kind)
+        with self.lock:
+            if self.job is not None:
+                if self.job.poll() is None:
+                    self.job.stop()
+                self.job.record_exit()
+            state = self.watcher.poll(final=True)
+            return self.assessor(state, self.windows.latest(state), self.tree, self.kind)
+
+    def _held_s(self, now: float) -> float:
+        detached = now - self._detached_at if self._detached_at is not None else 0.0
+        return self.held_s + detached
 
 
 def watch(

@@ -1,8 +1,10 @@
-"""A whole report: where the data came from, the job's verdict, and each rank's."""
+"""A whole report: where the data came from, the job's verdict, each rank's, and the trials."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
@@ -26,3 +28,7 @@ class Report:
     command: tuple[str, ...] | None = None
     pid: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    trials: tuple[Mapping[str, Any], ...] = ()
+    """A/B trials of fixes (`tune`'s, or those accepted in the dashboard), each the contract's
+    `trials` entry: `fixes`, `baseline_steps_per_s`, `trial_steps_per_s`, `speedup`, `kept`,
+    and whatever evidence the trial adds (`relaunch.trial.Trial.as_json`)."""

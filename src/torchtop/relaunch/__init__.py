@@ -7,6 +7,8 @@
 - `trial`: `run_trial(before, after, ...)`: both variants measured alike, repeated when within
   noise, kept only when faster beyond noise; written to `RUN/trials/NN.json`.
 - `tune`: diagnose, try the best applicable fix, keep or revert, repeat.
+- `watched`: the job under the dashboard, and a fix the user accepts there: planned, tried in
+  the same trial, the job started again with it or as it ran.
 - `tuned`: `torchtop.toml`, the tuned setup for reuse; `summary`, `session`: what `tune` prints
   and writes.
 """

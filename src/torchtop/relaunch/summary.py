@@ -1,8 +1,9 @@
 """What `tune` reports: the contract's JSON report with its `trials`, and the text summary.
 
 The JSON is the diagnosis of the job as it runs after tuning (`source.kind = "tune"`, the
-command as the user gave it), plus `trials` (CONTRACT.md) and a `tune` object with the final
-command, the environment changes, the overrides and why tuning stopped. The text names each
+command as the user gave it), with its `trials` (CONTRACT.md; `Report.trials`, as the
+dashboard's accepted fixes are reported), and a `tune` object with the final command, the
+environment changes, the overrides and why tuning stopped. The text names each
 trial's change and measurement, the code changes left to the user (as patches), and the final
 command line and environment.
 """
@@ -19,12 +20,15 @@ from torchtop.relaunch.trial import Trial
 from torchtop.relaunch.tune import TuneResult
 from torchtop.relaunch.tuned import describe_final
 from torchtop.report import report_to_json
-from torchtop.report.contract import SCHEMA
+from torchtop.report.contract import SCHEMA, trials_json
 
 
 def tune_report(result: TuneResult) -> dict[str, Any]:
+    trials = tuple(t.as_json(with_steps=False) for t in result.trials)
     if result.report is not None:
-        report = replace(result.report, source_kind="tune", command=result.original.command)
+        report = replace(
+            result.report, source_kind="tune", command=result.original.command, trials=trials
+        )
         document = report_to_json(report)
     else:
         document = {
@@ -33,9 +37,11 @@ def tune_report(result: TuneResult) -> dict[str, Any]:
             "bottleneck": "unknown",
             "confidence": 0.0,
             "findings": [],
+            "trials": [trials_json(t) for t in trials],
         }
     document["source"]["paths"] = [str(result.run_dir)]
-    document["trials"] = [t.as_json(with_steps=False) for t in result.trials]
+    # The contract leaves out an empty `trials`; tune always says what it tried, even nothing.
+    document.setdefault("trials", [])
     document["tune"] = {
         "original_command": list(result.original.command),
         "final_command": list(result.final.command),

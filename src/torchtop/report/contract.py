@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from torchtop.model.analysis import Metrics, RankAnalysis
@@ -13,6 +14,7 @@ SCHEMA = "torchtop.report/1"
 BREAKDOWN_KEYS = (
     "kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other",
 )  # fmt: skip
+TRIAL_KEYS = ("fixes", "baseline_steps_per_s", "trial_steps_per_s", "speedup", "kept")
 
 
 def report_to_json(report: Report) -> dict[str, Any]:
@@ -51,7 +53,15 @@ def report_to_json(report: Report) -> dict[str, Any]:
             }
             for r in report.ranks
         ]
+    if report.trials:
+        document["trials"] = [trials_json(t) for t in report.trials]
     return document
+
+
+def trials_json(trial: Mapping[str, Any]) -> dict[str, Any]:
+    """One `trials` entry: the contract's five keys first, then the trial's own evidence."""
+    head = {key: trial.get(key) for key in TRIAL_KEYS}
+    return {**head, **{k: v for k, v in trial.items() if k not in head}}
 
 
 def steps_json(analysis: RankAnalysis) -> dict[str, Any]:

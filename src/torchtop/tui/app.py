@@ -5,13 +5,16 @@ second), turns it into a `Frame` off the UI thread and posts it; the app hands e
 to the panels ("attributes down, messages up"). Quitting, or a snapshot saying the run is over,
 stops the worker, waits for it, and returns the source's final report. Widgets never call the
 source or collectors; only the tick thread does.
+
+With an `applier` (under `run` and `demo`), `a` applies the highlighted fix: the proposal is
+planned and the trial run in thread workers (`tui.apply`), one trial at a time, while ticks go
+on; quitting during a trial cancels it (its measured run is stopped) before the final report.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from textual import work
@@ -23,7 +26,9 @@ from textual.widgets import Footer, OptionList
 
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
+from torchtop.relaunch.watched import Proposal, TrialEvent, TrialOutcome
 from torchtop.runs.state import RunState
+from torchtop.tui.apply import Applier, ApplyScreen, ProposalReady, TrialDone, TrialUpdate
 from torchtop.tui.details import FixDetailsScreen
 from torchtop.tui.frame import Frame, FrameBuilder, offline_frame
 from torchtop.tui.helpscreen import HelpScreen
@@ -37,6 +42,7 @@ from torchtop.tui.widgets.ranks import RanksPanel
 from torchtop.tui.widgets.stacks import StacksPanel
 from torchtop.tui.widgets.steptime import StepTimePanel
 from torchtop.tui.widgets.tops import TopsPanel
+from torchtop.tui.widgets.trial import TrialPanel, TrialView
 from torchtop.tui.widgets.verdict import VerdictPanel
 
 
@@ -46,13 +52,14 @@ class DashboardScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("tab", "app.focus_next", "Next panel"),
         Binding("shift+tab", "app.focus_previous", "Previous panel", show=False),
+        Binding("a", "app.apply", "Apply fix"),
     ]
 
 
 TICKS_JOIN_S = 30.0
 """How long quitting waits for a tick in progress (a large profiler window being analysed)."""
-
-ApplyHook = Callable[[Fix], None]
+TRIAL_CANCEL_S = 30.0
+"""How long quitting waits for a trial in progress to stop its measured run."""
 
 
 class Dashboard(App[Report | None]):
@@ -77,14 +84,14 @@ class Dashboard(App[Report | None]):
         *,
         frame: Frame | None = None,
         pacer: Pacer | None = None,
-        on_apply: ApplyHook | None = None,
+        applier: Applier | None = None,
     ) -> None:
         super().__init__()
         if (source is None) == (frame is None):
             raise ValueError("a Dashboard shows either a live source or an offline frame")
         self.source = source
         self.pacer: Pacer = pacer or IntervalPacer()
-        self.on_apply = on_apply
+        self.applier = applier
         self.builder = FrameBuilder()
         self.latest = frame
         self.live = source is not None
@@ -96,6 +103,9 @@ class Dashboard(App[Report | None]):
         self.ticks_stopped = threading.Event()
         if source is None:
             self.ticks_stopped.set()
+        self.trial_idle = threading.Event()
+        self.trial_idle.set()
+        self.trial_outcomes: list[TrialOutcome] = []
 
     def compose(self) -> ComposeResult:
         yield JobHeader(id="header")
@@ -114,6 +124,7 @@ class Dashboard(App[Report | None]):
             yield RanksPanel(id="ranks", classes="panel")
             if self.recorded:
                 yield TopsPanel(beside_ranks=True, classes="panel")
+        yield TrialPanel(id="trial")
         yield Footer()
 
     def get_default_screen(self) -> Screen[Any]:
@@ -122,6 +133,8 @@ class Dashboard(App[Report | None]):
     def on_mount(self) -> None:
         self.query_one(StepTimePanel).can_focus = not self.live
         self.query_one("#fix-options", OptionList).focus()
+        if self.applier is not None:
+            self.query_one(FixList).border_subtitle = "Enter: details · a: apply"
         if self.latest is not None:
             self.show(self.latest)
         if self.source is not None:
@@ -157,12 +170,32 @@ class Dashboard(App[Report | None]):
         for panel in self.query(Panel):
             panel.frame = frame
         self.query_one(FixList).frame = frame
+        self.arrange_bottom()
+
+    def arrange_bottom(self) -> None:
+        """The bottom row shows when it has something to show; on a short terminal it gives
+        its rows to a trial, so that the fix list keeps its own."""
         bottom = self.query_one("#bottom")
-        bottom.display = any(child.display for child in bottom.children)
+        trial = self.query_one(TrialPanel).display
+        short = not bottom.screen.has_class("-tall")
+        bottom.display = any(c.display for c in bottom.children) and not (trial and short)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Nothing to pause offline: the key is neither active nor shown in the footer.
-        return self.live if action == "pause" else True
+        # Nothing to pause offline, nothing to apply without an applier: such keys are neither
+        # active nor shown. During a trial, `a` is shown dimmed: one trial at a time.
+        if action == "pause":
+            return self.live
+        if action == "apply":
+            return None if self.applier is not None and self.trial_running else self.can_apply
+        return True
+
+    @property
+    def can_apply(self) -> bool:
+        return self.applier is not None and not self.trial_running and not self.finishing
+
+    @property
+    def trial_running(self) -> bool:
+        return not self.trial_idle.is_set()
 
     def action_pause(self) -> None:
         self.paused = not self.paused
@@ -178,14 +211,73 @@ class Dashboard(App[Report | None]):
         if frame is None:
             return
         fix = message.ranked.fix
-        screen = FixDetailsScreen(
-            message.ranked, frame.command, frame.cli_options, self.on_apply is not None
-        )
+        screen = FixDetailsScreen(message.ranked, frame.command, frame.cli_options, self.can_apply)
         self.push_screen(screen, callback=lambda result: self.apply(fix, result))
 
     def apply(self, fix: Fix, result: str | None) -> None:
-        if result == "apply" and self.on_apply is not None:
-            self.on_apply(fix)
+        """The details screen closed: with "apply", go on as `a` on the list does."""
+        if result == "apply":
+            self.propose(fix)
+
+    def action_apply(self) -> None:
+        fixes = self.query_one(FixList)
+        index = self.query_one("#fix-options", OptionList).highlighted
+        if index is not None and 0 <= index < len(fixes.fixes):
+            self.propose(fixes.fixes[index].fix)
+
+    def propose(self, fix: Fix) -> None:
+        if self.can_apply and self.latest is not None:
+            self.plan_proposal(fix, self.latest.report)
+
+    @work(thread=True, exclusive=True, group="propose", name="propose")
+    def plan_proposal(self, fix: Fix, report: Report) -> None:
+        """Plan off the UI thread: it reads the run state, which a tick may be updating."""
+        assert self.applier is not None
+        self.post_message(ProposalReady(self.applier.propose(fix, report)))
+
+    def on_proposal_ready(self, message: ProposalReady) -> None:
+        proposal = message.proposal
+        if not self.can_apply:
+            return
+        self.push_screen(ApplyScreen(proposal), callback=lambda ok: self.start_trial(proposal, ok))
+
+    def start_trial(self, proposal: Proposal, confirmed: bool | None) -> None:
+        if not confirmed or not self.can_apply or proposal.after is None:
+            return
+        self.trial_idle.clear()
+        self.refresh_bindings()
+        change = "; ".join(proposal.after.changes) or proposal.after.description
+        self.query_one(TrialPanel).view = TrialView(change)
+        self.arrange_bottom()
+        self.run_trial(proposal)
+
+    @work(thread=True, exclusive=True, group="trial", name="trial")
+    def run_trial(self, proposal: Proposal) -> None:
+        """The whole trial (tens of seconds); progress and the outcome come back as messages."""
+        assert self.applier is not None
+
+        def report(event: TrialEvent) -> None:
+            self.post_message(TrialUpdate(event))
+
+        try:
+            outcome = self.applier.try_fix(proposal, report)
+        except Exception as exc:  # the dashboard must outlive a failed trial, and say why
+            outcome = TrialOutcome(None, None, None, error=f"the trial failed: {exc}")
+        finally:
+            self.trial_idle.set()
+        self.post_message(TrialDone(outcome))
+
+    def on_trial_update(self, message: TrialUpdate) -> None:
+        panel = self.query_one(TrialPanel)
+        if panel.view is not None:
+            panel.view = panel.view.updated(message.event)
+
+    def on_trial_done(self, message: TrialDone) -> None:
+        self.trial_outcomes.append(message.outcome)
+        panel = self.query_one(TrialPanel)
+        if panel.view is not None:
+            panel.view = panel.view.finished(message.outcome)
+        self.refresh_bindings()
 
     async def action_quit(self) -> None:
         self.finish()
@@ -203,24 +295,28 @@ class Dashboard(App[Report | None]):
         if self.source is None:
             self.exit(None)
             return
+        if self.applier is not None and self.trial_running:
+            await asyncio.to_thread(self.applier.cancel, TRIAL_CANCEL_S)
         await asyncio.to_thread(self.ticks_stopped.wait, TICKS_JOIN_S)
         self.exit(await asyncio.to_thread(self.source.finish))
 
 
 def run_live(
-    monitor: SnapshotSource, interval_s: float = 1.0, on_apply: ApplyHook | None = None
+    monitor: SnapshotSource, interval_s: float = 1.0, applier: Applier | None = None
 ) -> Report:
     """The dashboard over a live run until the user quits or the run ends; the final report.
 
-    `on_apply`, when given, is called with the fix the user asks to apply (the `a` key in a
-    fix's details); without it that key is shown dimmed."""
+    With an `applier`, `a` tries the highlighted fix on the job (confirmed in a modal first);
+    without one, the key is not offered."""
     pacer = IntervalPacer(interval_s)
-    app = Dashboard(monitor, pacer=pacer, on_apply=on_apply)
+    app = Dashboard(monitor, pacer=pacer, applier=applier)
     result = app.run()
     if isinstance(result, Report):
         return result
-    # The app ended another way (an error): stop ticking before the source's last read.
+    # The app ended another way (an error): end a trial and ticking before the last read.
     pacer.stop()
+    if applier is not None:
+        applier.cancel(TRIAL_CANCEL_S)
     app.ticks_stopped.wait(TICKS_JOIN_S)
     return monitor.finish()
 

@@ -1,7 +1,8 @@
 """The details of one fix: what it changes exactly, the finding behind it, the evidence, why.
 
-`a` hands the fix to the app's `on_apply` hook (the apply-and-relaunch action of the fixes
-issue); until one is wired the key is shown dimmed in the footer and does nothing.
+`a` hands the fix back to the app, which plans it on the watched job and asks for
+confirmation (`tui.apply`); where nothing can be applied (offline, `attach`, a trial already
+running) the key is shown dimmed in the footer and does nothing.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class FixDetailsScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Until apply-and-relaunch is wired, the key is shown dimmed and does nothing.
+        # Where no fix can be applied now, the key is shown dimmed and does nothing.
         return None if action == "apply" and not self.can_apply else True
 
     def action_apply(self) -> None:

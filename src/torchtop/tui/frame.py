@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Mapping, Reversible
 from dataclasses import dataclass, field
 from itertools import islice
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any, TypeVar
 
 from torchtop.live.watch import Snapshot
@@ -73,6 +73,7 @@ class FrameBuilder:
         self.timeline = Timeline(capacity)
         self.seq = 0
         self._pids: frozenset[int] = frozenset()
+        self._root: Path | None = None
 
     def build(self, snapshot: Snapshot) -> Frame:
         self.seq += 1
@@ -93,16 +94,19 @@ class FrameBuilder:
         )
 
     def _relaunched(self, state: RunState) -> bool:
-        """New training processes while earlier ones have said goodbye: the job was relaunched
-        (ranks of one launch that report their first steps a tick apart are not)."""
+        """New training processes while earlier ones have said goodbye, or a new run folder
+        (a fix tried from the dashboard): the job was relaunched. Ranks of one launch that
+        report their first steps a tick apart are not."""
+        root = state.layout.root
+        moved = self._root is not None and root != self._root
         processes = state.training_processes
         pids = frozenset(p.pid for p in processes)
         new = pids - self._pids
         relaunched = bool(self._pids and new) and any(
             p.ended for p in processes if p.pid in self._pids
         )
-        self._pids = pids
-        return relaunched
+        self._pids, self._root = pids, root
+        return relaunched or moved
 
 
 def offline_frame(report: Report, state: RunState | None = None) -> Frame:

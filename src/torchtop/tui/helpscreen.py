@@ -26,6 +26,7 @@ KEYS = (
     ("tab / shift+tab", "move between panels"),
     ("up / down", "move in a list"),
     ("enter", "details of the highlighted fix"),
+    ("a", "`run`/`demo`: apply the highlighted fix: see the change, confirm, watch the A/B trial"),
     ("left / right", "offline: pick a step in Step time; a: all steps"),
 )
 

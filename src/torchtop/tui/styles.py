@@ -75,7 +75,18 @@ JobHeader {
 .-wide StepTimePanel {
     width: 3fr;
 }
-#details, #help {
+#trial {
+    height: auto;
+    max-height: 6;
+    padding: 0 1;
+    border: round $accent;
+    border-title-color: $text;
+    border-title-style: bold;
+    border-subtitle-color: $text-muted;
+    text-wrap: nowrap;
+    text-overflow: ellipsis;
+}
+#details, #help, #apply {
     width: 90%;
     max-width: 110;
     height: 90%;
@@ -84,7 +95,7 @@ JobHeader {
     padding: 0 1;
     background: $surface;
 }
-FixDetailsScreen, HelpScreen {
+FixDetailsScreen, HelpScreen, ApplyScreen {
     align: center middle;
 }
 """

@@ -1,0 +1,300 @@
+"""The job under the dashboard, and a fix tried on it: plan, A/B trial, relaunch, follow.
+
+`run` and `demo` launch the job; `WatchedJob` knows what it runs with (a `LaunchPlan`: the
+user's command at first) and, when the user accepts a fix in the dashboard, plans it as `tune`
+does (`plan_fix` on the current plan, with the agent's settings and argv and the live report's
+metrics) and tries it in the same A/B trial (`run_trial`, written to `RUN/trials/NN.json`).
+The watched job is stopped first, so the measured runs have the machine to themselves and both
+variants are measured alike (a measurement of the watched job itself would include the
+collectors' and the profiler windows' cost, which the variant's runs do not pay). Then the job
+is started again into `RUN/jobs/NN/`, with the fix when it was kept, else as it ran, and the
+monitor follows that folder. Whatever the outcome, a job runs afterwards; only quitting during
+the trial (`cancel`) stops the run being measured and starts nothing.
+
+`try_fix` blocks for the whole trial (tens of seconds): the dashboard calls it from a worker
+thread and hears of its progress through `on_event`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from torchtop.advice.machine import Machine, this_machine
+from torchtop.advice.plan import LaunchPlan, NotApplicable, initial_plan, plan_fix
+from torchtop.agent.config import DEFAULT_WINDOW_FIRST_STEP, DEFAULT_WINDOW_STEPS
+from torchtop.live.collect import Collectors, start_collectors
+from torchtop.live.launch import Job
+from torchtop.live.watch import LiveMonitor
+from torchtop.model.findings import Fix
+from torchtop.model.report import Report
+from torchtop.relaunch.measure import MeasureError, main_process
+from torchtop.relaunch.start import WindowAt, start_job, stop_job
+from torchtop.relaunch.trial import Trial, TrialSettings, next_trial_number, run_trial
+from torchtop.relaunch.tune import TuneOptions
+from torchtop.runs.state import RunState
+
+CANCEL_WAIT_S = 30.0
+CANCEL_POLL_S = 0.1
+KILL_AFTER_S = 3.0
+"""A measured run still alive this long after SIGTERM gets SIGKILL."""
+MEASURED = re.compile(r"^trial (\d+) ((?:before|after)-\d+): ([0-9.]+) steps/s$")
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A fix planned on the job as it runs now: the plan with it, or why there is none."""
+
+    fix: Fix
+    before: LaunchPlan
+    after: LaunchPlan | None
+    refusal: NotApplicable | None = None
+
+
+@dataclass(frozen=True)
+class TrialEvent:
+    """What the trial did: measured one run (`label`, `steps_per_s`), or a step said in words."""
+
+    text: str
+    label: str | None = None
+    """`before-1`, `after-1`, `after-2`, ... as in `RUN/trials/NN/`."""
+    steps_per_s: float | None = None
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    trial: Trial | None
+    """None when no trial was decided: it could not run, or it was cancelled."""
+    plan: LaunchPlan | None
+    """What the job runs with now; None when no job was started again (cancelled)."""
+    run_dir: Path | None
+    """The run folder of the job that runs now."""
+    error: str | None = None
+    cancelled: bool = False
+
+    @property
+    def kept(self) -> bool:
+        return self.trial is not None and self.trial.kept
+
+
+class TrialCancelled(Exception):
+    """Raised through `run_trial` (from its event hook) to end a trial the user quit."""
+
+
+class WatchedJob:
+    """The launched job, what it runs with, the trials tried on it and its collectors."""
+
+    def __init__(
+        self,
+        monitor: LiveMonitor,
+        job: Job,
+        collectors: Collectors,
+        command: Sequence[str],
+        run_root: Path,
+        kind: str = "run",
+        options: TuneOptions | None = None,
+        machine: Machine | None = None,
+    ) -> None:
+        self.monitor = monitor
+        self.job = job
+        self.collectors = collectors
+        self.plan = initial_plan(command, os.environ, os.getcwd())
+        self.run_root = run_root
+        self.kind = kind
+        self.options = options or TuneOptions()
+        self.trials: list[Trial] = []
+        self._machine = machine
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._trial_dir: Path | None = None
+        self._signalled: dict[int, float] = {}
+
+    def propose(self, fix: Fix, report: Report) -> Proposal:
+        """Plan `fix` on the job as it runs now, as `tune` would."""
+        settings, argv = self.monitor.read(_agent_records)
+        self._machine = self._machine or this_machine()
+        planned = plan_fix(
+            fix,
+            self.plan,
+            settings,
+            self._machine,
+            bindings=self.options.bindings,
+            allow=self.options.allow,
+            metrics=report.job.metrics,
+            argv=argv,
+        )
+        if isinstance(planned, NotApplicable):
+            return Proposal(fix, self.plan, None, planned)
+        return Proposal(fix, self.plan, planned)
+
+    def try_fix(self, proposal: Proposal, on_event: Callable[[TrialEvent], None]) -> TrialOutcome:
+        """Stop the job, run the A/B trial, start the job again (with the fix if kept)."""
+        if proposal.after is None or proposal.before != self.plan:
+            raise ValueError("the proposal does not apply to the job as it runs now")
+        with self._lock:
+            # Once `cancel` was called nothing starts; before it, `cancel` waits for this trial.
+            if self._cancelled.is_set():
+                return TrialOutcome(None, None, None, cancelled=True)
+            self._idle.clear()
+        try:
+            return self._try(proposal.before, proposal.after, on_event)
+        finally:
+            self._idle.set()
+
+    def cancel(self, timeout_s: float = CANCEL_WAIT_S) -> bool:
+        """End a trial in progress: stop the run being measured, start nothing; wait for it.
+
+        True once no trial is running. Each sweep stops the measured runs then alive: a run
+        started between two sweeps is stopped by the next one."""
+        with self._lock:
+            self._cancelled.set()
+        deadline_s = time.monotonic() + timeout_s
+        while not self._idle.wait(CANCEL_POLL_S):
+            self._stop_measured_runs()
+            if time.monotonic() > deadline_s:
+                return False
+        return True
+
+    def with_trials(self, report: Report) -> Report:
+        """`report` with the trials decided here, as the contract's `trials` entries."""
+        if not self.trials:
+            return report
+        return replace(report, trials=tuple(t.as_json(with_steps=False) for t in self.trials))
+
+    def close(self) -> None:
+        """Stop the collectors of the job that runs now (the monitor stops the job itself)."""
+        self.collectors.stop()
+        self.collectors = Collectors()
+
+    def _try(
+        self, before: LaunchPlan, after: LaunchPlan, say: Callable[[TrialEvent], None]
+    ) -> TrialOutcome:
+        number = next_trial_number(self.run_root)
+        self._trial_dir = self.run_root / "trials" / f"{number:02d}"
+        say(TrialEvent("stopping the job, so that the trial's runs have the machine alone"))
+        self._stop_watched()
+        trial, error = None, None
+        try:
+            if not self._cancelled.is_set():
+                say(TrialEvent("measuring the job as it ran, then with the fix"))
+                trial = run_trial(
+                    before,
+                    after,
+                    self.options.steps,
+                    self.options.warmup_steps,
+                    self.run_root,
+                    self.options.run_timeout_s,
+                    settings=self._trial_settings(),
+                    on_event=self._relay(say),
+                )
+        except TrialCancelled:
+            pass
+        except MeasureError as exc:
+            error = f"the job could not be measured as it ran: {exc}"
+        except OSError as exc:
+            error = f"a measured run could not start: {exc}"
+        if self._cancelled.is_set():
+            return TrialOutcome(None, None, None, cancelled=True)
+        if trial is None:
+            _set_aside(self._trial_dir)
+        else:
+            self.trials.append(trial)
+        plan = after if trial is not None and trial.kept else before
+        say(TrialEvent("starting the job " + ("with the fix" if plan is after else "as it ran")))
+        return TrialOutcome(trial, plan, self._start(plan), error)
+
+    def _trial_settings(self) -> TrialSettings:
+        return TrialSettings(
+            min_gain=self.options.min_gain,
+            max_rounds=self.options.max_rounds,
+            min_duration_s=self.options.min_duration_s,
+            capture_output=True,
+        )
+
+    def _relay(self, say: Callable[[TrialEvent], None]) -> Callable[[str], None]:
+        """run_trial's progress lines as events; after `cancel`, the end of the trial."""
+
+        def relay(message: str) -> None:
+            if self._cancelled.is_set():
+                raise TrialCancelled
+            measured = MEASURED.match(message)
+            if measured is None:
+                say(TrialEvent(message))
+            else:
+                say(TrialEvent(message, measured.group(2), float(measured.group(3))))
+
+        return relay
+
+    def _stop_watched(self) -> None:
+        self.monitor.detach()
+        self.close()
+        stop_job(self.job)
+
+    def _start(self, plan: LaunchPlan) -> Path:
+        """Start `plan` as `torchtop run` would (periodic profiler windows, output to files)."""
+        folder = _next_folder(self.run_root / "jobs")
+        window = WindowAt(DEFAULT_WINDOW_FIRST_STEP, DEFAULT_WINDOW_STEPS)
+        job = start_job(plan, folder, window, capture_output=True, kind=self.kind)
+        self.job, self.plan = job, plan
+        self.collectors = start_collectors(job.layout, job.pid, with_agent=True)
+        self.monitor.follow(folder, job)
+        return folder
+
+    def _stop_measured_runs(self) -> None:
+        """SIGTERM to each measured run of the trial that has not ended; SIGKILL if it stays."""
+        if self._trial_dir is None:
+            return
+        for run_json in sorted(self._trial_dir.glob("*/run.json")):
+            if (run_json.parent / "exit.json").exists():
+                continue
+            pid = _pid(run_json)
+            if pid is None:
+                continue
+            first = self._signalled.setdefault(pid, time.monotonic())
+            late = time.monotonic() - first > KILL_AFTER_S
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL if late else signal.SIGTERM)
+
+
+def _agent_records(state: RunState) -> tuple[dict[str, Any], tuple[str, ...] | None]:
+    """The main process's `settings` record and argv, copied out of the live state."""
+    process = main_process(state)
+    if process is None:
+        return {}, None
+    argv = process.hello.get("argv")
+    return dict(process.settings), tuple(str(a) for a in argv) if isinstance(argv, list) else None
+
+
+def _set_aside(folder: Path) -> None:
+    """Rename the runs of a trial that wrote no `NN.json`, so the next trial, numbered from the
+    `NN.json` files, does not measure into a folder holding another run's records."""
+    if not folder.is_dir():
+        return
+    count = 1
+    while (aside := folder.with_name(f"{folder.name}-unfinished-{count}")).exists():
+        count += 1
+    folder.rename(aside)
+
+
+def _next_folder(parent: Path) -> Path:
+    taken = [int(p.name) for p in parent.glob("*") if p.name.isdigit()]
+    return parent / f"{max(taken, default=0) + 1:02d}"
+
+
+def _pid(run_json: Path) -> int | None:
+    try:
+        pid = json.loads(run_json.read_text(encoding="utf-8")).get("pid")
+    except (OSError, ValueError):
+        return None
+    return pid if isinstance(pid, int) and pid > 0 else None

@@ -1,0 +1,116 @@
+"""The trial of an accepted fix: its progress, steps/s before and after side by side, the outcome.
+
+Hidden until the user applies a fix. While the trial runs it shows the change, what is being
+done, and each measured run's steps/s in two columns (the job as it ran, and with the fix);
+at the end the pooled rates, the speedup and whether the fix was kept (the job now runs with
+it) or reverted (the job runs as before). `TrialView` is the state; the panel draws it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from torchtop.relaunch.watched import TrialEvent, TrialOutcome
+from torchtop.tui.palette import MUTED
+
+KEPT_STYLE = "bold #5fc75f"
+REVERTED_STYLE = "bold #e0b000"
+
+
+@dataclass(frozen=True)
+class TrialView:
+    change: str
+    stage: str = "starting"
+    before: tuple[float, ...] = ()
+    after: tuple[float, ...] = ()
+    outcome: TrialOutcome | None = None
+    events: tuple[str, ...] = field(default_factory=tuple)
+
+    def updated(self, event: TrialEvent) -> TrialView:
+        if event.label is None or event.steps_per_s is None:
+            return replace(self, stage=event.text, events=(*self.events, event.text))
+        stage = f"measured {event.label}: {event.steps_per_s:.2f} steps/s"
+        events = (*self.events, event.text)
+        if event.label.startswith("before"):
+            return replace(
+                self, stage=stage, events=events, before=(*self.before, event.steps_per_s)
+            )
+        return replace(self, stage=stage, events=events, after=(*self.after, event.steps_per_s))
+
+    def finished(self, outcome: TrialOutcome) -> TrialView:
+        return replace(self, outcome=outcome, stage=outcome_line(outcome))
+
+
+def outcome_line(outcome: TrialOutcome) -> str:
+    """`kept: measured 3.98x, faster beyond noise; ...` or `reverted: measured 1.01x, ...`."""
+    trial = outcome.trial
+    if outcome.cancelled:
+        return "cancelled: torchtop is quitting"
+    if trial is None:
+        runs = "; the job runs as it did" if outcome.plan is not None else ""
+        return f"no trial: {outcome.error or 'it could not run'}{runs}"
+    measured = f"measured {trial.speedup:.2f}x" if trial.speedup is not None else "not measured"
+    if trial.kept:
+        return f"kept: {measured}, faster beyond noise; the job now runs with the fix"
+    why = trial.reason.split(":", 1)[0]
+    return f"reverted: {measured}, {why}; the job runs with its original settings again"
+
+
+def outcome_word(outcome: TrialOutcome) -> str:
+    if outcome.cancelled:
+        return "cancelled"
+    if outcome.trial is None:
+        return "not run"
+    return "kept" if outcome.trial.kept else "reverted"
+
+
+def rates_text(rates: tuple[float, ...]) -> str:
+    return " · ".join(f"{r:.2f}" for r in rates) if rates else "…"
+
+
+def trial_text(view: TrialView) -> Text:
+    """Three lines: the change; before | after (| speedup); the stage or the outcome."""
+    text = Text(f"{view.change}\n", style="bold")
+    trial = view.outcome.trial if view.outcome else None
+    if trial is not None:
+        after = trial.trial_steps_per_s
+        text.append(f"before {trial.baseline_steps_per_s:.2f} steps/s")
+        text.append("  │  ", style=MUTED)
+        text.append(f"after {after:.2f} steps/s" if after is not None else "after not measured")
+        if trial.speedup is not None:
+            text.append("  │  ", style=MUTED)
+            text.append(f"{trial.speedup:.2f}x", style="bold")
+        text.append(f"   (runs: {rates_text(view.before)} │ {rates_text(view.after)})\n", MUTED)
+    else:
+        text.append(f"before {rates_text(view.before)} steps/s")
+        text.append("  │  ", style=MUTED)
+        text.append(f"after {rates_text(view.after)} steps/s\n")
+    style = MUTED
+    if view.outcome is not None:
+        style = KEPT_STYLE if view.outcome.kept else REVERTED_STYLE
+    text.append(view.stage, style=style)
+    return text
+
+
+class TrialPanel(Static):
+    """Shown from the first applied fix on; the newest trial only."""
+
+    view: reactive[TrialView | None] = reactive(None, always_update=True)
+
+    def on_mount(self) -> None:
+        self.display = False
+
+    def watch_view(self, view: TrialView | None) -> None:
+        self.display = view is not None
+        if view is None:
+            return
+        outcome = view.outcome
+        if outcome is None:
+            self.border_title, self.border_subtitle = "Trial · running", "q: quit (ends the trial)"
+        else:
+            self.border_title, self.border_subtitle = f"Trial · {outcome_word(outcome)}", ""
+        self.update(trial_text(view))

@@ -1,0 +1,219 @@
+"""`a` in the live dashboard, end to end: the demo's real CPU job, its real run folder and
+monitor, the real trial; the keys are pressed through Pilot and nothing is replaced.
+
+The demo job is made quick (small batches, short trials of one round: the protocol's second
+round is `tune`'s tests' business), so the two tests take under a minute together on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import OptionList
+
+from tests.conftest import RULES_DIR
+from torchtop.diagnosis.rules import load_rules
+from torchtop.live.collect import start_collectors
+from torchtop.live.launch import launch
+from torchtop.live.watch import LiveMonitor
+from torchtop.model.report import Report
+from torchtop.relaunch.start import job_tree, stop_job
+from torchtop.relaunch.tune import TuneOptions
+from torchtop.relaunch.watched import WatchedJob
+from torchtop.report import report_to_json
+from torchtop.runs.journal import JournalReader
+from torchtop.tui.app import Dashboard
+from torchtop.tui.apply import ApplyScreen
+from torchtop.tui.ticking import IntervalPacer
+from torchtop.tui.widgets.fixlist import FixList
+from torchtop.tui.widgets.trial import TrialPanel
+
+pytestmark = pytest.mark.slow
+
+DEMO = [sys.executable, "-m", "torchtop.demo.train", "--batch-size", "16", "--latency-ms", "5"]
+QUICK = TuneOptions(steps=10, warmup_steps=3, min_duration_s=1.0, run_timeout_s=60.0, max_rounds=1)
+KNOB = "dataloader.num_workers"
+
+
+async def wait_until(pilot: Pilot[Any], ready: Callable[[], object], what: str, s: float) -> None:
+    deadline = time.monotonic() + s
+    while not ready():
+        assert time.monotonic() < deadline, f"no {what} within {s:g} s"
+        await pilot.pause(0.2)
+
+
+def records(run_dir: Path, kind: str) -> list[dict[str, Any]]:
+    found = []
+    for path in sorted((run_dir / "events").glob("agent-*.jsonl")):
+        found += [r for r in JournalReader(path).read_new(final=True) if r["kind"] == kind]
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def started_pids(run_dir: Path) -> list[int]:
+    """The main process of every launch recorded under `run_dir` (trials' runs, relaunches)."""
+    return [json.loads(p.read_text())["pid"] for p in sorted(run_dir.rglob("run.json"))]
+
+
+async def highlight(pilot: Pilot[Any], app: Dashboard, knob: str) -> None:
+    """Arrow down the fix list to the fix for `knob` (the list is ranked, not fixed)."""
+    options = app.query_one("#fix-options", OptionList)
+    fixes = app.query_one(FixList)
+    for _ in range(len(fixes.fixes)):
+        index = options.highlighted
+        if index is not None and fixes.fixes[index].fix.knob == knob:
+            return
+        await pilot.press("down")
+    raise AssertionError(f"{knob} is not in the fix list")
+
+
+async def open_apply(pilot: Pilot[Any], app: Dashboard, knob: str) -> ApplyScreen:
+    """`a` on the fix for `knob`; again if the list was re-ranked under the key press."""
+    for _ in range(3):
+        await highlight(pilot, app, knob)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApplyScreen), "modal", 10)
+        screen = app.screen
+        assert isinstance(screen, ApplyScreen)
+        if screen.proposal.fix.knob == knob:
+            return screen
+        await pilot.press("escape")
+    raise AssertionError(f"`a` never opened the modal for {knob}")
+
+
+@asynccontextmanager
+async def demo_dashboard(run_dir: Path) -> AsyncIterator[tuple[Dashboard, Pilot[Any], WatchedJob]]:
+    """The demo job launched as `torchtop demo` launches it, under the dashboard, once it
+    offers the workers fix (highlighted); whatever happens, no launch is left running."""
+    job = launch(DEMO, run_dir, "demo", output=run_dir.parent / "job.log")
+    collectors = start_collectors(job.layout, job.pid, with_agent=True)
+    monitor = LiveMonitor(run_dir, load_rules(RULES_DIR), job=job, kind="demo")
+    watched = WatchedJob(monitor, job, collectors, DEMO, run_dir, "demo", options=QUICK)
+    app = Dashboard(monitor, pacer=IntervalPacer(0.5), applier=watched)
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+
+            def offered() -> bool:
+                return app.latest is not None and any(r.fix.knob == KNOB for r in app.latest.fixes)
+
+            await wait_until(pilot, offered, "num_workers fix", 60)
+            yield app, pilot, watched
+    finally:
+        watched.cancel(10)
+        if watched.job.poll() is None:
+            stop_job(watched.job)
+        watched.close()
+
+
+async def test_applying_the_workers_fix_trials_it_and_the_dashboard_follows_the_new_job(
+    tmp_path: Path,
+) -> None:
+    run_dir = tmp_path / "run"
+    async with demo_dashboard(run_dir) as (app, pilot, watched):
+        job = watched.job
+        old_tree = [p.pid for p in job_tree(job.pid)]
+        assert app.screen.active_bindings["a"].enabled
+
+        # Escape in the modal changes nothing; `y` starts the trial.
+        screen = await open_apply(pilot, app, KNOB)
+        shown = str(screen.query_one("#apply-text").render())
+        assert f"change: {KNOB} = " in shown and "old command: " in shown
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ApplyScreen) and job.poll() is None
+        screen = await open_apply(pilot, app, KNOB)
+        assert screen.proposal.after is not None
+        after = screen.proposal.after
+        frames_before = app.frames_received
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.trial_outcomes, "trial outcome", 120)
+        # The dashboard kept ticking through the trial (about two frames a second).
+        assert app.frames_received >= frames_before + 5
+
+        (outcome,) = app.trial_outcomes
+        assert outcome.trial is not None and outcome.run_dir == run_dir / "jobs" / "01"
+        trial = outcome.trial
+        panel = str(app.query_one(TrialPanel).render())
+        assert f"before {trial.baseline_steps_per_s:.2f} steps/s" in panel
+        assert f"{trial.speedup:.2f}x" in panel
+        assert ("kept: measured" if trial.kept else "reverted: measured") in panel
+        # No process of the job as it ran before the trial is left.
+        assert not [pid for pid in old_tree if alive(pid)]
+
+        relaunched = outcome.run_dir
+        await wait_until(pilot, lambda: records(relaunched, "hello"), "the new job's agent", 60)
+        shows_it = (str(relaunched),)
+
+        def following() -> bool:
+            return app.latest is not None and app.latest.report.paths == shows_it
+
+        await wait_until(pilot, following, "a frame of the relaunched job", 10)
+        await pilot.press("q")
+        await app.workers.wait_for_complete()
+
+    # The trial, as tune writes it, and in the final report.
+    written = json.loads((run_dir / "trials" / "01.json").read_text())
+    assert written["kept"] is trial.kept and written["fixes"][0]["knob"] == KNOB
+    assert isinstance(app.return_value, Report)
+    report = report_to_json(watched.with_trials(app.return_value))
+    (entry,) = report["trials"]
+    assert entry["kept"] is trial.kept
+    assert entry["speedup"] == pytest.approx(
+        entry["trial_steps_per_s"] / entry["baseline_steps_per_s"], rel=1e-3
+    )
+    if entry["kept"]:
+        assert entry["speedup"] >= 1 + QUICK.min_gain
+    else:
+        assert "reverted" in entry["reason"]
+    assert report["source"]["paths"] == [str(relaunched)]
+
+    # The relaunched job runs with the fix if it was kept, else as it was given.
+    value = trial.fixes[0].value
+    expected = after.command if trial.kept else tuple(DEMO)
+    assert tuple(json.loads((relaunched / "run.json").read_text())["command"]) == expected
+    (hello,) = records(relaunched, "hello")
+    if trial.kept:
+        assert hello["argv"][-2:] == ["--num-workers", str(value)]
+    else:
+        assert "--num-workers" not in hello["argv"]
+
+    # Quitting stopped the relaunched job; no launch of this test is left running.
+    assert json.loads((relaunched / "exit.json").read_text())["how"] == "stopped"
+    assert not [pid for pid in started_pids(run_dir) if alive(pid)]
+
+
+async def test_quitting_during_a_trial_stops_its_run_and_leaves_no_process(
+    tmp_path: Path,
+) -> None:
+    run_dir = tmp_path / "run"
+    async with demo_dashboard(run_dir) as (app, pilot, watched):
+        await open_apply(pilot, app, KNOB)
+        await pilot.press("y")
+        measured = run_dir / "trials" / "01" / "before-1" / "run.json"
+        await wait_until(pilot, measured.is_file, "the trial's first run", 30)
+        assert alive(json.loads(measured.read_text())["pid"])
+        asked = time.monotonic()
+        await pilot.press("q")
+        await app.workers.wait_for_complete()
+        quit_s = time.monotonic() - asked
+
+    assert quit_s < 15
+    assert isinstance(app.return_value, Report)
+    assert app.trial_outcomes == [] or app.trial_outcomes[0].cancelled
+    assert watched.trials == [] and watched.with_trials(app.return_value).trials == ()
+    assert not (run_dir / "jobs").exists()
+    assert not [pid for pid in started_pids(run_dir) if alive(pid)]

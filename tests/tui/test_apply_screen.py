@@ -1,0 +1,140 @@
+"""The confirm modal of `a`: the exact change a plan makes, or why a fix cannot be applied, and
+the trial panel's lines; the plans are real (`plan_fix`), the modal runs in the real app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+
+from tests.tui.conftest import LiveApp, advance
+from torchtop.advice.machine import Machine
+from torchtop.advice.plan import LaunchPlan, NotApplicable, initial_plan, plan_fix
+from torchtop.model.findings import Fix
+from torchtop.relaunch.watched import Proposal, TrialEvent, TrialOutcome
+from torchtop.tui.apply import NEW_STYLE, OLD_STYLE, ApplyScreen, proposal_text
+from torchtop.tui.widgets.trial import TrialView, trial_text
+
+TWO_CORES = Machine(logical_cores=2, physical_cores=2)
+COMMAND = ["python", "train.py", "--num-workers", "0"]
+WORKERS = Fix("dataloader.num_workers", 2, "override", "Load batches in 2 worker processes.")
+OPTION = {"flags": ["--num-workers"], "dest": "num_workers", "type": "int", "default": 0,
+          "value": 0}  # fmt: skip
+
+
+def settings(*options: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "dataloader": {"num_workers": 0, "batch_size": 32},
+        "threads": {"torch_num_threads": 2},
+        "device": "cpu",
+        "cli_options": list(options),
+    }
+
+
+def proposal(fix: Fix, *options: dict[str, Any]) -> Proposal:
+    before = initial_plan(COMMAND, {"PATH": "/usr/bin"}, "/work")
+    planned = plan_fix(fix, before, settings(*options), TWO_CORES, argv=COMMAND[1:])
+    if isinstance(planned, NotApplicable):
+        return Proposal(fix, before, None, planned)
+    assert isinstance(planned, LaunchPlan)
+    return Proposal(fix, before, planned)
+
+
+def styled_lines(text: Text) -> dict[str, str]:
+    """Each line of the text, with the style of its first span ('' when unstyled)."""
+    lines: dict[str, str] = {}
+    for line in text.split("\n"):
+        style = str(line.spans[0].style) if line.spans else ""
+        lines[line.plain] = style
+    return lines
+
+
+def test_an_arg_fix_shows_the_old_command_in_red_and_the_new_one_in_green() -> None:
+    lines = styled_lines(proposal_text(proposal(WORKERS, OPTION)))
+    assert lines["old command: python train.py --num-workers 0"] == OLD_STYLE
+    assert lines["new command: python train.py --num-workers 2"] == NEW_STYLE
+    assert "  option --num-workers: 0 -> 2" in lines
+    assert "environment: unchanged" in lines
+
+
+def test_an_override_fix_shows_the_same_command_and_the_override_the_agent_applies() -> None:
+    text = proposal_text(proposal(WORKERS)).plain
+    assert "old command: python train.py --num-workers 0\n" in text
+    assert "new command: python train.py --num-workers 0\n" in text
+    assert "overrides (the agent applies them inside the job, and says so there):" in text
+    assert "  dataloader.num_workers = 2\n" in text
+
+
+def test_a_code_fix_is_shown_as_its_patch_and_said_to_be_never_applied() -> None:
+    fix = Fix("code.torch_compile", "torch.compile(model)", "code", "Compile the model.")
+    shown = proposal(fix)
+    assert shown.after is None
+    text = proposal_text(shown).plain
+    assert text.startswith("This fix cannot be applied by torchtop: a change to the script")
+    assert "+    model = torch.compile(model)" in text
+    assert "old command" not in text
+
+
+async def test_the_modal_offers_no_confirm_key_for_a_code_fix(live_app: LiveApp) -> None:
+    app = live_app("loader")
+    fix = Fix("code.torch_compile", "torch.compile(model)", "code", "Compile the model.")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await advance(pilot, 2)
+        confirmed: list[bool | None] = []
+        app.push_screen(ApplyScreen(proposal(fix)), callback=confirmed.append)
+        await pilot.pause()
+        assert "y" not in app.screen.active_bindings
+        await pilot.press("y", "enter")
+        assert isinstance(app.screen, ApplyScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+    assert confirmed == [False]
+
+
+async def test_the_modal_confirms_a_plan_with_y(live_app: LiveApp) -> None:
+    app = live_app("loader")
+    async with app.run_test(size=(80, 24)) as pilot:
+        confirmed: list[bool | None] = []
+        app.push_screen(ApplyScreen(proposal(WORKERS, OPTION)), callback=confirmed.append)
+        await pilot.pause()
+        assert app.screen.active_bindings["y"].enabled
+        await pilot.press("y")
+        await pilot.pause()
+    assert confirmed == [True]
+
+
+async def test_without_an_applier_the_apply_key_is_neither_offered_nor_active(
+    live_app: LiveApp,
+) -> None:
+    app = live_app("loader")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await advance(pilot, 6)
+        assert "a" not in app.screen.active_bindings
+        await pilot.press("a")
+        await pilot.pause()
+        assert not isinstance(app.screen, ApplyScreen)
+        assert all(w.name != "propose" for w in app.workers)
+
+
+def test_the_trial_panel_shows_each_runs_rate_under_before_and_after() -> None:
+    view = TrialView("option --num-workers: 0 -> 2")
+    view = view.updated(TrialEvent("trial 1 before-1: 4.10 steps/s", "before-1", 4.1))
+    view = view.updated(TrialEvent("trial 1 after-1: 9.80 steps/s", "after-1", 9.8))
+    view = view.updated(TrialEvent("starting the job with the fix"))
+    lines = trial_text(view).plain.splitlines()
+    assert lines == [
+        "option --num-workers: 0 -> 2",
+        "before 4.10 steps/s  │  after 9.80 steps/s",
+        "starting the job with the fix",
+    ]
+
+
+def test_a_trial_that_could_not_run_says_so_and_that_the_job_runs_as_it_did() -> None:
+    shown = proposal(WORKERS, OPTION)
+    error = "the job could not be measured as it ran: boom"
+    outcome = TrialOutcome(None, shown.before, Path("run/jobs/01"), error=error)
+    view = TrialView("option --num-workers: 0 -> 2").finished(outcome)
+    assert trial_text(view).plain.splitlines()[-1] == (
+        "no trial: the job could not be measured as it ran: boom; the job runs as it did"
+    )
