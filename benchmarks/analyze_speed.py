@@ -19,7 +19,8 @@ analysis, and that process's peak resident memory:
 
 Why this way: all three are timed as separate child processes on the same
 machine in the same run, so interpreter start-up and imports count for
-everyone, the file is in the page cache for everyone (it is read once before
+everyone (each package byte-compiled, as pip leaves an installed one: torchtop's
+checkout is compiled first), the file is in the page cache for everyone (it is read once before
 each trace's timings), and a peer that blows up cannot take the harness with
 it.  Each child gets a wall-clock timeout and an address-space cap
 (``RLIMIT_AS``), so a blow-up is recorded as ``timed out`` / ``out of memory``
@@ -414,6 +415,25 @@ def peer_versions(peers_python: Path) -> dict[str, str]:
         return {}
 
 
+def byte_compile_torchtop(torchtop: Path) -> str:
+    """Compile torchtop's modules to `__pycache__`, as `pip install` does for an installed
+    package (the peers' packages were byte-compiled when pip installed them). A development
+    checkout installed with `pip install -e` under PYTHONDONTWRITEBYTECODE=1 (this machine's
+    environment) has no `.pyc` files, so every run would compile the package from source
+    first: about 60 ms that no installed copy pays. Returns the package folder."""
+    python = torchtop.parent / "python"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    folder = subprocess.run(
+        [str(python), "-c", "import os, torchtop; print(os.path.dirname(torchtop.__file__))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout.strip()
+    subprocess.run([str(python), "-m", "compileall", "-q", folder], check=True, env=env)
+    return folder
+
+
 def torchtop_version(torchtop: Path) -> str:
     python = torchtop.parent / "python"
     code = "import importlib.metadata as m; print(m.version('torchtop'))"
@@ -547,6 +567,8 @@ def main(argv: list[str] | None = None) -> int:
         "traces": {},
     }
     print(f"versions: {header['versions']}")
+    if "torchtop" in tools:
+        header["torchtop_byte_compiled"] = byte_compile_torchtop(args.torchtop)
     plan: list[tuple[str, Path, int]] = [("small", args.small, args.repeat)]
     if not args.skip_big:
         header["big_trace_generation"] = ensure_big_trace(args.big)
