@@ -268,7 +268,9 @@ def test_analyze_starts_a_big_file_before_its_imports_and_the_reader_takes_it_ov
     early = analyze_json_uncached(path)
     monkeypatch.setenv(parallel.WORKERS_ENV, "1")
     alone = analyze_json_uncached(path)
-    assert taken[0] is not None and taken[0].compressed and taken[1] is None
+    assert taken[0] is not None and taken[0].compressed and taken[0].worker is not None
+    # Alone, a .gz still starts inflating before the imports; only the worker is left out.
+    assert taken[1] is not None and taken[1].worker is None and taken[1].inflater is not None
     assert early == alone
     assert not parallel._EARLY
 
@@ -325,3 +327,21 @@ def test_readers_sharing_a_file_cut_the_same_pieces_however_their_reads_fall() -
     assert max(pieces[True]) < min(pieces[False])
     everything.sort(key=lambda pair: pair[0])  # stable: file order within a piece
     assert [name for _, name in everything] == [str(e["name"]) for e in events]
+
+
+def test_two_cores_only_where_they_pay_and_nothing_else_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(parallel.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
+    mib = 1 << 20
+    assert parallel.parallel_worth_it(35 * mib) and not parallel.parallel_worth_it(5 * mib)
+    # A .gz is inflated whole by the reader anyway: only a big one is worth the second core.
+    assert not parallel.parallel_worth_it(35 * mib, compressed=True)
+    assert parallel.parallel_worth_it(200 * mib, compressed=True)
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0})
+    assert not parallel.parallel_worth_it(200 * mib)
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 3)  # a dashboard, say
+    assert not parallel.parallel_worth_it(200 * mib)

@@ -40,6 +40,11 @@ GZIP_MAGIC = b"\x1f\x8b"
 PARALLEL_MIN_BYTES = 12 << 20
 """Below this many (inflated) bytes a second process costs more than it saves."""
 
+PARALLEL_MIN_GZIP_BYTES = 128 << 20
+"""The same for a `.gz`, whose reader inflates the whole stream itself either way: on the
+35 MB trace the worker's gain was within the noise (median 0.704 s with it, 0.702 s without,
+10 runs each), so a file that size is read by one process and stays off the second core."""
+
 PIECE_BYTES = 4 << 20
 """The pieces both processes cut: small enough to split the stream finely, big enough that
 the fixed cost of each piece's grouping stays small."""
@@ -55,14 +60,15 @@ class WorkerFailed(RuntimeError):
     """The worker died or answered nonsense; read the file without it."""
 
 
-def parallel_worth_it(inflated_bytes: int) -> bool:
+def parallel_worth_it(inflated_bytes: int, compressed: bool = False) -> bool:
     """Whether to fork a worker for a file of this (estimated, inflated) size, here and now."""
     if not sys.platform.startswith("linux"):
         return False
     setting = os.environ.get(WORKERS_ENV, "").strip()
     if setting in ("1", "2"):
         return setting == "2"
-    if inflated_bytes < PARALLEL_MIN_BYTES or len(os.sched_getaffinity(0)) < 2:
+    least = PARALLEL_MIN_GZIP_BYTES if compressed else PARALLEL_MIN_BYTES
+    if inflated_bytes < least or len(os.sched_getaffinity(0)) < 2:
         return False
     return threading.active_count() == 1
 
@@ -96,24 +102,25 @@ def shares(inflated_bytes: int) -> tuple[Share, Share]:
 
 @dataclass
 class EarlyStart:
-    """A trace file already open, its worker forked and its inflation running."""
+    """A trace file already open: its inflation running (a `.gz`), its worker forked (when
+    reading it on two cores is worth it)."""
 
     raw: BinaryIO
     compressed: bool
     inflater: InflatingReader | None
-    worker: Worker
+    worker: Worker | None
 
 
 _EARLY: dict[str, EarlyStart] = {}
 
 
 def start_early(paths: list[str]) -> None:
-    """Given one big trace file, fork the worker and start inflating it right away.
+    """Given one trace file, start reading it before the analysis is imported.
 
-    Called by `analyze` before it imports the analysis: the worker starts reading while this
-    process imports, and a `.gz` inflates (zlib runs without the GIL) during the imports
-    instead of after them. `read_trace` takes it over; anything odd
-    here is left for the reader to find and report."""
+    Called by `analyze` first thing: a `.gz` starts inflating at once (zlib runs without the
+    GIL, so it overlaps the imports), and for a file big enough to read on two cores the worker
+    is forked after numpy (which it then shares) and reads while this process imports the
+    rest. `read_trace` takes it over; anything odd here is left for the reader to report."""
     if len(paths) != 1:
         return
     path = Path(paths[0])
@@ -123,17 +130,20 @@ def start_early(paths: list[str]) -> None:
         size = path.stat().st_size
         with path.open("rb") as probe:
             compressed = probe.read(2) == GZIP_MAGIC
-        if not parallel_worth_it(gzip_size_hint(path, size) if compressed else size):
+        inflated = gzip_size_hint(path, size) if compressed else size
+        two_cores = parallel_worth_it(inflated, compressed)
+        if not two_cores and not compressed:
             return
         raw = path.open("rb")
     except OSError:
         return
-    # numpy first: the reader needs it anyway, and the worker then shares it instead of
-    # importing its own; the worker starts reading while this process imports the rest.
-    import numpy  # noqa: F401
+    worker = None
+    if two_cores:
+        # numpy first: the reader needs it anyway, and the worker then shares it instead of
+        # importing its own. Forked before the inflating thread starts: a fork copies one thread.
+        import numpy  # noqa: F401
 
-    inflated = gzip_size_hint(path, size) if compressed else size
-    worker = Worker(path, compressed, inflated)
+        worker = Worker(path, compressed, inflated)
     inflater = InflatingReader(raw) if compressed else None
     if not _EARLY:
         atexit.register(_discard_early)
@@ -147,7 +157,8 @@ def take_early_start(path: Path) -> EarlyStart | None:
 
 def _discard_early() -> None:
     for early in _EARLY.values():
-        early.worker.abort()
+        if early.worker is not None:
+            early.worker.abort()
         if early.inflater is not None:
             early.inflater.close()
         early.raw.close()

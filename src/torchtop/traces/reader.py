@@ -64,7 +64,7 @@ def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> Trace
                 compressed = raw.read(2) == GZIP_MAGIC
                 raw.seek(0)
                 inflated = gzip_size_hint(path, size) if compressed else size
-                if parallel and parallel_worth_it(inflated):
+                if parallel and parallel_worth_it(inflated, compressed):
                     # Forked before the inflating thread starts: the worker copies one thread.
                     worker = Worker(path, compressed, inflated)
                 inflater = InflatingReader(raw) if compressed else None
