@@ -9,7 +9,6 @@ file's name, it does not yield a rule that never fires.
 from __future__ import annotations
 
 import os
-import sysconfig
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -88,6 +87,8 @@ def default_rules_dir() -> Path:
     checkout = Path(__file__).resolve().parents[3] / "rules"
     if checkout.is_dir():
         return checkout
+    import sysconfig  # only an installed copy needs it (and it costs a few ms to import)
+
     return Path(sysconfig.get_paths()["data"]) / "share" / "torchtop" / "rules"
 
 
