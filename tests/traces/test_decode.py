@@ -10,7 +10,7 @@ import pytest
 
 from torchtop.traces import decode
 from torchtop.traces.decode import EventStream, TraceFormatError
-from torchtop.traces.schema import Event
+from torchtop.traces.schema import Event, SpanEvent
 
 TINY_BLOCK = 256
 
@@ -265,3 +265,13 @@ def test_a_document_cut_before_its_first_whole_event_yields_nothing_but_says_tru
     decoded, stream, _ = events_of(doc[: ends[0] - 5])
     assert decoded == []
     assert stream.stats.truncated
+
+
+def test_events_of_unknown_or_missing_phase_are_passed_over_not_counted_as_malformed() -> None:
+    flow = {"ph": "s", "cat": "ac2g", "name": "flow", "id": 1, "pid": 0, "tid": 7, "ts": 1}
+    odd = [{**kernel(1), "ph": "Z"}, {k: v for k, v in kernel(2).items() if k != "ph"}]
+    doc = json.dumps([kernel(0), flow, *odd, kernel(3)]).encode()
+    decoded, stream, _ = events_of(doc)
+    assert [type(e).__name__ for e in decoded] == ["SpanEvent", "Phase_s", "SpanEvent"]
+    assert [e.name for e in decoded if isinstance(e, SpanEvent)] == ["k0", "k3"]
+    assert stream.stats.dropped_malformed == 0

@@ -24,7 +24,9 @@ import msgspec
 
 from torchtop.traces.schema import (
     EVENT_LIST_DECODER,
+    EVENT_TYPE,
     HEADER_DECODER,
+    KNOWN_PHASES,
     TAIL_DECODER,
     TAIL_EVENTS_DECODER,
     Event,
@@ -335,7 +337,10 @@ class PieceDecoder:
         return events
 
     def _decode_leniently(self, doc: bytes) -> list[Event] | None:
-        """Valid JSON with an odd-typed field: keep every event that fits, count the rest."""
+        """Valid JSON with an odd-typed field: keep every event that fits, count the rest.
+
+        An event of a phase the format does not define (or with none) is not malformed, just of
+        no use: it is passed over, as the analysis would pass over it."""
         try:
             raw: list[Any] = msgspec.json.decode(doc)
         except (msgspec.DecodeError, UnicodeDecodeError):
@@ -343,9 +348,10 @@ class PieceDecoder:
         events = []
         for item in raw:
             try:
-                events.append(msgspec.convert(item, Event))
+                events.append(msgspec.convert(item, EVENT_TYPE))
             except msgspec.ValidationError:
-                self.stats.dropped_malformed += 1
+                if not isinstance(item, dict) or item.get("ph") in KNOWN_PHASES:
+                    self.stats.dropped_malformed += 1
         return events
 
 

@@ -10,6 +10,8 @@ integers beyond int64 in places where the schema promises an int.
 
 from __future__ import annotations
 
+from typing import Any, Union
+
 import msgspec
 
 Scalar = int | float | str | None
@@ -34,10 +36,9 @@ class EventArgs(msgspec.Struct, gc=False):
     process_group_backend: Scalar = msgspec.field(name="Process Group Backend", default=None)
 
 
-class Event(msgspec.Struct, gc=False):
-    """One entry of `traceEvents`."""
+class SpanEvent(msgspec.Struct, gc=False, tag="X", tag_field="ph"):
+    """A complete event (`"ph": "X"`): an operator, kernel, copy, runtime call, annotation."""
 
-    ph: Scalar = None
     cat: Scalar = None
     name: Scalar = None
     pid: Scalar = None
@@ -45,6 +46,36 @@ class Event(msgspec.Struct, gc=False):
     ts: Scalar = None
     dur: Scalar = None
     args: EventArgs | None = None
+
+
+class InstantEvent(msgspec.Struct, gc=False, tag="i", tag_field="ph"):
+    """An instant event (`"ph": "i"`); analysis keeps the `[memory]` ones."""
+
+    cat: Scalar = None
+    name: Scalar = None
+    ts: Scalar = None
+    args: EventArgs | None = None
+
+
+class OtherEvent(msgspec.Struct, gc=False, tag_field="ph"):
+    """Any other kind of event (flows, metadata, counters, ...): counted, not read. msgspec
+    skips their fields without building them, which is most of the decoding it saves."""
+
+
+# The phases of the chrome trace event format other than X and i, each its own tagged class:
+# the decoder tells the kinds apart by `ph` alone, so the columns never look at it.
+OTHER_PHASES = "BEIbnesStTpFfPONDMRcCVv()"
+_OTHERS = tuple(
+    msgspec.defstruct(f"Phase_{ph if ph.isalpha() else ord(ph)}", [], bases=(OtherEvent,), tag=ph)
+    for ph in OTHER_PHASES
+)
+
+KNOWN_PHASES = frozenset("Xi" + OTHER_PHASES)
+
+Event = SpanEvent | InstantEvent | OtherEvent
+"""One entry of `traceEvents`, typed by its phase."""
+
+_EVENT_UNION: Any = Union[(SpanEvent, InstantEvent, *_OTHERS)]  # built at runtime
 
 
 class DeviceProperties(msgspec.Struct):
@@ -77,12 +108,14 @@ class TraceHeader(msgspec.Struct):
 class TraceTail(TraceHeader):
     """What follows the event array: the last events plus any keys written after them."""
 
-    traceEvents: list[Event] = msgspec.field(default_factory=list)
+    traceEvents: list[_EVENT_UNION] = msgspec.field(default_factory=list)
 
 
 NO_ARGS = EventArgs()
 
-EVENT_LIST_DECODER = msgspec.json.Decoder(list[Event])
+EVENT_TYPE: Any = _EVENT_UNION
+"""The type to decode one event to (`msgspec.convert` takes it for the lenient path)."""
+EVENT_LIST_DECODER: msgspec.json.Decoder[list[Event]] = msgspec.json.Decoder(list[_EVENT_UNION])
 HEADER_DECODER = msgspec.json.Decoder(TraceHeader)
 TAIL_DECODER = msgspec.json.Decoder(TraceTail)
 
@@ -90,7 +123,7 @@ TAIL_DECODER = msgspec.json.Decoder(TraceTail)
 class TraceTailEvents(msgspec.Struct):
     """The last events alone, for when a key after the array has an unexpected type."""
 
-    traceEvents: list[Event] = msgspec.field(default_factory=list)
+    traceEvents: list[_EVENT_UNION] = msgspec.field(default_factory=list)
 
 
 TAIL_EVENTS_DECODER = msgspec.json.Decoder(TraceTailEvents)
