@@ -58,26 +58,45 @@ class IntervalSet:
         return inside
 
     def intersect(self, other: IntervalSet) -> IntervalSet:
-        return self._combine(other, keep_other=True)
+        a, b = self.canonical(), other.canonical()
+        if len(a) == 0 or len(b) == 0:
+            return IntervalSet.empty()
+        # For each interval of a, the intervals of b that overlap it are b[first:stop]: both
+        # sets are sorted and disjoint, so two searchsorted calls find them all.
+        first = np.searchsorted(b.end, a.start, side="right")
+        stop = np.searchsorted(b.start, a.end, side="left")
+        counts = np.maximum(stop - first, 0)
+        mine = np.repeat(np.arange(len(a)), counts)
+        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        theirs = np.repeat(first, counts) + offsets
+        start = np.maximum(a.start[mine], b.start[theirs])
+        end = np.minimum(a.end[mine], b.end[theirs])
+        # The pieces come out sorted, and neither overlap nor touch: two pieces from the same
+        # interval of a lie in intervals of b that do not touch, and the other way round.
+        keep = end > start
+        return IntervalSet(start[keep], end[keep])
 
     def subtract(self, other: IntervalSet) -> IntervalSet:
-        return self._combine(other, keep_other=False)
+        return self.intersect(other.canonical().complement())
+
+    def complement(self) -> IntervalSet:
+        """Everything this (canonical) set does not cover, out to infinity on both sides."""
+        infinity = np.array([np.inf])
+        return IntervalSet(
+            np.concatenate([-infinity, self.end]), np.concatenate([self.start, infinity])
+        )
+
+    def canonical(self) -> IntervalSet:
+        """This set if it is already sorted, disjoint, non-empty and not touching, else `of`."""
+        start, end = self.start, self.end
+        if np.all(end > start) and np.all(start[1:] > end[:-1]):
+            return self
+        return IntervalSet.of(start, end)
 
     def union(self, other: IntervalSet) -> IntervalSet:
         return IntervalSet.of(
             np.concatenate([self.start, other.start]), np.concatenate([self.end, other.end])
         )
-
-    def _combine(self, other: IntervalSet, keep_other: bool) -> IntervalSet:
-        if len(self) == 0:
-            return IntervalSet.empty()
-        if len(other) == 0:
-            return IntervalSet.empty() if keep_other else self
-        points = np.unique(np.concatenate([self.start, self.end, other.start, other.end]))
-        left, right = points[:-1], points[1:]
-        middle = (left + right) / 2
-        keep = self.contains(middle) & (other.contains(middle) == keep_other)
-        return IntervalSet.of(left[keep], right[keep])
 
     def covered_within(self, lo: Floats, hi: Floats) -> Floats:
         """For each window [lo[i], hi[i]], how much of it this set covers."""
