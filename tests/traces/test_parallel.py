@@ -256,10 +256,10 @@ def test_analyze_starts_a_big_file_before_its_imports_and_the_reader_takes_it_ov
     monkeypatch.setattr(decode, "BLOCK_BYTES", 4096)
     path = tmp_path / "busy.json.gz"
     path.write_bytes(gzip.compress(json.dumps(busy_trace(300), indent=1).encode()))
-    taken: list[parallel.EarlyStart | None] = []
+    taken: list[parallel.OpenTrace | None] = []
     real_take = parallel.take_early_start
 
-    def take(target: Path) -> parallel.EarlyStart | None:
+    def take(target: Path) -> parallel.OpenTrace | None:
         taken.append(real_take(target))
         return taken[-1]
 

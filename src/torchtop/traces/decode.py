@@ -80,7 +80,7 @@ class Share:
 
     split: int
     first: bool
-    piece_bytes: int = 2 << 20
+    piece_bytes: int
 
 
 class EventStream:

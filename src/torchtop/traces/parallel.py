@@ -1,8 +1,9 @@
-"""Read a big trace on two cores: a forked worker reads the same file and decodes half of it.
+"""Read a big trace on two cores: a forked worker reads the first half, the reader the rest.
 
-Both processes read the whole stream (a `.gz` is inflated by each) and cut it into the very same
-pieces: `piece_bytes` long, ending at the last event boundary outside strings, found from the
-bytes alone (see `decode.Share`). Each decodes every other piece and skips the rest, so nothing
+Both processes read the stream (a `.gz` is inflated by each, the worker only as far as its half)
+and cut it into the very same pieces: `PIECE_BYTES` long, ending at the last event boundary
+outside strings, found from the bytes alone (see `decode.Share`). The worker decodes the pieces
+that start in the first half and stops; the reader skips those and decodes the rest. Nothing
 but the result crosses between them: at the end the worker sends its columns back (pickled
 numpy arrays, a few bytes per event, never the events) and the reader merges them in file order
 (`ColumnBuilder.merge`); names are renumbered in sorted order after every read, so the arrays
@@ -101,17 +102,56 @@ def shares(inflated_bytes: int) -> tuple[Share, Share]:
 
 
 @dataclass
-class EarlyStart:
-    """A trace file already open: its inflation running (a `.gz`), its worker forked (when
-    reading it on two cores is worth it)."""
+class OpenTrace:
+    """A trace file open for reading: its inflation running (a `.gz`) and its worker forked
+    (when reading it on two cores is worth it)."""
 
     raw: BinaryIO
     compressed: bool
     inflater: InflatingReader | None
     worker: Worker | None
 
+    @property
+    def stream(self) -> BinaryIO:
+        """What to decode: the inflated stream of a `.gz`, else the file itself."""
+        return self.inflater if self.inflater is not None else self.raw  # type: ignore[return-value]
 
-_EARLY: dict[str, EarlyStart] = {}
+    def close(self) -> None:
+        """Stop the worker (unless it answered) and the inflation, close the file."""
+        if self.worker is not None:
+            self.worker.abort()
+        if self.inflater is not None:
+            self.inflater.close()
+        self.raw.close()
+
+
+def open_trace(path: Path, parallel: bool) -> OpenTrace:
+    """Open a trace, tell a `.gz` from a plain file, fork a worker when `parallel` and reading
+    on two cores is worth it, and start inflating. Raises OSError as opening the file does."""
+    size = path.stat().st_size
+    raw = path.open("rb")
+    worker = None
+    try:
+        compressed = raw.read(2) == GZIP_MAGIC
+        raw.seek(0)
+        inflated = gzip_size_hint(path, size) if compressed else size
+        if parallel and parallel_worth_it(inflated, compressed):
+            # numpy first: the reader needs it anyway, and the worker then shares it instead
+            # of importing its own.
+            import numpy  # noqa: F401
+
+            worker = Worker(path, compressed, inflated)
+        # After the fork: a fork copies one thread, and the worker inflates on its own.
+        inflater = InflatingReader(raw) if compressed else None
+    except BaseException:
+        if worker is not None:
+            worker.abort()
+        raw.close()
+        raise
+    return OpenTrace(raw, compressed, inflater, worker)
+
+
+_EARLY: dict[str, OpenTrace] = {}
 
 
 def start_early(paths: list[str]) -> None:
@@ -127,41 +167,25 @@ def start_early(paths: list[str]) -> None:
     try:
         if not path.is_file():
             return
-        size = path.stat().st_size
-        with path.open("rb") as probe:
-            compressed = probe.read(2) == GZIP_MAGIC
-        inflated = gzip_size_hint(path, size) if compressed else size
-        two_cores = parallel_worth_it(inflated, compressed)
-        if not two_cores and not compressed:
-            return
-        raw = path.open("rb")
+        opened = open_trace(path, parallel=True)
     except OSError:
         return
-    worker = None
-    if two_cores:
-        # numpy first: the reader needs it anyway, and the worker then shares it instead of
-        # importing its own. Forked before the inflating thread starts: a fork copies one thread.
-        import numpy  # noqa: F401
-
-        worker = Worker(path, compressed, inflated)
-    inflater = InflatingReader(raw) if compressed else None
+    if opened.inflater is None and opened.worker is None:
+        opened.close()  # a small plain file: nothing to start early
+        return
     if not _EARLY:
         atexit.register(_discard_early)
-    _EARLY[os.path.realpath(path)] = EarlyStart(raw, compressed, inflater, worker)
+    _EARLY[os.path.realpath(path)] = opened
 
 
-def take_early_start(path: Path) -> EarlyStart | None:
+def take_early_start(path: Path) -> OpenTrace | None:
     """The early start made for this file, if any (once)."""
     return _EARLY.pop(os.path.realpath(path), None) if _EARLY else None
 
 
 def _discard_early() -> None:
-    for early in _EARLY.values():
-        if early.worker is not None:
-            early.worker.abort()
-        if early.inflater is not None:
-            early.inflater.close()
-        early.raw.close()
+    for opened in _EARLY.values():
+        opened.close()
     _EARLY.clear()
 
 

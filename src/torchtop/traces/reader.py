@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
 import zlib
 from collections.abc import Callable
@@ -21,15 +20,7 @@ from torchtop.traces.columns import (
 )
 from torchtop.traces.data import TraceData
 from torchtop.traces.decode import EventStream, TraceFormatError
-from torchtop.traces.inflate import InflatingReader
-from torchtop.traces.parallel import (
-    GZIP_MAGIC,
-    Worker,
-    WorkerFailed,
-    gzip_size_hint,
-    parallel_worth_it,
-    take_early_start,
-)
+from torchtop.traces.parallel import WorkerFailed, open_trace, take_early_start
 from torchtop.traces.schema import DeviceProperties, TraceHeader
 
 ProgressSink = Callable[[int, int], None]
@@ -50,48 +41,30 @@ def read_trace(path: Path, on_progress: ProgressSink | None = None) -> TraceData
 
 
 def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> TraceData:
-    worker: Worker | None = None
-    inflater: InflatingReader | None = None
     try:
         size = path.stat().st_size
-        with contextlib.ExitStack() as cleanup:
-            early = take_early_start(path) if parallel else None
-            if early is not None:
-                raw, worker, inflater = early.raw, early.worker, early.inflater
-                cleanup.callback(raw.close)
-            else:
-                raw = cleanup.enter_context(path.open("rb"))
-                compressed = raw.read(2) == GZIP_MAGIC
-                raw.seek(0)
-                inflated = gzip_size_hint(path, size) if compressed else size
-                if parallel and parallel_worth_it(inflated, compressed):
-                    # Forked before the inflating thread starts: the worker copies one thread.
-                    worker = Worker(path, compressed, inflated)
-                inflater = InflatingReader(raw) if compressed else None
-            stream = inflater if inflater is not None else raw
+        opened = (take_early_start(path) if parallel else None) or open_trace(path, parallel)
+        try:
+            raw, worker = opened.raw, opened.worker
 
             def report() -> None:
                 if on_progress is not None:
                     on_progress(raw.tell(), size)
 
             share = worker.share if worker is not None else None
-            events = EventStream(stream, on_block=report, share=share)  # type: ignore[arg-type]
+            events = EventStream(opened.stream, on_block=report, share=share)
             builder = ColumnBuilder()
-            try:
-                for batch in events:
-                    builder.add(batch, events.piece)
-                if worker is not None:
-                    remote, remote_stats = worker.finish()
-                    builder.merge(remote)
-                    events.stats.merge(remote_stats)
-            finally:
-                if inflater is not None:
-                    inflater.close()
-                if worker is not None:
-                    worker.abort()
-            if inflater is not None and inflater.truncated:
-                events.stats.truncated = True
-                events.stats.notes.append("the .gz file ends before its end-of-stream marker")
+            for batch in events:
+                builder.add(batch, events.piece)
+            if worker is not None:
+                remote, remote_stats = worker.finish()
+                builder.merge(remote)
+                events.stats.merge(remote_stats)
+        finally:
+            opened.close()
+        if opened.inflater is not None and opened.inflater.truncated:
+            events.stats.truncated = True
+            events.stats.notes.append("the .gz file ends before its end-of-stream marker")
     except TraceFormatError as exc:
         raise InputError(str(path), str(exc)) from None
     except zlib.error as exc:
