@@ -25,11 +25,11 @@ from torchtop.errors import InputError, positive_seconds
 from torchtop.live.launch import default_run_dir
 from torchtop.relaunch.measure import MeasureError
 from torchtop.relaunch.summary import render_summary, tune_report
-from torchtop.relaunch.tune import TuneOptions, tune
+from torchtop.relaunch.tune import DEFAULT_BUDGET_S, TuneOptions, tune
 from torchtop.relaunch.tuned import TUNED_FILE, load_tuned, write_tuned
 from torchtop.runs.journal import write_once
 
-DEFAULT_BUDGET_S = 300.0
+_DEFAULTS = TuneOptions()
 
 
 @dataclass(frozen=True)
@@ -41,10 +41,10 @@ class TuneCommand:
     """Where `torchtop.toml` goes (default: the current directory)."""
     run_dir: Path | None = None
     report: str | None = None
-    steps: int = 20
-    warmup_steps: int = 8
-    min_duration_s: float = 3.0
-    max_trials: int = 8
+    steps: int = _DEFAULTS.steps
+    warmup_steps: int = _DEFAULTS.warmup_steps
+    min_duration_s: float = _DEFAULTS.min_duration_s
+    max_trials: int = _DEFAULTS.max_trials
 
 
 def parse_allow(text: str | None) -> frozenset[str]:

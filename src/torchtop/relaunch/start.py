@@ -20,14 +20,12 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
 from torchtop.advice.plan import LaunchPlan
-from torchtop.advice.show import format_plan
 from torchtop.agent.config import WINDOW_EVERY_ENV, WINDOW_FIRST_STEP_ENV, WINDOW_STEPS_ENV
 from torchtop.agent.overrides import OVERRIDES_ENV
 from torchtop.live.launch import STOP_GRACE_S, Job, job_environment
@@ -114,23 +112,6 @@ def _write_run_record(
             "fixes": [f.as_json() for f in plan.fixes],
         },
     )
-
-
-def relaunch(
-    job: Job,
-    before: LaunchPlan,
-    after: LaunchPlan,
-    run_dir: Path,
-    show: Callable[[str], None],
-    kind: str = "run",
-) -> Job:
-    """Show what changes, stop `job` (its whole tree), and start `after` in its place.
-
-    The new job writes to the user's own streams, like the one it replaces; only what the
-    plan changes differs (the working directory and the rest of the environment are kept)."""
-    show(format_plan(before, after))
-    stop_job(job)
-    return start_job(after, run_dir, capture_output=False, kind=kind)
 
 
 def job_tree(pid: int) -> list[psutil.Process]:

@@ -30,10 +30,12 @@ from torchtop.relaunch.trial import Trial, TrialSettings, run_trial
 
 EventSink = Callable[[str], None]
 
+DEFAULT_BUDGET_S = 300.0
+
 
 @dataclass(frozen=True)
 class TuneOptions:
-    budget_s: float = 300.0
+    budget_s: float = DEFAULT_BUDGET_S
     """`--for`: no trial starts that would end past it (the baseline counts too)."""
     steps: int = 20
     warmup_steps: int = 8
@@ -49,6 +51,15 @@ class TuneOptions:
     min_duration_s: float = 3.0
     """Each baseline runs at least this long (and `steps` steps)."""
     capture_output: bool = True
+
+    def trial_settings(self) -> TrialSettings:
+        """How each trial decides (`run_trial`'s settings), from these options."""
+        return TrialSettings(
+            min_gain=self.min_gain,
+            max_rounds=self.max_rounds,
+            min_duration_s=self.min_duration_s,
+            capture_output=self.capture_output,
+        )
 
 
 @dataclass(frozen=True)
@@ -197,12 +208,6 @@ def _trial(
     run_dir: Path,
     say: EventSink,
 ) -> Trial:
-    settings = TrialSettings(
-        min_gain=options.min_gain,
-        max_rounds=options.max_rounds,
-        min_duration_s=options.min_duration_s,
-        capture_output=options.capture_output,
-    )
     trial = run_trial(
         progress.plan,
         candidate,
@@ -211,7 +216,7 @@ def _trial(
         run_dir,
         options.run_timeout_s,
         before=progress.fresh,
-        settings=settings,
+        settings=options.trial_settings(),
         window_after=True,
         on_event=say,
     )

@@ -215,12 +215,8 @@ class WatchedJob:
         return TrialOutcome(trial, plan, self._start(plan), error)
 
     def _trial_settings(self) -> TrialSettings:
-        return TrialSettings(
-            min_gain=self.options.min_gain,
-            max_rounds=self.options.max_rounds,
-            min_duration_s=self.options.min_duration_s,
-            capture_output=True,
-        )
+        # Always captured: the measured runs' output must not land on the dashboard's screen.
+        return replace(self.options.trial_settings(), capture_output=True)
 
     def _relay(self, say: Callable[[TrialEvent], None]) -> Callable[[str], None]:
         """run_trial's progress lines as events; after `cancel`, the end of the trial."""
