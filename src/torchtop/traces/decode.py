@@ -3,7 +3,9 @@
 The event array is cut between two events (a `}` `,` `{` boundary) every few megabytes and each
 piece is decoded on its own, so a 10 GB trace never sits in memory whole. A cut that falls inside
 a string makes the piece invalid JSON (the string never closes), so a failed decode moves the cut
-to an earlier boundary: the cut can never silently split an event.
+to an earlier boundary: the cut can never silently split an event. Two readers sharing a file
+(`Share`) must cut where the other cuts without decoding its pieces, so they place every cut by
+quote parity instead: a boundary after an even number of unescaped quotes is outside strings.
 
 Real files break the JSON grammar in known ways; each is repaired only in the piece that needs it,
 so clean files pay nothing: unquoted `N/A`, `NaN` or `Infinity` become `null`, invalid UTF-8 is
