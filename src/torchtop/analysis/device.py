@@ -9,6 +9,8 @@ from torchtop.analysis.steps import StepWindows
 from torchtop.analysis.vocabulary import (
     TENSOR_CORE_ELIGIBLE_OPS,
     codes_where,
+    distinct,
+    median,
     uses_tensor_cores,
 )
 from torchtop.model.analysis import CopyStat, Metrics, NamedTime
@@ -31,9 +33,9 @@ def gpu_metrics(trace: TraceData, steps: StepWindows) -> Metrics:
         "has_gpu": True,
         "gpu_utilization": utilization,
         "gpu_idle_share": None if utilization is None else max(0.0, 1.0 - utilization),
-        "gpu_count": len(np.unique(kernels.device[kernels.device != NO_ID])) or 1,
+        "gpu_count": len(distinct(kernels.device[kernels.device != NO_ID])) or 1,
         "kernels_per_step": float(in_steps.sum()) / max(len(steps), 1),
-        "kernel_median_us": float(np.median(durations)),
+        "kernel_median_us": float(median(durations)),
         "tiny_kernel_fraction": float((durations < TINY_KERNEL_US).mean()),
         "launch_delay_median_us": _launch_delay(trace),
         "gpu_gaps_per_step": _gaps_per_step(trace, lo, hi, len(steps)) if span > 0 else None,
@@ -51,7 +53,7 @@ def _utilization(trace: TraceData, lo: float, hi: float) -> float | None:
     kernels = trace.kernels
     window = IntervalSet(np.array([lo]), np.array([hi]))
     shares = []
-    for device in np.unique(kernels.device):
+    for device in distinct(kernels.device):
         mine = kernels.device == device
         busy = IntervalSet.of(kernels.start_us[mine], kernels.end_us[mine]).intersect(window)
         shares.append(busy.total() / (hi - lo))
@@ -71,7 +73,7 @@ def _launch_delay(trace: TraceData) -> float | None:
     if not found.any():
         return None
     delays = kernels.start_us[found] - runtime.start_us[order[position[found]]]
-    return float(np.median(delays))
+    return float(median(delays))
 
 
 def _gaps_per_step(trace: TraceData, lo: float, hi: float, step_count: int) -> float:
@@ -111,7 +113,7 @@ def _memory(trace: TraceData) -> Metrics:
     if len(memory.ts_us) == 0:
         return {}
     best: Metrics = {}
-    for device in np.unique(memory.device):
+    for device in distinct(memory.device):
         mine = memory.device == device
         totals = memory.total_allocated[mine]
         if np.isfinite(totals).any():

@@ -11,6 +11,7 @@ from torchtop.analysis.vocabulary import (
     SYNC_OP_NAMES,
     SYNC_RUNTIME_NAMES,
     codes_where,
+    distinct,
 )
 from torchtop.model.analysis import Metrics, NamedTime
 from torchtop.traces.data import Floats, Spans, TraceData
@@ -69,7 +70,7 @@ def cpu_metrics(trace: TraceData, steps: StepWindows) -> Metrics:
         "copy_op_share": float(copy_busy.covered_within(lo, hi).sum()) / total,
         "op_share": float(any_busy.covered_within(lo, hi).sum()) / total,
         "main_thread_op_share": float(main_busy.covered_within(lo, hi).sum()) / total,
-        "threads_with_ops": len(np.unique(ops.thread)),
+        "threads_with_ops": len(distinct(ops.thread)),
     }
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from torchtop.analysis import device, host
 from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs
 from torchtop.analysis.steps import find_steps
+from torchtop.analysis.vocabulary import median, percentile
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
 from torchtop.traces.data import TraceData
 
@@ -90,8 +91,8 @@ def _with_step_metrics(
         {
             "steps_count": len(steps),
             "step_mean_ms": float(durations.mean()) if len(durations) else None,
-            "step_p50_ms": float(np.percentile(durations, 50)) if len(durations) else None,
-            "step_p95_ms": float(np.percentile(durations, 95)) if len(durations) else None,
+            "step_p50_ms": float(percentile(durations, 50)) if len(durations) else None,
+            "step_p95_ms": float(percentile(durations, 95)) if len(durations) else None,
             "step_cv": float(durations.std() / durations.mean())
             if len(durations) > 1 and durations.mean() > 0
             else None,
@@ -230,6 +231,6 @@ def rank_spread_metrics(ranks: Sequence[RankAnalysis]) -> Metrics:
     slowest = max(timed, key=lambda item: item[0])[1]
     return {
         "ranks_count": len(ranks),
-        "rank_step_spread": float((values.max() - values.min()) / np.median(values)),
+        "rank_step_spread": float((values.max() - values.min()) / median(values)),
         "slowest_rank": slowest.label,
     }

@@ -111,3 +111,42 @@ def mask_names(
 ) -> npt.NDArray[np.bool_]:
     """Which of `codes` name something the predicate accepts."""
     return np.isin(codes, codes_where(names, predicate))
+
+
+def distinct(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The distinct values, sorted: `np.unique` without its first-call import of `numpy.ma`
+    (~15 ms of an `analyze` run's start-up)."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
+def median(values: npt.NDArray[np.float64]) -> float:
+    """`np.median` of a 1-d array (nan when empty), without its first-call import of `numpy.ma`."""
+    count = len(values)
+    if count == 0:
+        return float("nan")
+    middle = count // 2
+    if count % 2:
+        return float(np.partition(values, middle)[middle])
+    below, above = np.partition(values, (middle - 1, middle))[middle - 1 : middle + 1]
+    return (float(below) + float(above)) / 2
+
+
+def percentile(values: npt.NDArray[np.float64], q: float) -> float:
+    """`np.percentile(values, q)` (linear interpolation) of a non-empty 1-d array, without the
+    `np.unique` inside it that imports `numpy.ma`. Computed numpy's way, to the last bit."""
+    count = len(values)
+    fraction = q / 100
+    virtual = (count - 1) * fraction
+    below = min(int(np.floor(virtual)), count - 1)
+    above = min(below + 1, count - 1)
+    ordered = np.partition(values, (below, above))
+    low, high = float(ordered[below]), float(ordered[above])
+    gamma = virtual - below
+    step = high - low
+    return high - step * (1 - gamma) if gamma >= 0.5 else low + step * gamma
