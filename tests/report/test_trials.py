@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from torchtop.advice.plan import AppliedFix, initial_plan
@@ -50,7 +51,9 @@ def test_a_report_without_trials_has_no_trials_key(report: Report) -> None:
 
 
 def test_each_trial_has_the_contracts_keys_first_then_its_evidence(report: Report) -> None:
-    tried = replace(report, trials=(trial(True, 0.2, 0.1).as_json(with_steps=False),))
+    tried = msgspec.structs.replace(
+        report, trials=(trial(True, 0.2, 0.1).as_json(with_steps=False),)
+    )
     (entry,) = report_to_json(tried)["trials"]
     assert list(entry)[:5] == CONTRACT_KEYS
     assert entry["fixes"] == [
@@ -64,7 +67,9 @@ def test_each_trial_has_the_contracts_keys_first_then_its_evidence(report: Repor
 
 def test_the_text_report_lists_each_trial_with_its_rates_and_outcome(report: Report) -> None:
     trials = (trial(True, 0.2, 0.1), trial(False, 0.2, 0.2))
-    tried = replace(report, trials=tuple(t.as_json(with_steps=False) for t in trials))
+    tried = msgspec.structs.replace(
+        report, trials=tuple(t.as_json(with_steps=False) for t in trials)
+    )
     text = render_text(tried)
     section = text[text.index("TRIALS") :].splitlines()
     assert section[1:5] == [

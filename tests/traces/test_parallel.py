@@ -4,7 +4,6 @@ what one process reading alone gets; a worker that fails costs a re-read, never 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gzip
 import io
 import json
@@ -15,6 +14,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -49,16 +49,16 @@ def assert_same_trace(one: TraceData, other: TraceData) -> None:
     assert one.info == other.info
     assert one.origin_us == other.origin_us
     assert one.profiler_span == other.profiler_span
-    for field in dataclasses.fields(TraceData):
-        mine, theirs = getattr(one, field.name), getattr(other, field.name)
-        if dataclasses.is_dataclass(mine):
-            for inner in dataclasses.fields(mine):
-                a, b = getattr(mine, inner.name), getattr(theirs, inner.name)
-                if dataclasses.is_dataclass(a):
-                    for leaf in dataclasses.fields(a):
-                        np.testing.assert_array_equal(getattr(a, leaf.name), getattr(b, leaf.name))
+    for field in TraceData.__struct_fields__:
+        mine, theirs = getattr(one, field), getattr(other, field)
+        if isinstance(mine, msgspec.Struct):
+            for inner in mine.__struct_fields__:
+                a, b = getattr(mine, inner), getattr(theirs, inner)
+                if isinstance(a, msgspec.Struct):
+                    for leaf in a.__struct_fields__:
+                        np.testing.assert_array_equal(getattr(a, leaf), getattr(b, leaf))
                 else:
-                    np.testing.assert_array_equal(a, b, err_msg=f"{field.name}.{inner.name}")
+                    np.testing.assert_array_equal(a, b, err_msg=f"{field}.{inner}")
 
 
 def busy_trace(count: int) -> dict[str, Any]:

@@ -16,8 +16,7 @@ moments when none is. So the parts add up to the step. Categories are unions of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from torchtop.analysis.intervals import Floats, IntervalSet
@@ -44,8 +43,7 @@ CATEGORIES = (
 )
 
 
-@dataclass(frozen=True)
-class Roles:
+class Roles(msgspec.Struct, frozen=True):
     """Each category's busy time as an interval set, before priorities apply."""
 
     sets: dict[str, IntervalSet]
@@ -99,8 +97,7 @@ def _set(spans: Spans, mask: np.ndarray | None = None) -> IntervalSet:
     return IntervalSet.of(spans.start_us[mask], spans.end_us[mask])
 
 
-@dataclass(frozen=True)
-class StepCosts:
+class StepCosts(msgspec.Struct, frozen=True):
     """Microseconds per category for each step: `costs[category][i]` for step i."""
 
     total_us: Floats

@@ -7,8 +7,7 @@ Touching intervals merge, as torch-tb-profiler merges them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -16,8 +15,7 @@ Floats = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
 
 
-@dataclass(frozen=True)
-class IntervalSet:
+class IntervalSet(msgspec.Struct, frozen=True):
     """Disjoint, sorted [start, end) intervals."""
 
     start: Floats

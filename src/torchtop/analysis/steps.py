@@ -11,16 +11,14 @@ spanning its CPU operators.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
 from torchtop.traces.data import NO_ID, Floats, Ints, TraceData
 
 
-@dataclass(frozen=True)
-class StepWindows:
+class StepWindows(msgspec.Struct, frozen=True):
     start_us: Floats
     end_us: Floats
     numbers: list[int]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
+from msgspec.structs import replace
 
 from torchtop.analysis import device, host
 from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs

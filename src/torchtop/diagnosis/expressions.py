@@ -14,8 +14,9 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Lt: operator.lt,
@@ -38,8 +39,7 @@ class ExpressionError(ValueError):
     """The text is not an allowed expression."""
 
 
-@dataclass(frozen=True)
-class Expression:
+class Expression(msgspec.Struct, frozen=True):
     """A parsed rule expression, with the metric names it reads."""
 
     text: str

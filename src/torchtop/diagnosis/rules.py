@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from torchtop.analysis.metric_names import CLASSES, METRICS
 from torchtop.diagnosis.expressions import Expression, ExpressionError
@@ -27,15 +28,13 @@ class RuleError(ValueError):
     """A rule file is invalid; the message names the file."""
 
 
-@dataclass(frozen=True)
-class Example:
+class Example(msgspec.Struct, frozen=True):
     expect_fire: bool
     metrics: dict[str, Any]
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(msgspec.Struct, frozen=True):
     id: str
     parent: str | None
     bottleneck_class: str
@@ -52,8 +51,7 @@ class Rule:
     path: str
 
 
-@dataclass(frozen=True)
-class VerdictSettings:
+class VerdictSettings(msgspec.Struct, frozen=True):
     """When the evidence is too thin for any verdict (see rules/_verdict.toml)."""
 
     min_steps: int = 1
@@ -62,11 +60,10 @@ class VerdictSettings:
     evidence_reason: str = ""
 
 
-@dataclass(frozen=True)
-class RuleTree:
+class RuleTree(msgspec.Struct, frozen=True):
     rules: dict[str, Rule]
     children: dict[str | None, tuple[str, ...]]
-    settings: VerdictSettings = field(default_factory=VerdictSettings)
+    settings: VerdictSettings = msgspec.field(default_factory=VerdictSettings)
 
     @property
     def roots(self) -> tuple[Rule, ...]:
@@ -213,7 +210,7 @@ def _resolve_classes(rules: dict[str, Rule], raw_class: dict[str, str | None]) -
             raise RuleError(f"{node.path}: a root rule needs class = one of {', '.join(CLASSES)}")
         if node.score is None:
             raise RuleError(f"{node.path}: a root rule needs a score")
-        resolved[rule_id] = replace(rule, bottleneck_class=cls)
+        resolved[rule_id] = msgspec.structs.replace(rule, bottleneck_class=cls)
     return resolved
 
 

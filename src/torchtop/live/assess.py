@@ -11,9 +11,9 @@ folder and analyses the windows.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 import numpy as np
+from msgspec.structs import replace
 
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 
 import psutil
+from msgspec.structs import replace
 
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.collectors.stacks import attribute

@@ -7,7 +7,9 @@ so a momentary spike never becomes the headline.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+
+from msgspec.structs import replace
 
 from torchtop.model.findings import Verdict
 

@@ -1,1 +1,1 @@
-"""Frozen dataclasses shared by every layer; standard library only."""
+"""Frozen msgspec Structs shared by every layer; standard library and msgspec only."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from torchtop.model.trace import DeviceInfo, TraceInfo
 
@@ -10,8 +10,7 @@ MetricValue = float | int | bool | str | None
 Metrics = dict[str, MetricValue]
 
 
-@dataclass(frozen=True)
-class StepCost:
+class StepCost(msgspec.Struct, frozen=True):
     """One step: where it starts, how long it took and how that time splits by category."""
 
     number: int
@@ -20,8 +19,7 @@ class StepCost:
     parts_us: dict[str, float]
 
 
-@dataclass(frozen=True)
-class NamedTime:
+class NamedTime(msgspec.Struct, frozen=True):
     """A kernel or operator name with its call count and time."""
 
     name: str
@@ -32,8 +30,7 @@ class NamedTime:
     tensor_cores: bool | None = None
 
 
-@dataclass(frozen=True)
-class CopyStat:
+class CopyStat(msgspec.Struct, frozen=True):
     """Memcpy traffic of one direction and memory kind."""
 
     kind: str
@@ -44,8 +41,7 @@ class CopyStat:
     gb_per_s: float | None
 
 
-@dataclass(frozen=True)
-class RankAnalysis:
+class RankAnalysis(msgspec.Struct, frozen=True):
     """Everything measured for one rank (one or several trace files of the same worker)."""
 
     rank: int | None
@@ -58,4 +54,4 @@ class RankAnalysis:
     top_kernels: tuple[NamedTime, ...] = ()
     top_ops: tuple[NamedTime, ...] = ()
     copies: tuple[CopyStat, ...] = ()
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = msgspec.field(default_factory=tuple)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from torchtop.model.analysis import MetricValue
 
 
-@dataclass(frozen=True)
-class Fix:
+class Fix(msgspec.Struct, frozen=True):
     """A change to one knob, and how it can be applied (override, env, arg or code)."""
 
     knob: str
@@ -17,8 +16,7 @@ class Fix:
     description: str
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(msgspec.Struct, frozen=True):
     rule: str
     bottleneck_class: str
     severity: str
@@ -31,12 +29,11 @@ class Finding:
     """Rule ids from the tree's root down to this rule."""
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True):
     bottleneck: str
     """One of the five classes, or "unknown"."""
     confidence: float
     scores: dict[str, float]
     """Each class's score (its share of step time, as its root rule counts it)."""
     reason: str
-    findings: tuple[Finding, ...] = field(default_factory=tuple)
+    findings: tuple[Finding, ...] = msgspec.field(default_factory=tuple)

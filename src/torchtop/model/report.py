@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 
 
-@dataclass(frozen=True)
-class RankReport:
+class RankReport(msgspec.Struct, frozen=True):
     analysis: RankAnalysis
     verdict: Verdict
 
 
-@dataclass(frozen=True)
-class Report:
+class Report(msgspec.Struct, frozen=True):
     source_kind: str
     """trace | run | attach | demo | tune"""
     paths: tuple[str, ...]
@@ -27,7 +26,7 @@ class Report:
     ranks: tuple[RankReport, ...] = ()
     command: tuple[str, ...] | None = None
     pid: int | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = msgspec.field(default_factory=tuple)
     trials: tuple[Mapping[str, Any], ...] = ()
     """A/B trials of fixes (`tune`'s, or those accepted in the dashboard), each the contract's
     `trials` entry: `fixes`, `baseline_steps_per_s`, `trial_steps_per_s`, `speedup`, `kept`,

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 
-@dataclass(frozen=True)
-class DeviceInfo:
+class DeviceInfo(msgspec.Struct, frozen=True):
     """One GPU as `deviceProperties` describes it."""
 
     index: int
@@ -17,8 +16,7 @@ class DeviceInfo:
     sm_count: int | None = None
 
 
-@dataclass(frozen=True)
-class TraceInfo:
+class TraceInfo(msgspec.Struct, frozen=True):
     """Identity and reading notes of one trace file."""
 
     path: str
@@ -32,4 +30,4 @@ class TraceInfo:
     truncated: bool = False
     lost_bytes: int = 0
     repaired: bool = False
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = msgspec.field(default_factory=tuple)

@@ -11,9 +11,10 @@ command line and environment.
 from __future__ import annotations
 
 import shlex
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from torchtop.advice.show import env_changes, format_overrides
 from torchtop.relaunch.trial import Trial

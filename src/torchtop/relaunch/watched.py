@@ -29,6 +29,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from torchtop.advice.machine import Machine, this_machine
 from torchtop.advice.plan import LaunchPlan, NotApplicable, initial_plan, plan_fix
 from torchtop.agent.config import DEFAULT_WINDOW_FIRST_STEP, DEFAULT_WINDOW_STEPS
@@ -170,7 +172,9 @@ class WatchedJob:
         """`report` with the trials decided here, as the contract's `trials` entries."""
         if not self.trials:
             return report
-        return replace(report, trials=tuple(t.as_json(with_steps=False) for t in self.trials))
+        return msgspec.structs.replace(
+            report, trials=tuple(t.as_json(with_steps=False) for t in self.trials)
+        )
 
     def close(self) -> None:
         """Stop the collectors of the job that runs now (the monitor stops the job itself)."""

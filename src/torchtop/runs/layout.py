@@ -15,14 +15,14 @@ RUN/
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 RUN_SCHEMA = "torchtop.run/1"
 
 
-@dataclass(frozen=True)
-class RunLayout:
+class RunLayout(msgspec.Struct, frozen=True):
     root: Path
 
     @property

@@ -7,8 +7,7 @@ trace of millions of events costs a few arrays of floats. Times are microseconds
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -29,17 +28,16 @@ def empty_ints() -> Ints:
     return np.zeros(0, dtype=np.int64)
 
 
-@dataclass
-class Spans:
+class Spans(msgspec.Struct):
     """Intervals with an optional per-interval name code, thread code and ids."""
 
-    start_us: Floats = field(default_factory=empty_floats)
-    end_us: Floats = field(default_factory=empty_floats)
-    name: Ints = field(default_factory=empty_ints)
-    thread: Ints = field(default_factory=empty_ints)
-    correlation: Ints = field(default_factory=empty_ints)
-    external_id: Ints = field(default_factory=empty_ints)
-    device: Ints = field(default_factory=empty_ints)
+    start_us: Floats = msgspec.field(default_factory=empty_floats)
+    end_us: Floats = msgspec.field(default_factory=empty_floats)
+    name: Ints = msgspec.field(default_factory=empty_ints)
+    thread: Ints = msgspec.field(default_factory=empty_ints)
+    correlation: Ints = msgspec.field(default_factory=empty_ints)
+    external_id: Ints = msgspec.field(default_factory=empty_ints)
+    device: Ints = msgspec.field(default_factory=empty_ints)
 
     def __len__(self) -> int:
         return len(self.start_us)
@@ -60,32 +58,31 @@ class Spans:
         )
 
 
-@dataclass
-class Copies:
+class Copies(msgspec.Struct):
     """Memcpy events: the spans plus bytes, direction and whether host memory was pinned."""
 
-    spans: Spans = field(default_factory=Spans)
-    bytes: Floats = field(default_factory=empty_floats)
-    kind: Ints = field(default_factory=empty_ints)
+    spans: Spans = msgspec.field(default_factory=Spans)
+    bytes: Floats = msgspec.field(default_factory=empty_floats)
+    kind: Ints = msgspec.field(default_factory=empty_ints)
     """0 HtoD, 1 DtoH, 2 DtoD, 3 other (PtoP, unknown)."""
-    pageable: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    pageable: npt.NDArray[np.bool_] = msgspec.field(
+        default_factory=lambda: np.zeros(0, dtype=np.bool_)
+    )
 
 
 COPY_KINDS = ("HtoD", "DtoH", "DtoD", "other")
 
 
-@dataclass
-class MemoryTrack:
+class MemoryTrack(msgspec.Struct):
     """`[memory]` instant events on CUDA devices: allocation deltas and totals when written."""
 
-    ts_us: Floats = field(default_factory=empty_floats)
-    bytes: Floats = field(default_factory=empty_floats)
-    total_allocated: Floats = field(default_factory=empty_floats)
-    device: Ints = field(default_factory=empty_ints)
+    ts_us: Floats = msgspec.field(default_factory=empty_floats)
+    bytes: Floats = msgspec.field(default_factory=empty_floats)
+    total_allocated: Floats = msgspec.field(default_factory=empty_floats)
+    device: Ints = msgspec.field(default_factory=empty_ints)
 
 
-@dataclass
-class TraceData:
+class TraceData(msgspec.Struct):
     """Everything analysis needs from one trace file (one rank, one span)."""
 
     info: TraceInfo
@@ -106,7 +103,7 @@ class TraceData:
     """`cuda_sync` events (the device side of a synchronisation)."""
     memory: MemoryTrack
     profiler_span: tuple[float, float] | None
-    devices: list[DeviceInfo] = field(default_factory=list)
+    devices: list[DeviceInfo] = msgspec.field(default_factory=list)
 
     def name_of(self, code: int) -> str:
         return self.names[code]

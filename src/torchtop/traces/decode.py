@@ -19,7 +19,6 @@ import bisect
 import re
 import zlib
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import msgspec
@@ -48,8 +47,7 @@ class TraceFormatError(ValueError):
     """The bytes are not a chrome-trace document; the message says why, in one line."""
 
 
-@dataclass
-class DecodeStats:
+class DecodeStats(msgspec.Struct):
     """What the decoder saw beyond the events themselves."""
 
     bytes_decoded: int = 0
@@ -57,7 +55,7 @@ class DecodeStats:
     truncated: bool = False
     repaired_pieces: int = 0
     dropped_malformed: int = 0
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
 
     def merge(self, other: DecodeStats) -> None:
         """Add what a worker decoding other pieces of the same file saw (not the byte counts,
@@ -70,8 +68,7 @@ class DecodeStats:
 ProgressCallback = Callable[[], None]
 
 
-@dataclass(frozen=True)
-class Share:
+class Share(msgspec.Struct, frozen=True):
     """This reader's share of a file that two readers read at once, split at stream position
     `split`.
 
