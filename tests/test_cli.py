@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 from tests.conftest import RULES_DIR
 from tests.synthetic import document, two_step_loop, write_json
 from torchtop import __version__
-from torchtop.cli import main
+from torchtop.cli import BLAS_THREAD_VARIABLES, main
 
 EXIT_BAD_INPUT = 2
 
@@ -303,3 +304,30 @@ def test_a_bad_for_is_one_line_naming_the_option(
         f"torchtop: --for: {value!r} is not a positive number of seconds"
     ]
     assert not any(tmp_path.iterdir())  # nothing was started or recorded
+
+
+def test_analyze_starts_no_blas_threads_and_leaves_the_environment_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """numpy's OpenBLAS would start a thread per core (and spin them) for an analysis that
+    multiplies no matrices; `analyze` asks for one thread, and only while it runs."""
+    path = write_json(tmp_path / "t.json", document(two_step_loop()))
+    code = (
+        "import os, sys\n"
+        "from torchtop.cli import main\n"
+        "assert main(['analyze', sys.argv[1], '--format', 'json']) == 0\n"
+        "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'),"
+        " file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=60,
+    )
+    threads, variable = result.stderr.split()
+    assert threads == "1"  # numpy was imported: its BLAS started no thread
+    assert variable == "None"

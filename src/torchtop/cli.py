@@ -19,6 +19,7 @@ from torchtop.errors import InputError, positive_seconds
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 DEMO_FOR_S = 30.0
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -157,6 +158,23 @@ def _load_tree(folder: str | None):  # type: ignore[no-untyped-def]
 
 
 def _analyze(args: argparse.Namespace) -> int:
+    # The analysis never multiplies matrices: a BLAS thread pool would only take CPU from the
+    # reader's worker (and from a training job beside it); OpenBLAS's start-up alone burns
+    # ~130 ms of a second core. Set before numpy is imported, here and in the worker, and
+    # restored after, for whatever this process runs next (tests call `main` in process).
+    saved = {name: os.environ.get(name) for name in BLAS_THREAD_VARIABLES}
+    for name, value in saved.items():
+        if value is None:
+            os.environ[name] = "1"
+    try:
+        return _analyze_paths(args)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+
+
+def _analyze_paths(args: argparse.Namespace) -> int:
     from torchtop.traces.parallel import start_early
 
     start_early(args.paths)  # a big trace starts being read while the analysis is imported

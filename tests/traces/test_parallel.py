@@ -1,5 +1,6 @@
-"""Reading on two cores: a forked worker decodes every other piece, and the result is exactly
-what one process reading alone gets; a worker that fails costs a re-read, never a result."""
+"""Reading on two cores: a forked worker decodes the first part of the file, and the result is
+exactly what one process reading alone gets; a worker that fails costs a re-read, never a
+result."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import os
 import random
 import re
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -337,11 +340,52 @@ def test_two_cores_only_where_they_pay_and_nothing_else_runs(
     monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
     mib = 1 << 20
     assert parallel.parallel_worth_it(35 * mib) and not parallel.parallel_worth_it(5 * mib)
-    # A .gz is inflated whole by the reader anyway: only a big one is worth the second core.
+    # A .gz is inflated whole by the reader anyway: once the imports are done, only a big one
+    # is worth the second core; before them (`analyze`'s early start) the worker reads while
+    # the reader imports, and a file of the 35 MB trace's size gains.
     assert not parallel.parallel_worth_it(35 * mib, compressed=True)
     assert parallel.parallel_worth_it(200 * mib, compressed=True)
+    assert parallel.parallel_worth_it(35 * mib, compressed=True, early=True)
+    assert not parallel.parallel_worth_it(5 * mib, compressed=True, early=True)
     monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0})
     assert not parallel.parallel_worth_it(200 * mib)
     monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setattr(parallel.threading, "active_count", lambda: 3)  # a dashboard, say
     assert not parallel.parallel_worth_it(200 * mib)
+
+
+def test_a_worker_with_a_head_start_takes_the_bigger_part() -> None:
+    mib = 1 << 20
+    assert parallel.worker_split(100 * mib) == 50 * mib  # no head start: the middle
+    early = parallel.worker_split(35 * mib, parallel.HEAD_START_BYTES)
+    assert 35 * mib / 2 < early < 35 * mib * parallel.MAX_WORKER_SHARE
+    # The head start matters less as the file grows, and the reader always keeps some.
+    assert parallel.worker_split(1000 * mib, parallel.HEAD_START_BYTES) / (1000 * mib) < 0.51
+    small = parallel.worker_split(2 * mib, parallel.HEAD_START_BYTES)
+    assert small == int(2 * mib * parallel.MAX_WORKER_SHARE)
+
+
+def test_the_early_worker_is_forked_before_numpy_and_msgspec_are_imported(
+    tmp_path: Path,
+) -> None:
+    """What makes the early start pay: the worker imports what it needs while the reader
+    imports the rest, instead of after it."""
+    path = tmp_path / "busy.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(busy_trace(50)).encode()))
+    code = (
+        "import sys\n"
+        "from torchtop.traces import parallel\n"
+        "parallel.start_early(sys.argv[1:])\n"
+        "opened = next(iter(parallel._EARLY.values()))\n"
+        "print(opened.worker is not None, 'numpy' in sys.modules, 'msgspec' in sys.modules)\n"
+    )
+    env = {**os.environ, parallel.WORKERS_ENV: "2"}
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=60,
+    )
+    assert result.stdout.split() == ["True", "False", "False"]

@@ -1,13 +1,18 @@
-"""Read a big trace on two cores: a forked worker reads the first half, the reader the rest.
+"""Read a big trace on two cores: a forked worker reads the first part, the reader the rest.
 
-Both processes read the stream (a `.gz` is inflated by each, the worker only as far as its half)
+Both processes read the stream (a `.gz` is inflated by each, the worker only as far as its part)
 and cut it into the very same pieces: `PIECE_BYTES` long, ending at the last event boundary
 outside strings, found from the bytes alone (see `decode.Share`). The worker decodes the pieces
-that start in the first half and stops; the reader skips those and decodes the rest. Nothing
+that start before the split and stops; the reader skips those and decodes the rest. Nothing
 but the result crosses between them: at the end the worker sends its columns back (pickled
 numpy arrays, a few bytes per event, never the events) and the reader merges them in file order
 (`ColumnBuilder.merge`); names are renumbered in sorted order after every read, so the arrays
 are exactly those a single process would build.
+
+`analyze` forks the worker first thing (`start_early`), before anything heavy is imported: the
+worker imports what reading needs and starts on the file while the reader imports the analysis,
+so the worker takes the bigger part (`worker_split`). This module therefore imports nothing
+beyond the standard library at its top.
 
 Only on Linux, and only from a process with no other thread running (a fork copies one thread;
 a lock another thread held would stay held in the child). A worker that dies or answers
@@ -20,21 +25,19 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import pickle
 import signal
 import struct
 import sys
 import threading
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from torchtop.traces.decode import DecodeStats, EventStream, Share, TraceFormatError
 from torchtop.traces.inflate import InflatingReader
 
-if TYPE_CHECKING:  # numpy is imported by the worker itself, after the fork (see start_early)
+if TYPE_CHECKING:  # imported after the fork, by whichever process needs them
     from torchtop.traces.columns import ColumnBuilder
+    from torchtop.traces.decode import DecodeStats, Share
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -42,13 +45,27 @@ PARALLEL_MIN_BYTES = 12 << 20
 """Below this many (inflated) bytes a second process costs more than it saves."""
 
 PARALLEL_MIN_GZIP_BYTES = 128 << 20
-"""The same for a `.gz`, whose reader inflates the whole stream itself either way: on the
-35 MB trace the worker's gain was within the noise (median 0.704 s with it, 0.702 s without,
-10 runs each), so a file that size is read by one process and stays off the second core."""
+"""The same for a `.gz` whose worker is forked after the imports (several files, `view`): the
+reader inflates the whole stream itself either way, and on the 35 MB trace such a worker's gain
+was within the noise (median 0.704 s with it, 0.702 s without, 10 runs each)."""
+
+EARLY_MIN_BYTES = 12 << 20
+"""The least (inflated) size, `.gz` or not, for which `analyze` forks the worker before its
+imports: then the worker reads while the reader imports, which pays from about this size."""
 
 PIECE_BYTES = 4 << 20
 """The pieces both processes cut: small enough to split the stream finely, big enough that
 the fixed cost of each piece's grouping stays small."""
+
+HEAD_START_BYTES = 14 << 20
+"""How much more of the stream a worker forked before the imports (`start_early`) is given to
+read: while it imports numpy and msgspec, the reader imports those and the whole analysis and
+parses the rules, which took about as long as reading 14 MB of trace (2-core Xeon: ~100 ms
+more than the worker's imports, against ~7 ms per MB read)."""
+
+MAX_WORKER_SHARE = 0.9
+"""The worker never takes more than this share: the reader must have some of its own to read
+while the worker sends its columns."""
 
 WORKERS_ENV = "TORCHTOP_READ_WORKERS"
 """1: read every trace in one process; 2: fork a worker for every file, whatever its size or
@@ -61,14 +78,18 @@ class WorkerFailed(RuntimeError):
     """The worker died or answered nonsense; read the file without it."""
 
 
-def parallel_worth_it(inflated_bytes: int, compressed: bool = False) -> bool:
-    """Whether to fork a worker for a file of this (estimated, inflated) size, here and now."""
+def parallel_worth_it(inflated_bytes: int, compressed: bool = False, early: bool = False) -> bool:
+    """Whether to fork a worker for a file of this (estimated, inflated) size, here and now;
+    `early`: forked by `start_early`, before the imports."""
     if not sys.platform.startswith("linux"):
         return False
     setting = os.environ.get(WORKERS_ENV, "").strip()
     if setting in ("1", "2"):
         return setting == "2"
-    least = PARALLEL_MIN_GZIP_BYTES if compressed else PARALLEL_MIN_BYTES
+    if early:
+        least = EARLY_MIN_BYTES
+    else:
+        least = PARALLEL_MIN_GZIP_BYTES if compressed else PARALLEL_MIN_BYTES
     if inflated_bytes < least or len(os.sched_getaffinity(0)) < 2:
         return False
     return threading.active_count() == 1
@@ -86,30 +107,31 @@ def gzip_size_hint(path: Path, compressed_bytes: int) -> int:
     return max(declared, compressed_bytes)
 
 
-SPLIT_FRACTION = 0.5
-"""Where the worker's share (the first part of the file) ends. The reader has more to do
-besides (it imports the analysis meanwhile, inflates a `.gz` all the way, decodes the end and
-merges), but on 2 cores the two halves came out even at the middle."""
+def worker_split(inflated_bytes: int, head_start_bytes: int = 0) -> int:
+    """Where the worker's part (the start of the stream) ends.
+
+    The two parts take equally long when the worker, which starts `head_start_bytes` of
+    reading ahead, gets half the stream plus half its head start. Without one (a worker forked
+    after the imports) that is the middle: the reader has more to do besides (it inflates a
+    `.gz` all the way, decodes the end and merges), but on 2 cores the halves came out even."""
+    return int(min((inflated_bytes + head_start_bytes) / 2, inflated_bytes * MAX_WORKER_SHARE))
 
 
-def shares(inflated_bytes: int) -> tuple[Share, Share]:
-    """The worker's share (the first part of the stream) and the reader's (the rest, the end)."""
-    split = int(inflated_bytes * SPLIT_FRACTION)
-    return (
-        Share(split=split, first=True, piece_bytes=PIECE_BYTES),
-        Share(split=split, first=False, piece_bytes=PIECE_BYTES),
-    )
-
-
-@dataclass
 class OpenTrace:
     """A trace file open for reading: its inflation running (a `.gz`) and its worker forked
     (when reading it on two cores is worth it)."""
 
-    raw: BinaryIO
-    compressed: bool
-    inflater: InflatingReader | None
-    worker: Worker | None
+    def __init__(
+        self,
+        raw: BinaryIO,
+        compressed: bool,
+        inflater: InflatingReader | None,
+        worker: Worker | None,
+    ) -> None:
+        self.raw = raw
+        self.compressed = compressed
+        self.inflater = inflater
+        self.worker = worker
 
     @property
     def stream(self) -> BinaryIO:
@@ -125,9 +147,11 @@ class OpenTrace:
         self.raw.close()
 
 
-def open_trace(path: Path, parallel: bool) -> OpenTrace:
+def open_trace(path: Path, parallel: bool, early: bool = False) -> OpenTrace:
     """Open a trace, tell a `.gz` from a plain file, fork a worker when `parallel` and reading
-    on two cores is worth it, and start inflating. Raises OSError as opening the file does."""
+    on two cores is worth it, and start inflating. Raises OSError as opening the file does.
+
+    `early`: called before the imports (`start_early`), so the worker gets a head start."""
     size = path.stat().st_size
     raw = path.open("rb")
     worker = None
@@ -135,12 +159,9 @@ def open_trace(path: Path, parallel: bool) -> OpenTrace:
         compressed = raw.read(2) == GZIP_MAGIC
         raw.seek(0)
         inflated = gzip_size_hint(path, size) if compressed else size
-        if parallel and parallel_worth_it(inflated, compressed):
-            # numpy first: the reader needs it anyway, and the worker then shares it instead
-            # of importing its own.
-            import numpy  # noqa: F401
-
-            worker = Worker(path, compressed, inflated)
+        if parallel and parallel_worth_it(inflated, compressed, early):
+            head_start = HEAD_START_BYTES if early else 0
+            worker = Worker(path, compressed, worker_split(inflated, head_start))
         # After the fork: a fork copies one thread, and the worker inflates on its own.
         inflater = InflatingReader(raw) if compressed else None
     except BaseException:
@@ -157,17 +178,17 @@ _EARLY: dict[str, OpenTrace] = {}
 def start_early(paths: list[str]) -> None:
     """Given one trace file, start reading it before the analysis is imported.
 
-    Called by `analyze` first thing: a `.gz` starts inflating at once (zlib runs without the
-    GIL, so it overlaps the imports), and for a file big enough to read on two cores the worker
-    is forked after numpy (which it then shares) and reads while this process imports the
-    rest. `read_trace` takes it over; anything odd here is left for the reader to report."""
+    Called by `analyze` first thing: for a file big enough to read on two cores the worker is
+    forked at once and reads while this process imports the rest, and a `.gz` starts inflating
+    (zlib runs without the GIL, so it overlaps the imports). `read_trace` takes it over;
+    anything odd here is left for the reader to report."""
     if len(paths) != 1:
         return
     path = Path(paths[0])
     try:
         if not path.is_file():
             return
-        opened = open_trace(path, parallel=True)
+        opened = open_trace(path, parallel=True, early=True)
     except OSError:
         return
     if opened.inflater is None and opened.worker is None:
@@ -192,15 +213,15 @@ def _discard_early() -> None:
 class Worker:
     """The reader's handle on the worker: fork it, then `finish` (its result) or `abort`."""
 
-    def __init__(self, path: Path, compressed: bool, inflated_bytes: int) -> None:
-        share, self.share = shares(inflated_bytes)
+    def __init__(self, path: Path, compressed: bool, split: int) -> None:
+        self.split = split
         from_worker, to_reader = os.pipe()
         pid = os.fork()
         if pid == 0:  # the worker
             status = 1
             try:
                 os.close(from_worker)
-                _serve(path, compressed, share, to_reader)
+                _serve(path, compressed, split, to_reader)
                 status = 0
             finally:
                 os._exit(status)
@@ -209,8 +230,19 @@ class Worker:
         self._from = from_worker
         self._done = False
 
+    @property
+    def share(self) -> Share:
+        """The reader's share of the file: the pieces from the split on, and the end."""
+        from torchtop.traces.decode import Share
+
+        return Share(split=self.split, first=False, piece_bytes=PIECE_BYTES)
+
     def finish(self) -> tuple[ColumnBuilder, DecodeStats]:
         """The worker's columns and decode statistics, once it has read its share."""
+        import pickle
+
+        from torchtop.traces.decode import TraceFormatError
+
         try:
             with os.fdopen(self._from, "rb") as answers:
                 self._from = -1
@@ -251,13 +283,18 @@ class Worker:
                 os.waitpid(self.pid, 0)
 
 
-def _serve(path: Path, compressed: bool, share: Share, answer_fd: int) -> None:
+def _serve(path: Path, compressed: bool, split: int, answer_fd: int) -> None:
     """The worker: read the file, decode its share of the pieces, answer with its columns."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the worker with the reader
+    import pickle
+
     answer: tuple[object, ...]
     try:
+        # Imported here, after the fork: an early worker imports them while the reader does.
         from torchtop.traces.columns import ColumnBuilder
+        from torchtop.traces.decode import EventStream, Share
 
+        share = Share(split=split, first=True, piece_bytes=PIECE_BYTES)
         builder = ColumnBuilder()
         with path.open("rb") as raw:  # its own handle: a forked one would share the offset
             inflater = InflatingReader(raw) if compressed else None
@@ -269,14 +306,20 @@ def _serve(path: Path, compressed: bool, share: Share, answer_fd: int) -> None:
                 if inflater is not None:
                     inflater.close()
         answer = ("ok", builder, events.stats)
-    except TraceFormatError as exc:
-        answer = ("format", str(exc))
-    except (OSError, zlib.error):
-        # The reader reads the same bytes and reports what is wrong with them in its words.
-        answer = ("error", "could not read the file")
-    except BaseException as exc:  # anything else: the reader falls back to reading alone
-        answer = ("error", f"{type(exc).__name__}: {exc}")
+    except BaseException as exc:
+        answer = _failure(exc)
     payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
     with memoryview(_LENGTH.pack(len(payload)) + payload) as view:
         while view:
             view = view[os.write(answer_fd, view) :]
+
+
+def _failure(exc: BaseException) -> tuple[str, str]:
+    """The worker's answer when its reading failed."""
+    decode = sys.modules.get("torchtop.traces.decode")
+    if decode is not None and isinstance(exc, decode.TraceFormatError):
+        return ("format", str(exc))
+    if isinstance(exc, OSError | zlib.error):
+        # The reader reads the same bytes and reports what is wrong with them in its words.
+        return ("error", "could not read the file")
+    return ("error", f"{type(exc).__name__}: {exc}")  # the reader falls back to reading alone
