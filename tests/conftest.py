@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import subprocess
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +44,17 @@ def analyze_json(path: Path | str) -> dict[str, Any]:
         assert status == 0, f"analyze {key} exited {status}"
         _ANALYSES[key] = json.loads(out.getvalue())
     return _ANALYSES[key]
+
+
+def python_run(
+    code: str, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`code` run by a fresh interpreter (this one) with `args`; the test fails if it fails."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=120,
+    )

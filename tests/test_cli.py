@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RULES_DIR
+from tests.conftest import RULES_DIR, python_run
 from tests.synthetic import document, two_step_loop, write_json
 from torchtop import __version__
 from torchtop.cli import BLAS_THREAD_VARIABLES, main
@@ -320,14 +320,7 @@ def test_analyze_starts_no_blas_threads_and_leaves_the_environment_as_it_was(
         " file=sys.stderr)\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-        timeout=60,
-    )
+    result = python_run(code, str(path), env=env)
     threads, variable = result.stderr.split()
     assert threads == "1"  # numpy was imported: its BLAS started no thread
     assert variable == "None"

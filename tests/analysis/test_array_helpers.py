@@ -5,14 +5,12 @@ they must give numpy's own answers to the last bit, so reports do not change."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import RESNET_NW0
+from tests.conftest import RESNET_NW0, python_run
 from torchtop.analysis.vocabulary import distinct, median, percentile
 
 
@@ -57,11 +55,5 @@ def test_analysing_a_trace_does_not_import_numpy_ma(shared: Path) -> None:
         "report_to_json(report)\n"
         "print('numpy.ma' in sys.modules)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(shared / RESNET_NW0)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
+    result = python_run(code, str(shared / RESNET_NW0))
     assert result.stdout.strip() == "False"

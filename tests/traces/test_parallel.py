@@ -12,8 +12,6 @@ import os
 import random
 import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from tests.conftest import RESNET_NW0
+from tests.conftest import RESNET_NW0, python_run
 from tests.traces.test_decode import tricky_events
 from torchtop.cli import main
 from torchtop.errors import InputError
@@ -380,12 +378,5 @@ def test_the_early_worker_is_forked_before_numpy_and_msgspec_are_imported(
         "print(opened.worker is not None, 'numpy' in sys.modules, 'msgspec' in sys.modules)\n"
     )
     env = {**os.environ, parallel.WORKERS_ENV: "2"}
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-        timeout=60,
-    )
+    result = python_run(code, str(path), env=env)
     assert result.stdout.split() == ["True", "False", "False"]
