@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 
-from tests.conftest import RULES_DIR, python_run
+from tests.conftest import RESNET_NW0, RULES_DIR, python_run
 from tests.synthetic import document, two_step_loop, write_json
 from torchtop import __version__
 from torchtop.cli import BLAS_THREAD_VARIABLES, main
@@ -324,3 +327,55 @@ def test_analyze_starts_no_blas_threads_and_leaves_the_environment_as_it_was(
     threads, variable = result.stderr.split()
     assert threads == "1"  # numpy was imported: its BLAS started no thread
     assert variable == "None"
+
+
+def test_the_command_writes_the_whole_report_before_it_exits_without_finalizing(
+    capsys: pytest.CaptureFixture[str], shared: Path
+) -> None:
+    """`torchtop analyze` ends with os._exit once the report is out: through a pipe, the report
+    must still arrive whole, and the same as `main` gives in process."""
+    trace = str(shared / RESNET_NW0)
+    result = run_process("analyze", trace, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    _, in_process, _ = run_main(capsys, "analyze", trace, "--format", "json")
+    assert json.loads(result.stdout) == json.loads(in_process)
+    # A reader that stops early (`| head`) ends the command quietly, with status 0.
+    head = subprocess.run(
+        f"{shlex.quote(sys.executable)} -m torchtop analyze {shlex.quote(trace)} | head -c 10",
+        shell=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert head.stdout.startswith(b"torchtop")
+    assert head.stderr == b""
+
+
+def test_the_fast_exit_stops_an_early_reading_worker_nobody_took(
+    shared: Path, tmp_path: Path
+) -> None:
+    """`analyze` forks its reading worker before anything else; if the command then ends
+    (a bad rules folder, say) before the reader takes the worker over, the exit without
+    Python's hooks must still stop it rather than leave it reading the 35 MB trace."""
+    code = (
+        "import sys\n"
+        "from torchtop import cli\n"
+        "from torchtop.traces import parallel\n"
+        "parallel.start_early(sys.argv[1:])\n"
+        "print(next(iter(parallel._EARLY.values())).worker.pid, flush=True)\n"
+        "cli._exit_now(2)\n"
+    )
+    env = {**os.environ, "TORCHTOP_READ_WORKERS": "2"}
+    # Into a file, not a pipe: a pipe would stay open (and `run` wait) while the worker lives.
+    out = tmp_path / "out.txt"
+    with out.open("w") as sink:
+        status = subprocess.run(
+            [sys.executable, "-c", code, str(shared / RESNET_NW0)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+            timeout=60,
+        ).returncode
+    assert status == EXIT_BAD_INPUT, out.read_text()
+    worker = int(out.read_text())
+    with contextlib.suppress(psutil.NoSuchProcess):
+        assert psutil.Process(worker).status() == psutil.STATUS_ZOMBIE

@@ -1,3 +1,3 @@
-from torchtop.cli import main
+from torchtop.cli import entry
 
-raise SystemExit(main())
+entry()

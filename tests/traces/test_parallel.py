@@ -284,7 +284,7 @@ def test_an_early_start_nobody_takes_is_stopped_at_exit(
     monkeypatch.setenv(parallel.WORKERS_ENV, "2")
     parallel.start_early([str(path)])
     early = parallel._EARLY[os.path.realpath(path)]
-    parallel._discard_early()
+    parallel.discard_early_starts()
     assert early.raw.closed and not parallel._EARLY
     with pytest.raises(ChildProcessError):
         os.waitpid(early.worker.pid, os.WNOHANG)
@@ -340,11 +340,12 @@ def test_two_cores_only_where_they_pay_and_nothing_else_runs(
     assert parallel.parallel_worth_it(35 * mib) and not parallel.parallel_worth_it(5 * mib)
     # A .gz is inflated whole by the reader anyway: once the imports are done, only a big one
     # is worth the second core; before them (`analyze`'s early start) the worker reads while
-    # the reader imports, and a file of the 35 MB trace's size gains.
+    # the reader imports, and a smaller one gains too.
     assert not parallel.parallel_worth_it(35 * mib, compressed=True)
     assert parallel.parallel_worth_it(200 * mib, compressed=True)
-    assert parallel.parallel_worth_it(35 * mib, compressed=True, early=True)
-    assert not parallel.parallel_worth_it(5 * mib, compressed=True, early=True)
+    assert parallel.parallel_worth_it(60 * mib, compressed=True, early=True)
+    assert not parallel.parallel_worth_it(35 * mib, compressed=True, early=True)
+    assert parallel.parallel_worth_it(15 * mib, early=True)
     monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0})
     assert not parallel.parallel_worth_it(200 * mib)
     monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
