@@ -22,8 +22,10 @@ machine in the same run, so interpreter start-up and imports count for
 everyone (each package byte-compiled, as pip leaves an installed one: torchtop's
 checkout is compiled first), the file is in the page cache for everyone (it is read once before
 each trace's timings), and a peer that blows up cannot take the harness with
-it.  Each child gets a wall-clock timeout and an address-space cap
-(``RLIMIT_AS``), so a blow-up is recorded as ``timed out`` / ``out of memory``
+it. The runs go in rounds, every tool once per round (the first one rotating), so the host's
+drift in speed (a third within minutes on the shared 2-core machine) falls on all of them
+alike; the ratio is also printed round by round. Each child gets a wall-clock timeout and an
+address-space cap (``RLIMIT_AS``), so a blow-up is recorded as ``timed out`` / ``out of memory``
 rather than hanging or swapping the machine.
 
 Peak memory is ``ru_maxrss`` of the child from ``os.wait4`` (per-child, and on
@@ -333,36 +335,53 @@ class Measurement:
     reason: str = ""
     detail: dict[str, Any] = field(default_factory=dict)
     speedup: float | None = None  # tool wall / torchtop wall on the same trace
+    round_speedups: list[float] = field(default_factory=list)  # the same, round by round
+
+
+def run_once(tool: str, trace: Path, settings: Settings, result: Measurement) -> bool:
+    """One timed run of `tool`, added to `result`; False once the tool has failed."""
+    argv = ARGV_BUILDERS[tool](trace, settings)
+    run = run_child(argv, settings.timeout_s, settings.max_mem_bytes, settings.scratch)
+    result.peak_mib = max(result.peak_mib or 0.0, run.peak_kib / 1024)
+    if run.status == "ok":
+        result.detail, problem = read_detail(tool, run.stdout)
+        if problem:
+            run.status, run.reason = "failed", problem
+    if run.status != "ok":
+        result.status, result.reason = run.status, run.reason
+        result.detail["failed_after_s"] = round(run.wall_s, 2)
+        return False
+    result.runs_s.append(run.wall_s)
+    return True
 
 
 def measure(
-    tool: str, trace_label: str, trace: Path, repeat: int, settings: Settings
-) -> Measurement:
-    result = Measurement(trace_label, tool, "ok")
+    tools: list[str], trace_label: str, trace: Path, repeat: int, settings: Settings
+) -> list[Measurement]:
+    """`repeat` rounds, each running every tool once, the first tool of each round rotating.
+
+    The host's speed drifts by a third within minutes; timing every tool in every round (rather
+    than all runs of one tool, then the next) spreads that drift over all of them, and the
+    round-by-round ratios show how far it moved the comparison."""
+    results = {tool: Measurement(trace_label, tool, "ok") for tool in tools}
     load_before = os.getloadavg()[0]
-    peaks: list[int] = []
-    for _ in range(repeat):
-        argv = ARGV_BUILDERS[tool](trace, settings)
-        run = run_child(argv, settings.timeout_s, settings.max_mem_bytes, settings.scratch)
-        peaks.append(run.peak_kib)
-        if run.status == "ok":
-            result.detail, problem = read_detail(tool, run.stdout)
-            if problem:
-                run.status, run.reason = "failed", problem
-        if run.status != "ok":
-            result.status, result.reason = run.status, run.reason
-            result.detail["failed_after_s"] = round(run.wall_s, 2)
-            break
-        result.runs_s.append(run.wall_s)
-    result.peak_mib = max(peaks) / 1024 if peaks else None
-    # Other work on the machine skews wall times; keep the evidence next to them.
-    result.detail["loadavg_1min_before_after"] = [
-        round(load_before, 2),
-        round(os.getloadavg()[0], 2),
-    ]
-    if result.status == "ok":
-        result.wall_s = statistics.median(result.runs_s)
-    return result
+    for round_index in range(repeat):
+        shift = round_index % len(tools)
+        for tool in tools[shift:] + tools[:shift]:
+            m = results[tool]
+            if m.status != "ok":
+                continue
+            where = f"[{trace_label}] round {round_index + 1}/{repeat} {tool}"
+            print(f"{where} ...", end=" ", flush=True)
+            ok = run_once(tool, trace, settings, m)
+            print(f"{m.runs_s[-1]:.2f} s" if ok else f"{m.status} ({m.reason})", flush=True)
+    load_after = os.getloadavg()[0]
+    for m in results.values():
+        # Other work on the machine skews wall times; keep the evidence next to them.
+        m.detail["loadavg_1min_before_after"] = [round(load_before, 2), round(load_after, 2)]
+        if m.status == "ok":
+            m.wall_s = statistics.median(m.runs_s)
+    return list(results.values())
 
 
 def warm_page_cache(path: Path) -> None:
@@ -372,10 +391,14 @@ def warm_page_cache(path: Path) -> None:
 
 
 def add_speedups(results: list[Measurement]) -> None:
-    base = {m.trace: m.wall_s for m in results if m.tool == "torchtop" and m.wall_s}
+    """Each peer's median wall time over torchtop's, and the same ratio round by round."""
+    base = {m.trace: m for m in results if m.tool == "torchtop" and m.wall_s}
     for m in results:
-        if m.wall_s and base.get(m.trace):
-            m.speedup = m.wall_s / base[m.trace]
+        own = base.get(m.trace)
+        if m.wall_s and own is not None and own.wall_s:
+            m.speedup = m.wall_s / own.wall_s
+            if m.tool != "torchtop":
+                m.round_speedups = [p / t for p, t in zip(m.runs_s, own.runs_s, strict=False)]
 
 
 # ---------------------------------------------------------------- reporting
@@ -471,6 +494,14 @@ def print_table(results: list[Measurement]) -> None:
     print(f"{'trace':<6} {'tool':<11} {'wall s':>9} {'peak MiB':>9} {'speedup':>12}   runs s")
     for m in results:
         print(format_row(m))
+    for m in results:
+        if m.round_speedups:
+            ratios = sorted(m.round_speedups)
+            print(
+                f"  {m.trace}/{m.tool}: speedup round by round {statistics.median(ratios):.1f}x "
+                f"median, {ratios[0]:.1f}x-{ratios[-1]:.1f}x "
+                f"({sum(r >= 8 for r in ratios)} of {len(ratios)} rounds at 8x or more)"
+            )
     for m in results:
         if m.reason:
             print(f"  {m.trace}/{m.tool}: {m.status}: {m.reason}")
@@ -585,19 +616,9 @@ def main(argv: list[str] | None = None) -> int:
         for label, trace, repeat in plan:
             header["traces"][label] = trace_info(trace)
             warm_page_cache(trace)
-            for tool in tools:
-                print(f"[{label}] {tool} x{repeat} ...", end=" ", flush=True)
-                m = measure(tool, label, trace, repeat, settings)
-                results.append(m)
-                print(
-                    f"{m.status}: "
-                    + ", ".join(f"{r:.2f} s" for r in m.runs_s)
-                    + f" peak {m.peak_mib or 0:.0f} MiB"
-                    + (f" ({m.reason})" if m.reason else ""),
-                    flush=True,
-                )
-                add_speedups(results)
-                write_json(args.json_out, header, results)
+            results += measure(tools, label, trace, repeat, settings)
+            add_speedups(results)
+            write_json(args.json_out, header, results)
     print_table(results)
     print(f"\nwrote {args.json_out}")
     return 0
