@@ -34,7 +34,11 @@ from torchtop.traces.schema import (
     TraceHeader,
 )
 
-BLOCK_BYTES = 8 << 20
+BLOCK_BYTES = 2 << 20
+"""How much one process decodes at a time. Small pieces keep the events of one piece, and the
+buffer, in the cache and in memory already touched: on the 35 MB sample, 2 MB pieces read
+12% faster end to end than 8 MB ones (median 0.485 s against 0.553 s, 15 alternating runs)
+with a fifth fewer page faults; 1 MB gained nothing more, and the 1 GB trace took the same."""
 _HEAD_LIMIT_BYTES = 256 << 20
 _MAX_PENDING_BYTES = 256 << 20
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
