@@ -5,13 +5,18 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Parsed rule trees go to a cache folder of the test session's own, never the user's.
+os.environ.setdefault("TORCHTOP_CACHE_DIR", tempfile.mkdtemp(prefix="torchtop-test-cache-"))
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 RULES_DIR = Path(__file__).resolve().parents[1] / "rules"

@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import RULES_DIR
 from torchtop.analysis.metric_names import CLASSES, METRICS
+from torchtop.diagnosis import rules as rules_module
 from torchtop.diagnosis.engine import fired_rules
 from torchtop.diagnosis.rules import RuleError, RuleTree, load_rules
 
@@ -211,3 +212,82 @@ def test_verdict_settings_are_read_from_the_underscore_file(tmp_path: Path) -> N
     assert settings.min_score == 0.2
     assert settings.evidence is not None
     assert settings.evidence.holds({"other_share": 0.1})
+
+
+# --- the cached tree -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("TORCHTOP_CACHE_DIR", str(folder))
+    return folder
+
+
+def describe(tree: RuleTree) -> list[tuple[object, ...]]:
+    """What a tree says, rule by rule (expressions compared by what they decide)."""
+    return [
+        (
+            rule.id,
+            rule.parent,
+            rule.bottleneck_class,
+            rule.title,
+            rule.message,
+            rule.why,
+            rule.fixes,
+            [fired_rules(tree, example.metrics) for example in rule.examples],
+        )
+        for rule in tree.rules.values()
+    ]
+
+
+def test_the_second_load_uses_the_cached_tree_and_it_says_the_same(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built = load_rules(RULES_DIR)
+    assert len(list(cache.glob("rules-*.pickle"))) == 1
+
+    def no_parsing(*args: object) -> RuleTree:
+        raise AssertionError("the tree was built again")
+
+    monkeypatch.setattr(rules_module, "_build", no_parsing)
+    cached = load_rules(RULES_DIR)
+    assert describe(cached) == describe(built) == describe(SHIPPED)
+    assert (
+        cached.children == built.children
+        and cached.settings.min_steps == SHIPPED.settings.min_steps
+    )
+
+
+def test_an_edited_rule_file_is_read_again(cache: Path, tmp_path: Path) -> None:
+    folder = rule_folder(tmp_path, gpu=ROOT, **{"gpu-busy": CHILD})
+    assert load_rules(folder).rules["gpu-busy"].title == "Busy"
+    (folder / "gpu-busy.toml").write_text(textwrap.dedent(CHILD).replace("Busy", "Very busy"))
+    assert load_rules(folder).rules["gpu-busy"].title == "Very busy"
+    # A file that breaks after a good load is an error, not the old tree.
+    (folder / "gpu-busy.toml").write_text('id = "gpu-busy"\nwhen = "no_such_metric > 1"\n')
+    with pytest.raises(RuleError, match=r"gpu-busy\.toml"):
+        load_rules(folder)
+
+
+def test_a_cache_that_cannot_be_written_or_read_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("TORCHTOP_CACHE_DIR", str(blocked))
+    assert describe(load_rules(RULES_DIR)) == describe(SHIPPED)
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("TORCHTOP_CACHE_DIR", str(folder))
+    load_rules(RULES_DIR)
+    (stored,) = folder.glob("rules-*.pickle")
+    stored.write_bytes(stored.read_bytes()[:100])  # cut short, as a full disk would leave it
+    assert describe(load_rules(RULES_DIR)) == describe(SHIPPED)
+    assert len(stored.read_bytes()) > 100  # written whole again
+
+
+def test_a_rule_file_that_is_not_utf8_is_named(cache: Path, tmp_path: Path) -> None:
+    folder = rule_folder(tmp_path, gpu=ROOT)
+    (folder / "gpu.toml").write_bytes(b'id = "gpu"\ntitle = "\xff"\n')
+    with pytest.raises(RuleError, match=r"gpu\.toml: not UTF-8"):
+        load_rules(folder)

@@ -8,8 +8,9 @@ file's name, it does not yield a rule that never fires.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import tomllib
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +91,38 @@ def default_rules_dir() -> Path:
 
 
 def load_rules(directory: Path | None = None) -> RuleTree:
+    """The rule tree of `directory` (default: `default_rules_dir()`), checked.
+
+    A tree once built is kept in the cache folder (`cache_dir()`) with the exact bytes of the
+    files it was built from and a fingerprint of the code that builds it, and reused while both
+    are unchanged: parsing the TOML took ~15 ms of every `analyze`, the cached tree ~2 ms."""
     directory = directory or default_rules_dir()
     files = sorted(p for p in directory.glob("*.toml") if not p.name.startswith("_"))
     if not files:
         raise RuleError(f"{directory}: no rule files")
+    settings_path = directory / VERDICT_FILE
+    sources = {path: _read_bytes(path) for path in files}
+    settings_source = _read_bytes(settings_path) if settings_path.exists() else None
+    key = (
+        _code_fingerprint(),
+        tuple((path.name, data) for path, data in sources.items()),
+        settings_source,
+    )
+    cache = _cache_file(directory)
+    tree = _cached(cache, key)
+    if tree is None:
+        tree = _build(sources, settings_path, settings_source)
+        _store(cache, key, tree)
+    return tree
+
+
+def _build(
+    sources: dict[Path, bytes], settings_path: Path, settings_source: bytes | None
+) -> RuleTree:
     rules: dict[str, Rule] = {}
     raw_class: dict[str, str | None] = {}
-    for path in files:
-        data = _read_toml(path)
+    for path, source in sources.items():
+        data = _parse_toml(path, source)
         rule_id = str(data.get("id", ""))
         if rule_id != path.stem:
             raise RuleError(f"{path}: id {rule_id!r} must equal the file name {path.stem!r}")
@@ -107,17 +132,80 @@ def load_rules(directory: Path | None = None) -> RuleTree:
     children: dict[str | None, list[str]] = {}
     for rule in rules.values():
         children.setdefault(rule.parent, []).append(rule.id)
-    settings_path = directory / VERDICT_FILE
-    settings = _parse_settings(settings_path) if settings_path.exists() else VerdictSettings()
+    settings = (
+        _parse_settings(settings_path, settings_source)
+        if settings_source is not None
+        else VerdictSettings()
+    )
     return RuleTree(rules, {k: tuple(v) for k, v in children.items()}, settings)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_bytes(path: Path) -> bytes:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return path.read_bytes()
+    except OSError as exc:
+        raise RuleError(f"{path}: {exc.strerror or exc}") from None
+
+
+def _parse_toml(path: Path, source: bytes) -> dict[str, Any]:
+    import tomllib  # only when the tree is built, not when the cached one is used
+
+    try:
+        return tomllib.loads(source.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise RuleError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise RuleError(f"{path}: not valid TOML ({exc})") from None
+
+
+def cache_dir() -> Path:
+    """`$TORCHTOP_CACHE_DIR`, else `$XDG_CACHE_HOME/torchtop`, else `~/.cache/torchtop`."""
+    chosen = os.environ.get("TORCHTOP_CACHE_DIR")
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "torchtop"
+
+
+def _cache_file(directory: Path) -> Path:
+    where = os.path.realpath(directory).encode("utf-8", "surrogateescape")
+    return cache_dir() / f"rules-{zlib.crc32(where):08x}.pickle"
+
+
+_BUILDERS = ("diagnosis/rules.py", "diagnosis/expressions.py", "model/findings.py")
+"""The code that turns rule files into the tree: a cached tree is used only while it is as it
+was (a changed field order would otherwise unpickle into the wrong fields)."""
+
+
+def _code_fingerprint() -> tuple[tuple[int, int], ...]:
+    package = Path(__file__).resolve().parents[1]
+    stats = [os.stat(package / name) for name in _BUILDERS]
+    return tuple((stat.st_mtime_ns, stat.st_size) for stat in stats)
+
+
+def _cached(cache: Path, key: object) -> RuleTree | None:
+    """The tree stored for exactly these files and code, if any; anything odd is a miss."""
+    import pickle
+
+    try:
+        stored_key, tree = pickle.loads(cache.read_bytes())
+    except Exception:  # missing, unreadable, truncated, from another version: build anew
+        return None
+    return tree if stored_key == key and isinstance(tree, RuleTree) else None
+
+
+def _store(cache: Path, key: object, tree: RuleTree) -> None:
+    """Keep the tree for next time; a cache folder that cannot be written is left alone."""
+    import pickle
+
+    temporary = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_bytes(pickle.dumps((key, tree), protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(temporary, cache)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
 
 
 def _expression(path: Path, text: object, what: str) -> Expression:
@@ -214,8 +302,8 @@ def _resolve_classes(rules: dict[str, Rule], raw_class: dict[str, str | None]) -
     return resolved
 
 
-def _parse_settings(path: Path) -> VerdictSettings:
-    data = _read_toml(path)
+def _parse_settings(path: Path, source: bytes) -> VerdictSettings:
+    data = _parse_toml(path, source)
     evidence = data.get("evidence")
     return VerdictSettings(
         min_steps=int(data.get("min_steps", 1)),
