@@ -3,17 +3,23 @@ the trial panel's lines; the plans are real (`plan_fix`), the modal runs in the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.text import Text
+from textual.pilot import Pilot
+from textual.widgets import OptionList, Static
 
 from tests.tui.conftest import LiveApp, advance
 from torchtop.advice.machine import Machine
 from torchtop.advice.plan import LaunchPlan, NotApplicable, initial_plan, plan_fix
 from torchtop.model.findings import Fix
+from torchtop.model.report import Report
 from torchtop.relaunch.watched import Proposal, TrialEvent, TrialOutcome
+from torchtop.tui.app import Dashboard
 from torchtop.tui.apply import NEW_STYLE, OLD_STYLE, ApplyScreen, proposal_text
+from torchtop.tui.details import FixDetailsScreen
 from torchtop.tui.widgets.trial import TrialView, trial_text
 
 TWO_CORES = Machine(logical_cores=2, physical_cores=2)
@@ -138,3 +144,92 @@ def test_a_trial_that_could_not_run_says_so_and_that_the_job_runs_as_it_did() ->
     assert trial_text(view).plain.splitlines()[-1] == (
         "no trial: the job could not be measured as it ran: boom; the job runs as it did"
     )
+
+
+class PlanningApplier:
+    """Plans with the real `plan_fix` on a job whose agent reported `job_settings` (as
+    `WatchedJob.propose` does with the live run's records); it never runs a trial."""
+
+    def __init__(self, job_settings: dict[str, Any]) -> None:
+        self.settings = job_settings
+        self.before = initial_plan(COMMAND, {"PATH": "/usr/bin"}, "/work")
+
+    def propose(self, fix: Fix, report: Report) -> Proposal:
+        planned = plan_fix(
+            fix, self.before, self.settings, TWO_CORES, metrics=report.job.metrics, argv=COMMAND[1:]
+        )
+        if isinstance(planned, NotApplicable):
+            return Proposal(fix, self.before, None, planned)
+        return Proposal(fix, self.before, planned)
+
+    def try_fix(self, proposal: Proposal, on_event: Callable[[TrialEvent], None]) -> TrialOutcome:
+        raise AssertionError("no trial in these tests")
+
+    def cancel(self, timeout_s: float = 0.0) -> bool:
+        return True
+
+
+async def listed(app: Dashboard, pilot: Pilot[Any]) -> tuple[str, str, str]:
+    """The first fix's line, its preview and its details screen, as plain text."""
+    await advance(pilot, 6)
+    line = str(app.query_one("#fix-options", OptionList).get_option_at_index(0).prompt)
+    preview = str(app.query_one("#fix-preview", Static).render())
+    await pilot.press("enter")
+    await pilot.pause()
+    assert isinstance(app.screen, FixDetailsScreen)
+    details = str(app.screen.query_one("#details-text", Static).render())
+    return line, preview, details
+
+
+async def test_the_list_shows_the_value_applying_a_fix_would_really_set(
+    live_app: LiveApp,
+) -> None:
+    """The rule says 4 workers; planned for this job and machine the fix sets another value,
+    and the list, its preview and the details all show that one, as the modal on `a` does."""
+    applier = PlanningApplier(settings(OPTION))
+    app = live_app("loader", applier=applier)
+    async with app.run_test(size=(120, 40)) as pilot:
+        line, preview, details = await listed(app, pilot)
+        planned = app.latest.proposals[app.latest.fixes[0].key] if app.latest else None
+    assert planned is not None and planned.after is not None
+    value = planned.after.fixes[-1].value
+    assert value != 4  # resolved from the rule's 4 for this job (else the test shows nothing)
+    assert line.startswith(f"1 HIGH override dataloader.num_workers = {value} ")
+    assert f"option --num-workers: 0 -> {value}" in preview
+    assert f"new command: python train.py --num-workers {value}" in details
+
+
+def running_with(workers: int) -> dict[str, Any]:
+    job = settings({**OPTION, "value": workers})
+    job["dataloader"]["num_workers"] = workers
+    return job
+
+
+async def test_a_fix_the_job_already_has_is_dimmed_and_says_why(live_app: LiveApp) -> None:
+    """After a kept workers fix the job runs with the planned count, the finding may still
+    fire, and the list must not offer the same change again as if it were new."""
+    workers = 0
+    for _ in range(5):  # apply the fix as planned until the plan has nothing left to change
+        app = live_app("loader", applier=PlanningApplier(running_with(workers)))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await advance(pilot, 6)
+            assert app.latest is not None
+            planned = app.latest.proposals[app.latest.fixes[0].key]
+        if planned.after is None:
+            break
+        workers = int(planned.after.fixes[-1].value)  # type: ignore[call-overload]
+    assert workers > 0
+    app = live_app("loader", applier=PlanningApplier(running_with(workers)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        line, preview, _ = await listed(app, pilot)
+    assert line.endswith("· not applicable now")
+    assert f"dataloader.num_workers is already {workers}" in preview
+
+
+async def test_without_an_applier_the_list_shows_the_rules_own_value(live_app: LiveApp) -> None:
+    app = live_app("loader")
+    async with app.run_test(size=(120, 40)) as pilot:
+        line, _, _ = await listed(app, pilot)
+        assert app.latest is not None and not app.latest.proposals
+    assert line.startswith("1 HIGH override dataloader.num_workers = 4 ")
+    assert "not applicable" not in line

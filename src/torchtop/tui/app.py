@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from textual import work
@@ -146,11 +147,26 @@ class Dashboard(App[Report | None]):
         try:
             while self.pacer.wait():
                 frame = self.builder.build(self.source.tick())
+                if self.applier is not None and frame.fixes:
+                    frame = replace(frame, proposals=self.plan_fixes(frame))
                 self.post_message(FrameMessage(frame))
                 if frame.finished:
                     break
         finally:
             self.ticks_stopped.set()
+
+    def plan_fixes(self, frame: Frame) -> dict[tuple[str, str], Proposal]:
+        """Every listed fix planned as `a` would plan it now (in the tick thread), so that the
+        list shows the value a fix would really set: the rule's value resolved for this job
+        and machine, or that it cannot be applied (say, the job already runs with it)."""
+        assert self.applier is not None
+        planned: dict[tuple[str, str], Proposal] = {}
+        for ranked in frame.fixes:
+            try:
+                planned[ranked.key] = self.applier.propose(ranked.fix, frame.report)
+            except Exception:  # the tick thread must go on: such a fix is listed as its rule says
+                continue
+        return planned
 
     def on_unmount(self) -> None:
         # However the app ends, the tick thread must not wait for a tick that never comes.
@@ -211,7 +227,13 @@ class Dashboard(App[Report | None]):
         if frame is None:
             return
         fix = message.ranked.fix
-        screen = FixDetailsScreen(message.ranked, frame.command, frame.cli_options, self.can_apply)
+        screen = FixDetailsScreen(
+            message.ranked,
+            frame.command,
+            frame.cli_options,
+            self.can_apply,
+            frame.proposals.get(message.ranked.key),
+        )
         self.push_screen(screen, callback=lambda result: self.apply(fix, result))
 
     def apply(self, fix: Fix, result: str | None) -> None:

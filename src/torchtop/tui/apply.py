@@ -62,8 +62,9 @@ class TrialDone(Message):
         self.outcome = outcome
 
 
-def proposal_text(proposal: Proposal) -> Text:
-    """The change, line by line: old lines red, new lines green; or why it cannot be applied."""
+def proposal_text(proposal: Proposal, explain: bool = True) -> Text:
+    """The change, line by line: old lines red, new lines green; or why it cannot be applied.
+    `explain`: end with what applying does (the modal; the fix list's preview leaves it out)."""
     text = Text()
     if proposal.after is None:
         refusal = proposal.refusal
@@ -77,6 +78,8 @@ def proposal_text(proposal: Proposal) -> Text:
         return text
     for line in format_plan(proposal.before, proposal.after).splitlines():
         text.append(line + "\n", style=_plan_style(line))
+    if not explain:
+        return text
     text.append(
         "\nApplying stops the job, measures it as it ran and with this change, alike (the same "
         "steady-state steps after the same warm-up, then again in the opposite order), keeps "

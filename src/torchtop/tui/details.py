@@ -17,6 +17,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from torchtop.relaunch.watched import Proposal
+from torchtop.tui.apply import proposal_text
 from torchtop.tui.change import describe_change
 from torchtop.tui.palette import (
     APPLY_COLOUR,
@@ -48,8 +50,13 @@ def change_text(
 
 
 def details_text(
-    ranked: RankedFix, command: Sequence[str], options: Sequence[Mapping[str, Any]]
+    ranked: RankedFix,
+    command: Sequence[str],
+    options: Sequence[Mapping[str, Any]],
+    proposal: Proposal | None = None,
 ) -> Text:
+    """The fix, the exact change (planned on the running job when `proposal` is given), the
+    finding, its evidence and the reason."""
     fix, finding = ranked.fix, ranked.finding
     text = Text()
     text.append(f"{fix.knob} = {fix.value}", style="bold")
@@ -57,7 +64,10 @@ def details_text(
     text.append(f"{fix.description}\n")
     text.append(f"applies as {fix.apply}: {APPLY_MEANING.get(fix.apply, '')}\n", style=MUTED)
     section(text, "The change")
-    text.append_text(change_text(ranked, command, options))
+    if proposal is not None:
+        text.append_text(proposal_text(proposal, explain=False))
+    else:
+        text.append_text(change_text(ranked, command, options))
     section(text, "Finding")
     text.append(SEVERITY_WORD.get(finding.severity, finding.severity) + " ",
                 style=SEVERITY_COLOUR.get(finding.severity, ""))  # fmt: skip
@@ -91,18 +101,21 @@ class FixDetailsScreen(ModalScreen[str | None]):
         command: Sequence[str],
         options: Sequence[Mapping[str, Any]],
         can_apply: bool,
+        proposal: Proposal | None = None,
     ) -> None:
         super().__init__()
         self.ranked = ranked
         self.command = command
         self.options = options
         self.can_apply = can_apply
+        self.proposal = proposal
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="details") as scroll:
             scroll.border_title = f"Fix · {self.ranked.fix.knob}"
             scroll.border_subtitle = "Esc: back"
-            yield Static(details_text(self.ranked, self.command, self.options), id="details-text")
+            text = details_text(self.ranked, self.command, self.options, self.proposal)
+            yield Static(text, id="details-text")
         yield Footer()
 
     def action_close(self) -> None:

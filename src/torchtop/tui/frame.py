@@ -13,7 +13,7 @@ from collections.abc import Mapping, Reversible
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path, PurePath
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from torchtop.live.watch import Snapshot
 from torchtop.model.findings import Verdict
@@ -23,6 +23,9 @@ from torchtop.tui.charts import number
 from torchtop.tui.hotstacks import DUMPS_COUNTED, HotFrame, hot_frames
 from torchtop.tui.ranking import RankedFix, rank_fixes
 from torchtop.tui.timeline import DEFAULT_CAPACITY, Point, Timeline
+
+if TYPE_CHECKING:
+    from torchtop.relaunch.watched import Proposal
 
 SAMPLES_KEPT = 240
 """Samples per source handed to the panels: four minutes at one a second, wider than any plot."""
@@ -54,6 +57,10 @@ class Frame:
     fixes: tuple[RankedFix, ...] = ()
     command: tuple[str, ...] = ()
     cli_options: tuple[Record, ...] = ()
+    proposals: Mapping[tuple[str, str], Proposal] = field(default_factory=dict)
+    """Each listed fix (by `RankedFix.key`) planned on the job as it runs now, as `a` would
+    plan it: the value it would really set, or why it cannot be applied. Only under `run` and
+    `demo` (with an applier); empty elsewhere."""
 
     @property
     def ranks_count(self) -> int:

@@ -18,6 +18,9 @@ from textual.reactive import reactive
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from torchtop.model.findings import Fix
+from torchtop.relaunch.watched import Proposal
+from torchtop.tui.apply import proposal_text
 from torchtop.tui.details import change_text
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import APPLY_COLOUR, MUTED, SEVERITY_COLOUR, SEVERITY_WORD
@@ -30,17 +33,34 @@ class FixChosen(Message):
         self.ranked = ranked
 
 
-def fix_prompt(number: int, ranked: RankedFix) -> Text:
-    """`1 HIGH override dataloader.num_workers = 4 ~33%`: one line, cut at the edge."""
+def fix_prompt(number: int, ranked: RankedFix, proposal: Proposal | None = None) -> Text:
+    """`1 HIGH override dataloader.num_workers = 4 ~33%`: one line, cut at the edge.
+
+    With the fix planned on the running job (`proposal`), the value is the one applying it
+    would set, and a fix that cannot be applied now is dimmed and says so."""
     fix, severity = ranked.fix, ranked.finding.severity
+    refused = proposal is not None and proposal.after is None and fix.apply != "code"
     text = Text(f"{number} ", style=MUTED)
     text.append(SEVERITY_WORD.get(severity, severity), style=SEVERITY_COLOUR.get(severity))
     text.append(f" {fix.apply}", style=APPLY_COLOUR.get(fix.apply, ""))
-    text.append(f" {fix.knob} = {fix.value}", style="bold")
+    value = planned_value(fix, proposal)
+    text.append(f" {fix.knob} = {value}", style=MUTED if refused else "bold")
     text.append(f" ~{ranked.gain:.0%}", style=MUTED)
+    if refused:
+        text.append(" · not applicable now", style=MUTED)
     text.no_wrap = True
     text.overflow = "ellipsis"
     return text
+
+
+def planned_value(fix: Fix, proposal: Proposal | None) -> object:
+    """The value applying `fix` would set (the rule's value resolved for the job and machine),
+    else the rule's own value."""
+    if proposal is not None and proposal.after is not None:
+        for applied in reversed(proposal.after.fixes):
+            if applied.knob == fix.knob:
+                return applied.value
+    return fix.value
 
 
 class FixOptions(OptionList):
@@ -55,7 +75,7 @@ class FixList(Vertical):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.fixes: tuple[RankedFix, ...] = ()
-        self._keys: tuple[tuple[str, str], ...] | None = None
+        self._keys: tuple[tuple[str, str, str, bool], ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield FixOptions(id="fix-options")
@@ -68,7 +88,11 @@ class FixList(Vertical):
     def watch_frame(self, frame: Frame | None) -> None:
         if frame is None:
             return
-        keys = tuple(r.key for r in frame.fixes)
+        keys = tuple(
+            (*r.key, repr(planned_value(r.fix, p)), p is not None and p.after is None)
+            for r in frame.fixes
+            for p in [frame.proposals.get(r.key)]
+        )
         if keys == self._keys:
             return
         self._keys, self.fixes = keys, frame.fixes
@@ -79,7 +103,9 @@ class FixList(Vertical):
             options.add_option(Option(Text(empty_reason(frame), style=MUTED), disabled=True))
             self.preview(None)
             return
-        options.add_options([fix_prompt(i, r) for i, r in enumerate(frame.fixes, 1)])
+        options.add_options(
+            [fix_prompt(i, r, frame.proposals.get(r.key)) for i, r in enumerate(frame.fixes, 1)]
+        )
         options.highlighted = min(highlighted or 0, len(frame.fixes) - 1)
         self.preview(options.highlighted)
 
@@ -94,7 +120,11 @@ class FixList(Vertical):
             return
         ranked = self.fixes[index]
         text = Text(ranked.fix.description + "\n", style=MUTED)
-        text.append_text(change_text(ranked, frame.command, frame.cli_options))
+        proposal = frame.proposals.get(ranked.key)
+        if proposal is not None:  # planned on the running job: what `a` would really do
+            text.append_text(proposal_text(proposal, explain=False))
+        else:
+            text.append_text(change_text(ranked, frame.command, frame.cli_options))
         text.rstrip()
         preview.update(text)
 
