@@ -1,7 +1,8 @@
 """`analyze` as a use case: paths in, a `Report` out (traces -> analysis -> diagnosis).
 
-Files are read one at a time and reduced to their analysis before the next is read, so memory
-holds one trace's columns at most, however many ranks a folder has.
+Each file is read and reduced to its analysis before its reader takes the next, so memory holds
+one trace's columns per reader, however many ranks a folder has; several files are read by one
+process per core at a time (`fanout`).
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from torchtop.analysis.summary import analyze_trace, job_analysis, merge_rank
+from torchtop.analysis.summary import job_analysis, merge_rank
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree, load_rules
+from torchtop.fanout import analyze_files
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.report import RankReport, Report
 from torchtop.runs.layout import RunLayout, is_run_folder
-from torchtop.traces import find_trace_files, read_trace
+from torchtop.traces import find_trace_files
 from torchtop.traces.reader import ProgressSink
 
 ProgressFactory = Callable[[Path], ProgressSink | None]
@@ -33,9 +35,7 @@ def analyze_paths(
         paths = [str(RunLayout(Path(paths[0])).traces_dir)]
     files = find_trace_files(paths)
     by_rank: dict[str, list[RankAnalysis]] = defaultdict(list)
-    for path in files:
-        sink = progress(path) if progress else None
-        analysis = analyze_trace(read_trace(path, on_progress=sink))
+    for analysis in analyze_files(files, progress):  # several files: one per core at a time
         by_rank[analysis.label].append(analysis)
     ranks = [merge_rank(parts) for parts in by_rank.values()]
     ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.label))

@@ -1,0 +1,137 @@
+"""Analyse several trace files at once: one forked process per core, each file to its analysis.
+
+A job's traces come one file per rank (and per profiled span), and each file is read and reduced
+to its `RankAnalysis` on its own, so the files are independent work. With two or more files,
+worker processes forked from this one (everything already imported) take the files in order and
+send back only the analyses (a few KB each); the results are put back in the files' order, so
+the report is exactly the one a single process makes. Each worker reads its file alone: there
+are as many workers as cores already, and a worker of a worker would only compete for them.
+
+How many workers: no more than the files, the cores this process may run on, and what the
+available memory holds at once (a file's columns take about a third of its inflated size, plus
+the interpreter). Only on Linux and only while one thread runs, as for `traces.parallel`;
+`TORCHTOP_READ_WORKERS=1` reads the files one at a time in this process, `2` forces the pool.
+A worker that dies (killed for memory, say) costs a re-read of the files still owed, in this
+process; a bad file is reported as the serial reader reports it, naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from torchtop.analysis.summary import analyze_trace
+from torchtop.errors import InputError
+from torchtop.model.analysis import RankAnalysis
+from torchtop.traces import read_trace
+from torchtop.traces.parallel import WORKERS_ENV, gzip_size_hint
+from torchtop.traces.reader import ProgressSink
+
+MIN_TOTAL_BYTES = 8 << 20
+"""Below this many (inflated) bytes in all, the files are read one after the other: forking
+and gathering cost more than the second core saves."""
+
+BYTES_PER_INFLATED_BYTE = 0.35
+"""A reader's peak memory per inflated byte of its file (the 35 MB sample: ~12 MB of columns
+and buffers; the 1 GB trace: ~270 MB), for sizing the pool to the available memory."""
+
+WORKER_BASE_BYTES = 80 << 20
+"""A worker's own memory before it reads (the interpreter, numpy, the analysis)."""
+
+
+def analyze_files(
+    files: list[Path], progress: Callable[[Path], ProgressSink | None] | None = None
+) -> Iterator[RankAnalysis]:
+    """The analysis of each file, in the files' order; InputError for the first bad one."""
+    workers = pool_size(files)
+    if workers < 2:
+        for path in files:
+            yield analyze_trace(read_trace(path, on_progress=progress(path) if progress else None))
+        return
+    yield from _pooled(files, workers, progress)
+
+
+def pool_size(files: list[Path]) -> int:
+    """How many worker processes to read `files` with (1: none, read them here)."""
+    setting = os.environ.get(WORKERS_ENV, "").strip()
+    if len(files) < 2 or setting == "1" or not sys.platform.startswith("linux"):
+        return 1
+    cores = len(os.sched_getaffinity(0))
+    if setting == "2":
+        return min(len(files), max(cores, 2))
+    if cores < 2 or threading.active_count() != 1:
+        return 1
+    sizes = [_inflated_size(path) for path in files]
+    if sum(sizes) < MIN_TOTAL_BYTES:
+        return 1
+    per_worker = WORKER_BASE_BYTES + BYTES_PER_INFLATED_BYTE * max(sizes)
+    return max(1, min(len(files), cores, int(_available_memory() // per_worker)))
+
+
+def _inflated_size(path: Path) -> int:
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as raw:
+            compressed = raw.read(2) == b"\x1f\x8b"
+    except OSError:
+        return 0  # the reader reports it, in its words
+    return gzip_size_hint(path, size) if compressed else size
+
+
+def _available_memory() -> int:
+    import psutil  # only the pool needs it
+
+    return int(psutil.virtual_memory().available)
+
+
+def _pooled(
+    files: list[Path], workers: int, progress: Callable[[Path], ProgressSink | None] | None
+) -> Iterator[RankAnalysis]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    sink = progress(Path(f"{len(files)} trace files")) if progress else None
+    results: list[RankAnalysis] = []
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_alone) as pool:
+        futures = [pool.submit(_analyze_one, path) for path in files]
+        try:
+            for done, future in enumerate(futures, 1):
+                outcome = future.result()
+                if isinstance(outcome, InputProblem):
+                    for pending in futures:
+                        pending.cancel()
+                    raise InputError(outcome.subject, outcome.problem)
+                results.append(outcome)
+                if sink is not None:
+                    sink(done, len(files))
+        except BrokenProcessPool:
+            pass  # a worker died: the files still owed are read here, one at a time
+    yield from results
+    for path in files[len(results) :]:
+        yield analyze_trace(read_trace(path))
+
+
+class InputProblem:
+    """A worker's InputError, as plain data (an exception with its own arguments does not
+    survive pickling as itself)."""
+
+    def __init__(self, subject: str, problem: str) -> None:
+        self.subject = subject
+        self.problem = problem
+
+
+def _alone() -> None:
+    """In each worker: read files in this process only (the cores are taken by the pool)."""
+    os.environ[WORKERS_ENV] = "1"
+
+
+def _analyze_one(path: Path) -> RankAnalysis | InputProblem:
+    try:
+        return analyze_trace(read_trace(path))
+    except InputError as exc:
+        return InputProblem(exc.subject, exc.problem)
