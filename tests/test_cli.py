@@ -379,3 +379,15 @@ def test_the_fast_exit_stops_an_early_reading_worker_nobody_took(
     worker = int(out.read_text())
     with contextlib.suppress(psutil.NoSuchProcess):
         assert psutil.Process(worker).status() == psutil.STATUS_ZOMBIE
+
+
+def test_ctrl_c_during_analyze_is_one_line_and_status_130(
+    capsys: pytest.CaptureFixture[str], loop_trace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("torchtop.offline.analyze_paths", interrupted)
+    status, out, err = run_main(capsys, "analyze", str(loop_trace))
+    assert status == 130
+    assert out == "" and err == "torchtop: interrupted\n"

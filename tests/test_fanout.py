@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +122,13 @@ def test_the_pool_is_sized_by_files_cores_memory_and_total_size(
     monkeypatch.setenv(WORKERS_ENV, "1")
     monkeypatch.setattr(fanout.threading, "active_count", lambda: 1)
     assert fanout.pool_size(big) == 1
+
+
+def test_pool_workers_end_quietly_on_ctrl_c(ranks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C reaches the whole process group: the workers must die without a traceback each
+    (the command itself says `interrupted` once, see test_cli)."""
+    monkeypatch.setenv(WORKERS_ENV, "2")
+    monkeypatch.setattr(fanout, "analyze_trace", lambda trace: signal.getsignal(signal.SIGINT))
+    handlers = list(fanout.analyze_files(sorted(ranks.glob("*.json.gz"))))
+    assert handlers == [signal.SIG_DFL] * 4
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_DFL  # this process keeps its own

@@ -20,6 +20,7 @@ from torchtop.errors import InputError, positive_seconds
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
 DEMO_FOR_S = 30.0
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -192,6 +193,9 @@ def _analyze(args: argparse.Namespace) -> int:
             os.environ[name] = "1"
     try:
         return _analyze_paths(args)
+    except KeyboardInterrupt:  # Ctrl-C on a long read: a word, not a traceback
+        print("torchtop: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         for name, value in saved.items():
             if value is None:

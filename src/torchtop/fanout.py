@@ -18,6 +18,7 @@ process; a bad file is reported as the serial reader reports it, naming the file
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -126,8 +127,10 @@ class InputProblem:
 
 
 def _alone() -> None:
-    """In each worker: read files in this process only (the cores are taken by the pool)."""
+    """In each worker: read files in this process only (the cores are taken by the pool), and
+    end quietly with the command on Ctrl-C (the parent says it was interrupted)."""
     os.environ[WORKERS_ENV] = "1"
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _analyze_one(path: Path) -> RankAnalysis | InputProblem:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -177,10 +178,13 @@ _BUILDERS = ("diagnosis/rules.py", "diagnosis/expressions.py", "model/findings.p
 was (a changed field order would otherwise unpickle into the wrong fields)."""
 
 
-def _code_fingerprint() -> tuple[tuple[int, int], ...]:
+def _code_fingerprint() -> tuple[object, ...]:
+    """The builders' files as they are, and the Python and msgspec that pickled the tree (one
+    checkout may be used by several interpreters, whose `ast` nodes differ)."""
     package = Path(__file__).resolve().parents[1]
     stats = [os.stat(package / name) for name in _BUILDERS]
-    return tuple((stat.st_mtime_ns, stat.st_size) for stat in stats)
+    files = tuple((stat.st_mtime_ns, stat.st_size) for stat in stats)
+    return (sys.version_info[:3], msgspec.__version__, files)
 
 
 def _cached(cache: Path, key: object) -> RuleTree | None:
