@@ -117,6 +117,10 @@ def test_the_pool_is_sized_by_files_cores_memory_and_total_size(
     assert fanout.pool_size([tmp_path / "small.json"] * 2) == 1  # too little to share out
     monkeypatch.setattr(fanout, "_available_memory", lambda: 200 << 20)
     assert fanout.pool_size(big) == 2  # what memory holds at once
+    monkeypatch.setattr(fanout, "_available_memory", lambda: 64 << 30)
+    huge = tmp_path / "rank9.json"
+    huge.write_bytes(b" " * (20 << 20))
+    assert fanout.pool_size([*big, huge]) == 1  # one file is most of the work: it gets 2 cores
     monkeypatch.setattr(fanout.threading, "active_count", lambda: 2)
     assert fanout.pool_size(big) == 1  # a thread running (a dashboard): no fork
     monkeypatch.setenv(WORKERS_ENV, "1")
