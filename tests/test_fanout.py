@@ -136,3 +136,16 @@ def test_pool_workers_end_quietly_on_ctrl_c(ranks: Path, monkeypatch: pytest.Mon
     handlers = list(fanout.analyze_files(sorted(ranks.glob("*.json.gz"))))
     assert handlers == [signal.SIG_DFL] * 4
     assert signal.getsignal(signal.SIGINT) is not signal.SIG_DFL  # this process keeps its own
+
+
+@pytest.mark.parametrize(("cores", "nested"), [(2, False), (8, True)])
+def test_a_worker_reads_on_two_cores_only_when_there_are_cores_to_spare(
+    ranks: Path, monkeypatch: pytest.MonkeyPatch, cores: int, nested: bool
+) -> None:
+    """Two files on 2 cores: each worker reads alone. On 8 cores, two workers leave four cores
+    over, and each may fork its own reading worker for a big file (as outside the pool)."""
+    monkeypatch.setenv(WORKERS_ENV, "2")
+    monkeypatch.setattr(fanout.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    monkeypatch.setattr(fanout, "analyze_trace", lambda trace: os.environ.get(WORKERS_ENV))
+    settings = list(fanout.analyze_files(sorted(ranks.glob("*.json.gz"))[:2]))
+    assert settings == (["2", "2"] if nested else ["1", "1"])

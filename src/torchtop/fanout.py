@@ -4,8 +4,9 @@ A job's traces come one file per rank (and per profiled span), and each file is 
 to its `RankAnalysis` on its own, so the files are independent work. With two or more files,
 worker processes forked from this one (everything already imported) take the files in order and
 send back only the analyses (a few KB each); the results are put back in the files' order, so
-the report is exactly the one a single process makes. Each worker reads its file alone: there
-are as many workers as cores already, and a worker of a worker would only compete for them.
+the report is exactly the one a single process makes. Each worker reads its file alone when
+the workers take all the cores; with two cores per worker, a big file gets its own reading
+worker as it would outside the pool (`traces.parallel`).
 
 How many workers: no more than the files, the cores this process may run on, and what the
 available memory holds at once (a file's columns take about a third of its inflated size, plus
@@ -103,7 +104,11 @@ def _pooled(
     sink = progress(Path(f"{len(files)} trace files")) if progress else None
     results: list[RankAnalysis] = []
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_alone) as pool:
+    # With two cores per worker to spare, a worker may read a big file on two of its own.
+    spare = len(os.sched_getaffinity(0)) >= 2 * workers
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_in_worker, initargs=(spare,)
+    ) as pool:
         futures = [pool.submit(_analyze_one, path) for path in files]
         try:
             for done, future in enumerate(futures, 1):
@@ -131,10 +136,12 @@ class InputProblem:
         self.problem = problem
 
 
-def _alone() -> None:
-    """In each worker: read files in this process only (the cores are taken by the pool), and
-    end quietly with the command on Ctrl-C (the parent says it was interrupted)."""
-    os.environ[WORKERS_ENV] = "1"
+def _in_worker(spare_cores: bool) -> None:
+    """In each worker: read files in this process only unless there are two cores per worker
+    (else a worker of a worker would only compete for them), and end quietly with the command
+    on Ctrl-C (the parent says it was interrupted)."""
+    if not spare_cores:
+        os.environ[WORKERS_ENV] = "1"
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
