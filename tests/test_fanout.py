@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,7 @@ def test_the_pool_is_sized_by_files_cores_memory_and_total_size(
 ) -> None:
     monkeypatch.delenv(WORKERS_ENV, raising=False)
     monkeypatch.setattr(fanout.os, "sched_getaffinity", lambda pid: set(range(8)))
-    monkeypatch.setattr(fanout.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     monkeypatch.setattr(fanout, "_available_memory", lambda: 64 << 30)
     big = [tmp_path / f"rank{i}.json" for i in range(3)]
     for path in big:
@@ -121,10 +122,10 @@ def test_the_pool_is_sized_by_files_cores_memory_and_total_size(
     huge = tmp_path / "rank9.json"
     huge.write_bytes(b" " * (20 << 20))
     assert fanout.pool_size([*big, huge]) == 1  # one file is most of the work: it gets 2 cores
-    monkeypatch.setattr(fanout.threading, "active_count", lambda: 2)
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
     assert fanout.pool_size(big) == 1  # a thread running (a dashboard): no fork
     monkeypatch.setenv(WORKERS_ENV, "1")
-    monkeypatch.setattr(fanout.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     assert fanout.pool_size(big) == 1
 
 

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -31,7 +29,7 @@ from torchtop.analysis.summary import analyze_trace
 from torchtop.errors import InputError
 from torchtop.model.analysis import RankAnalysis
 from torchtop.traces import read_trace
-from torchtop.traces.parallel import WORKERS_ENV, gzip_size_hint
+from torchtop.traces.parallel import WORKERS_ENV, fork_choice, inflated_size
 from torchtop.traces.reader import ProgressSink
 
 MIN_TOTAL_BYTES = 8 << 20
@@ -60,15 +58,13 @@ def analyze_files(
 
 def pool_size(files: list[Path]) -> int:
     """How many worker processes to read `files` with (1: none, read them here)."""
-    setting = os.environ.get(WORKERS_ENV, "").strip()
-    if len(files) < 2 or setting == "1" or not sys.platform.startswith("linux"):
+    choice = False if len(files) < 2 else fork_choice()
+    if choice is False:
         return 1
     cores = len(os.sched_getaffinity(0))
-    if setting == "2":
+    if choice:  # forced
         return min(len(files), max(cores, 2))
-    if cores < 2 or threading.active_count() != 1:
-        return 1
-    sizes = [_inflated_size(path) for path in files]
+    sizes = [inflated_size(path) for path in files]
     if sum(sizes) < MIN_TOTAL_BYTES or max(sizes) > sum(sizes) / 2:
         # Too little to share out, or one file is most of the work: then it is read faster
         # on two cores of its own (`traces.parallel`) than alone in a pool worker (a 1 GB and
@@ -76,16 +72,6 @@ def pool_size(files: list[Path]) -> int:
         return 1
     per_worker = WORKER_BASE_BYTES + BYTES_PER_INFLATED_BYTE * max(sizes)
     return max(1, min(len(files), cores, int(_available_memory() // per_worker)))
-
-
-def _inflated_size(path: Path) -> int:
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as raw:
-            compressed = raw.read(2) == b"\x1f\x8b"
-    except OSError:
-        return 0  # the reader reports it, in its words
-    return gzip_size_hint(path, size) if compressed else size
 
 
 def _available_memory() -> int:

@@ -86,33 +86,55 @@ class WorkerFailed(RuntimeError):
     """The worker died or answered nonsense; read the file without it."""
 
 
-def parallel_worth_it(inflated_bytes: int, compressed: bool = False, early: bool = False) -> bool:
-    """Whether to fork a worker for a file of this (estimated, inflated) size, here and now;
-    `early`: forked by `start_early`, before the imports."""
+def fork_choice() -> bool | None:
+    """Whether this process may fork reading workers, before any size is weighed: False where
+    it cannot or should not (not Linux, `TORCHTOP_READ_WORKERS=1`, one core, another thread
+    running), True where `TORCHTOP_READ_WORKERS=2` forces it, None where the size decides.
+    The one policy of the worker here and of `fanout`'s pool."""
     if not sys.platform.startswith("linux"):
         return False
     setting = os.environ.get(WORKERS_ENV, "").strip()
     if setting in ("1", "2"):
         return setting == "2"
+    if len(os.sched_getaffinity(0)) < 2 or threading.active_count() != 1:
+        return False
+    return None
+
+
+def parallel_worth_it(inflated_bytes: int, compressed: bool = False, early: bool = False) -> bool:
+    """Whether to fork a worker for a file of this (estimated, inflated) size, here and now;
+    `early`: forked by `start_early`, before the imports."""
+    choice = fork_choice()
+    if choice is not None:
+        return choice
     if early:
         least = EARLY_MIN_GZIP_BYTES if compressed else EARLY_MIN_BYTES
     else:
         least = PARALLEL_MIN_GZIP_BYTES if compressed else PARALLEL_MIN_BYTES
-    if inflated_bytes < least or len(os.sched_getaffinity(0)) < 2:
-        return False
-    return threading.active_count() == 1
+    return inflated_bytes >= least
 
 
-def gzip_size_hint(path: Path, compressed_bytes: int) -> int:
-    """The inflated size a gzip file declares in its trailer (modulo 4 GiB, so never less than
-    the compressed size): good enough to decide whether to read it on two cores."""
+def sniff(raw: BinaryIO, size: int) -> tuple[bool, int]:
+    """Whether an open trace file (`size` bytes) is a `.gz`, and its inflated size: for a `.gz`
+    the size its trailer declares (modulo 4 GiB, so never less than the compressed size), good
+    enough to decide how to read it. Leaves the file at its start."""
+    compressed = raw.read(2) == GZIP_MAGIC
+    inflated = size
+    if compressed:
+        raw.seek(max(size - 4, 0))
+        inflated = max(int.from_bytes(raw.read(4), "little"), size)
+    raw.seek(0)
+    return compressed, inflated
+
+
+def inflated_size(path: Path) -> int:
+    """A trace file's size once inflated (`sniff`); 0 when it cannot be read (its reader says
+    why, in its words)."""
     try:
         with path.open("rb") as raw:
-            raw.seek(max(compressed_bytes - 4, 0))
-            declared = int.from_bytes(raw.read(4), "little")
+            return sniff(raw, os.fstat(raw.fileno()).st_size)[1]
     except OSError:
-        return compressed_bytes
-    return max(declared, compressed_bytes)
+        return 0
 
 
 def worker_split(inflated_bytes: int, head_start_bytes: int = 0) -> int:
@@ -164,9 +186,7 @@ def open_trace(path: Path, parallel: bool, early: bool = False) -> OpenTrace:
     raw = path.open("rb")
     worker = None
     try:
-        compressed = raw.read(2) == GZIP_MAGIC
-        raw.seek(0)
-        inflated = gzip_size_hint(path, size) if compressed else size
+        compressed, inflated = sniff(raw, size)
         if parallel and parallel_worth_it(inflated, compressed, early):
             head_start = HEAD_START_BYTES if early else 0
             worker = Worker(path, compressed, worker_split(inflated, head_start))
