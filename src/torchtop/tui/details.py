@@ -39,9 +39,16 @@ def section(text: Text, title: str) -> None:
 
 
 def change_text(
-    ranked: RankedFix, command: Sequence[str], options: Sequence[Mapping[str, Any]]
+    ranked: RankedFix,
+    command: Sequence[str],
+    options: Sequence[Mapping[str, Any]],
+    proposal: Proposal | None = None,
 ) -> Text:
-    """The exact change: its summary, then old (-) and new (+) lines, or the patch."""
+    """The exact change: as planned on the running job when there is a `proposal` (what `a`
+    would really do), else worked out from the command line: its summary, then old (-) and
+    new (+) lines, or the patch."""
+    if proposal is not None:
+        return proposal_text(proposal, explain=False)
     change = describe_change(ranked.fix, command, options)
     text = Text(f"{change.summary}\n")
     for line in change.lines:
@@ -64,10 +71,7 @@ def details_text(
     text.append(f"{fix.description}\n")
     text.append(f"applies as {fix.apply}: {APPLY_MEANING.get(fix.apply, '')}\n", style=MUTED)
     section(text, "The change")
-    if proposal is not None:
-        text.append_text(proposal_text(proposal, explain=False))
-    else:
-        text.append_text(change_text(ranked, command, options))
+    text.append_text(change_text(ranked, command, options, proposal))
     section(text, "Finding")
     text.append(SEVERITY_WORD.get(finding.severity, finding.severity) + " ",
                 style=SEVERITY_COLOUR.get(finding.severity, ""))  # fmt: skip

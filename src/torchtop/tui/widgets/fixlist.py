@@ -20,7 +20,6 @@ from textual.widgets.option_list import Option
 
 from torchtop.model.findings import Fix
 from torchtop.relaunch.watched import Proposal
-from torchtop.tui.apply import proposal_text
 from torchtop.tui.details import change_text
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import APPLY_COLOUR, MUTED, SEVERITY_COLOUR, SEVERITY_WORD
@@ -39,11 +38,10 @@ def fix_prompt(number: int, ranked: RankedFix, proposal: Proposal | None = None)
     With the fix planned on the running job (`proposal`), the value is the one applying it
     would set, and a fix that cannot be applied now is dimmed and says so."""
     fix, severity = ranked.fix, ranked.finding.severity
-    refused = proposal is not None and proposal.after is None and fix.apply != "code"
+    value, refused = shown_value(fix, proposal)
     text = Text(f"{number} ", style=MUTED)
     text.append(SEVERITY_WORD.get(severity, severity), style=SEVERITY_COLOUR.get(severity))
     text.append(f" {fix.apply}", style=APPLY_COLOUR.get(fix.apply, ""))
-    value = planned_value(fix, proposal)
     text.append(f" {fix.knob} = {value}", style=MUTED if refused else "bold")
     text.append(f" ~{ranked.gain:.0%}", style=MUTED)
     if refused:
@@ -53,14 +51,18 @@ def fix_prompt(number: int, ranked: RankedFix, proposal: Proposal | None = None)
     return text
 
 
-def planned_value(fix: Fix, proposal: Proposal | None) -> object:
-    """The value applying `fix` would set (the rule's value resolved for the job and machine),
-    else the rule's own value."""
-    if proposal is not None and proposal.after is not None:
-        for applied in reversed(proposal.after.fixes):
-            if applied.knob == fix.knob:
-                return applied.value
-    return fix.value
+def shown_value(fix: Fix, proposal: Proposal | None) -> tuple[object, bool]:
+    """The value the list shows for `fix`: the one applying it would set (the rule's value
+    resolved for the job and machine), else the rule's own; and whether the fix cannot be
+    applied now (a code fix is never applied, and is not dimmed for it)."""
+    if proposal is None:
+        return fix.value, False
+    if proposal.after is None:
+        return fix.value, fix.apply != "code"
+    for applied in reversed(proposal.after.fixes):
+        if applied.knob == fix.knob:
+            return applied.value, False
+    return fix.value, False
 
 
 class FixOptions(OptionList):
@@ -89,9 +91,9 @@ class FixList(Vertical):
         if frame is None:
             return
         keys = tuple(
-            (*r.key, repr(planned_value(r.fix, p)), p is not None and p.after is None)
+            (*r.key, repr(value), refused)
             for r in frame.fixes
-            for p in [frame.proposals.get(r.key)]
+            for value, refused in [shown_value(r.fix, frame.proposals.get(r.key))]
         )
         if keys == self._keys:
             return
@@ -121,10 +123,7 @@ class FixList(Vertical):
         ranked = self.fixes[index]
         text = Text(ranked.fix.description + "\n", style=MUTED)
         proposal = frame.proposals.get(ranked.key)
-        if proposal is not None:  # planned on the running job: what `a` would really do
-            text.append_text(proposal_text(proposal, explain=False))
-        else:
-            text.append_text(change_text(ranked, frame.command, frame.cli_options))
+        text.append_text(change_text(ranked, frame.command, frame.cli_options, proposal))
         text.rstrip()
         preview.update(text)
 
