@@ -13,7 +13,7 @@ from textual.widgets import OptionList, Static
 
 from tests.tui.conftest import LiveApp, advance
 from torchtop.advice.machine import Machine
-from torchtop.advice.plan import LaunchPlan, NotApplicable, initial_plan, plan_fix
+from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import Proposal, TrialEvent, TrialOutcome
@@ -41,10 +41,7 @@ def settings(*options: dict[str, Any]) -> dict[str, Any]:
 def proposal(fix: Fix, *options: dict[str, Any]) -> Proposal:
     before = initial_plan(COMMAND, {"PATH": "/usr/bin"}, "/work")
     planned = plan_fix(fix, before, settings(*options), TWO_CORES, argv=COMMAND[1:])
-    if isinstance(planned, NotApplicable):
-        return Proposal(fix, before, None, planned)
-    assert isinstance(planned, LaunchPlan)
-    return Proposal(fix, before, planned)
+    return Proposal.of(fix, before, planned)
 
 
 def styled_lines(text: Text) -> dict[str, str]:
@@ -158,9 +155,7 @@ class PlanningApplier:
         planned = plan_fix(
             fix, self.before, self.settings, TWO_CORES, metrics=report.job.metrics, argv=COMMAND[1:]
         )
-        if isinstance(planned, NotApplicable):
-            return Proposal(fix, self.before, None, planned)
-        return Proposal(fix, self.before, planned)
+        return Proposal.of(fix, self.before, planned)
 
     def try_fix(self, proposal: Proposal, on_event: Callable[[TrialEvent], None]) -> TrialOutcome:
         raise AssertionError("no trial in these tests")

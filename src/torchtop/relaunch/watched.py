@@ -61,6 +61,13 @@ class Proposal:
     after: LaunchPlan | None
     refusal: NotApplicable | None = None
 
+    @classmethod
+    def of(cls, fix: Fix, before: LaunchPlan, planned: LaunchPlan | NotApplicable) -> Proposal:
+        """The proposal `plan_fix(fix, before, ...)` makes: its plan, or its refusal."""
+        if isinstance(planned, NotApplicable):
+            return cls(fix, before, None, planned)
+        return cls(fix, before, planned)
+
 
 @dataclass(frozen=True)
 class TrialEvent:
@@ -136,9 +143,7 @@ class WatchedJob:
             metrics=report.job.metrics,
             argv=argv,
         )
-        if isinstance(planned, NotApplicable):
-            return Proposal(fix, self.plan, None, planned)
-        return Proposal(fix, self.plan, planned)
+        return Proposal.of(fix, self.plan, planned)
 
     def try_fix(self, proposal: Proposal, on_event: Callable[[TrialEvent], None]) -> TrialOutcome:
         """Stop the job, run the A/B trial, start the job again (with the fix if kept)."""
