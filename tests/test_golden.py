@@ -25,7 +25,9 @@ STEP_TOLERANCE = 0.01  # 1% of the step time
 
 CASES = [
     pytest.param(RESNET_NW0, 0, "dataloader", id="num_workers=0"),
-    pytest.param(RESNET_NW4, 5, "gpu", id="num_workers=4"),
+    # The GPU idles 27% of the step while the host runs operators (CPU Exec 16%, Runtime 7.5%):
+    # the largest share a fix could recover, so the verdict is host work, not the kernels.
+    pytest.param(RESNET_NW4, 5, "cpu", id="num_workers=4"),
 ]
 
 

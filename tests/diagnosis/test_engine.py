@@ -45,7 +45,7 @@ def tree_with(tmp_path: Path, root_when: str, child_when: str) -> Path:
             class = "cpu"
             title = "Host"
             when = "{root_when}"
-            score = "cpu_exec_share"
+            recoverable = "cpu_exec_share"
             why = "Source: test."
             """
         )
@@ -83,11 +83,12 @@ def test_parents_come_before_their_children_in_the_fired_list() -> None:
             assert fired.index(parent) < fired.index(rule_id)
 
 
-def test_the_verdict_is_the_class_with_the_highest_score() -> None:
+def test_the_verdict_is_the_stall_that_could_recover_the_most_of_the_step() -> None:
     verdict = diagnose(SHIPPED, gpu_job())
     assert verdict.bottleneck == "dataloader"
     assert verdict.scores["dataloader"] == pytest.approx(0.4)
     assert verdict.scores["cpu"] == pytest.approx(0.3)
+    assert verdict.predicted_gain == pytest.approx(1 / 0.6, abs=0.01)
     assert "dataloader" in verdict.reason
     assert verdict.findings[0].rule == "dataloader-starved"
     assert verdict.findings[0].chain == ("dataloader", "dataloader-starved")

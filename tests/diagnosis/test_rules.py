@@ -70,7 +70,8 @@ ROOT = """
     class = "gpu"
     title = "Device compute"
     when = "has_gpu"
-    score = "kernel_share"
+    recoverable = "kernel_share"
+    work = "has_gpu"
     why = "Source: test."
 """
 CHILD = """
@@ -139,10 +140,28 @@ def test_a_minimal_rule_folder_loads(tmp_path: Path) -> None:
             id="root with an unknown class",
         ),
         pytest.param(
-            {"gpu": ROOT.replace('score = "kernel_share"', ""), "gpu-busy": CHILD},
+            {"gpu": ROOT.replace('recoverable = "kernel_share"', ""), "gpu-busy": CHILD},
             "gpu",
-            "a root rule needs a score",
-            id="root without score",
+            "a root rule needs recoverable",
+            id="root without recoverable",
+        ),
+        pytest.param(
+            {"gpu": ROOT.replace("recoverable =", "score ="), "gpu-busy": CHILD},
+            "gpu",
+            "'score' is gone",
+            id="root with the old score",
+        ),
+        pytest.param(
+            {"gpu": ROOT, "gpu-busy": CHILD + 'work = "has_gpu"\n'},
+            "gpu-busy",
+            "only a root rule may say when its class is the work",
+            id="child that claims to be the work",
+        ),
+        pytest.param(
+            {"gpu": ROOT, "gpu-busy": CHILD + 'recoverable = "kernel_shar"\n'},
+            "gpu-busy",
+            "recoverable names unknown metric",
+            id="child whose recoverable share names an unknown metric",
         ),
         pytest.param(
             {"gpu": ROOT, "gpu-busy": CHILD.replace('id = "gpu-busy"', 'id = "gpu_busy"')},
@@ -205,11 +224,11 @@ def test_an_empty_rule_folder_is_an_error(tmp_path: Path) -> None:
 def test_verdict_settings_are_read_from_the_underscore_file(tmp_path: Path) -> None:
     folder = rule_folder(tmp_path, gpu=ROOT)
     (folder / "_verdict.toml").write_text(
-        'min_steps = 3\nmin_score = 0.2\nevidence = "other_share < 0.5"\n'
+        'min_steps = 3\nmin_recoverable_share = 0.2\nevidence = "other_share < 0.5"\n'
     )
     settings = load_rules(folder).settings
     assert settings.min_steps == 3
-    assert settings.min_score == 0.2
+    assert settings.min_recoverable_share == 0.2
     assert settings.evidence is not None
     assert settings.evidence.holds({"other_share": 0.1})
 

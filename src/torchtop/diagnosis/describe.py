@@ -21,9 +21,10 @@ def describe_tree(tree: RuleTree) -> str:
     settings = tree.settings
     lines += [
         "",
-        "Verdict: the class whose root holds with the highest score"
-        f" (at least {settings.min_score:.0%}"
-        f" of the step); unknown with fewer than {settings.min_steps} step(s)"
+        "Verdict: the stall class that could recover the largest share of the step"
+        f" (at least {settings.min_recoverable_share:.0%}), else the class that is the job's"
+        f" work (gpu, or cpu on a CPU-only job); unknown with fewer than {settings.min_steps}"
+        " step(s)"
         + (f" or unless `{settings.evidence.text}`." if settings.evidence else "."),
     ]
     return "\n".join(lines) + "\n"
@@ -37,8 +38,10 @@ def describe_rule(tree: RuleTree, rule_id: str) -> str:
         f"  chain     {' > '.join(tree.chain(rule.id))}",
         f"  when      {rule.when.text}",
     ]
-    if rule.score is not None:
-        lines.append(f"  score     {rule.score.text}")
+    if rule.recoverable is not None:
+        lines.append(f"  recovers  {rule.recoverable.text}")
+    if rule.work is not None:
+        lines.append(f"  work when {rule.work.text}")
     lines.append(f"  severity  {rule.severity}")
     lines += [f"            {level} when {test.text}" for level, test in rule.severity_when]
     if rule.message:

@@ -1,10 +1,14 @@
 """Walk the rule tree over a set of metrics: the findings, and the verdict with its confidence.
 
 A child rule is looked at only when its parent held. Findings are the deepest rules that held
-(a root class rule is the tree's structure, not a finding). The verdict is the class whose root
-held with the highest score; its confidence falls as the runner-up's score nears it and when the
-evidence is thin (few steps, no step markers, a truncated file). With no usable evidence it is
-`unknown`, with the reason.
+(a root class rule is the tree's structure, not a finding). The verdict is a model, not a fit:
+each class that held says what share of the step its fixes could recover at most (the breakdown
+is exclusive, so a stall's share is time the device, or the CPU's math, is not working), and
+`1 / (1 - share)` bounds the gain. The stall that could recover the most is the verdict when it
+recovers at least `min_recoverable_share`; else the job is bound by its work itself (`gpu`, or
+`cpu` on a CPU-only job). Confidence is how far the deciding share is from the next decision
+(the runner-up stall, or the threshold), lowered when evidence is thin (few steps, no step
+markers, a truncated file). With no usable evidence it is `unknown`, with the reason.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 from torchtop.diagnosis.rules import Rule, RuleTree
 from torchtop.model.analysis import Metrics
-from torchtop.model.findings import Finding, Verdict
+from torchtop.model.findings import Finding, Verdict, gain_bound
 
 _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 
@@ -34,13 +38,15 @@ def fired_rules(tree: RuleTree, metrics: Mapping[str, object]) -> list[str]:
 
 def diagnose(tree: RuleTree, metrics: Metrics) -> Verdict:
     fired = fired_rules(tree, metrics)
-    scores = _class_scores(tree, fired, metrics)
-    bottleneck, confidence, reason = _decide(tree, scores, metrics)
+    shares = recoverable_shares(tree, fired, metrics)
+    scores = {cls: share or 0.0 for cls, share in shares.items()}
+    work = _work_class(tree, fired, metrics)
+    bottleneck, confidence, reason = _decide(tree, shares, work, metrics)
     if bottleneck == "unknown":
         # Findings built on evidence too thin for a verdict would be guesses too.
-        return Verdict(bottleneck, confidence, scores, reason, ())
+        return Verdict(bottleneck, confidence, scores, reason, (), shares, None)
     findings = [
-        _finding(tree, tree.rules[r], metrics)
+        _finding(tree, tree.rules[r], metrics, shares)
         for r in fired
         if tree.rules[r].parent is not None and not _has_fired_child(tree, r, fired)
     ]
@@ -51,25 +57,46 @@ def diagnose(tree: RuleTree, metrics: Metrics) -> Verdict:
             -scores.get(f.bottleneck_class, 0.0),
         )
     )
-    return Verdict(bottleneck, confidence, scores, reason, tuple(findings))
+    gain = gain_bound(shares.get(bottleneck))
+    return Verdict(bottleneck, confidence, scores, reason, tuple(findings), shares, gain)
 
 
 def _has_fired_child(tree: RuleTree, rule_id: str, fired: list[str]) -> bool:
     return any(child in fired for child in tree.children.get(rule_id, ()))
 
 
-def _class_scores(tree: RuleTree, fired: list[str], metrics: Metrics) -> dict[str, float]:
-    scores: dict[str, float] = {}
+def recoverable_shares(
+    tree: RuleTree, fired: list[str], metrics: Metrics
+) -> dict[str, float | None]:
+    """Each class's recoverable share (0-1), None where its root did not hold or its model
+    needs a metric that was not measured."""
+    shares: dict[str, float | None] = {}
     for root in tree.roots:
-        value = root.score.evaluate(metrics) if root.score and root.id in fired else None
-        number = (
-            float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
-        )
-        scores[root.bottleneck_class] = max(scores.get(root.bottleneck_class, 0.0), number)
-    return scores
+        value = _share(root, metrics) if root.id in fired else None
+        known = shares.get(root.bottleneck_class)
+        shares[root.bottleneck_class] = value if known is None else max(known, value or 0.0)
+    return shares
 
 
-def _decide(tree: RuleTree, scores: dict[str, float], metrics: Metrics) -> tuple[str, float, str]:
+def _share(rule: Rule, metrics: Metrics) -> float | None:
+    value = rule.recoverable.evaluate(metrics) if rule.recoverable is not None else None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    return min(max(float(value), 0.0), 1.0)
+
+
+def _work_class(tree: RuleTree, fired: list[str], metrics: Metrics) -> str | None:
+    """The class that is the job's work itself (its fixes make the work faster, they do not
+    remove a stall), or None when the metrics do not say which."""
+    for root in tree.roots:
+        if root.id in fired and root.work is not None and root.work.holds(metrics):
+            return root.bottleneck_class
+    return None
+
+
+def _decide(
+    tree: RuleTree, shares: dict[str, float | None], work: str | None, metrics: Metrics
+) -> tuple[str, float, str]:
     settings = tree.settings
     steps = metrics.get("steps_count")
     step_count = int(steps) if isinstance(steps, int | float) else 0
@@ -78,16 +105,33 @@ def _decide(tree: RuleTree, scores: dict[str, float], metrics: Metrics) -> tuple
     # The evidence test vetoes only when it is known to fail: unmeasured is not thin.
     if settings.evidence is not None and settings.evidence.evaluate(metrics) is False:
         return "unknown", 0.0, settings.evidence_reason or "too little recorded activity"
-    ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
-    if not ranked or ranked[0][1] < settings.min_score:
-        return "unknown", 0.0, "no class explains enough of the step time"
-    (best, top), runner_up = ranked[0], ranked[1][1] if len(ranked) > 1 else 0.0
-    separation = (top - max(runner_up, 0.0)) / top
-    confidence = (0.5 + 0.5 * separation) * _evidence_factor(step_count, metrics)
-    reason = f"{best} explains {top:.0%} of the step"
-    if len(ranked) > 1 and runner_up > 0:
-        reason += f"; next is {ranked[1][0]} at {runner_up:.0%}"
-    return best, round(confidence, 2), reason
+    stalls = sorted(
+        ((cls, share) for cls, share in shares.items() if cls != work and share is not None),
+        key=lambda item: item[1],
+        reverse=True,
+    )
+    threshold = settings.min_recoverable_share
+    top_class, top = stalls[0] if stalls else ("", 0.0)
+    runner_class, runner_up = stalls[1] if len(stalls) > 1 else ("", 0.0)
+    factor = _evidence_factor(step_count, metrics)
+    if top >= threshold:
+        # The nearest other decision: the runner-up stall, or the work class at the threshold.
+        separation = (top - max(runner_up, threshold)) / top
+        reason = f"{top_class} could recover {top:.0%} of the step (up to {gain_bound(top)}x)"
+        if runner_up > 0:
+            reason += f"; next is {runner_class} at {runner_up:.0%}"
+        return top_class, round((0.5 + 0.5 * separation) * factor, 2), reason
+    if work is None:
+        return "unknown", 0.0, (
+            f"no stall could recover {threshold:.0%} of the step, and whether the job's work "
+            "runs on a GPU or the CPU is not known"
+        )
+    separation = (threshold - top) / threshold
+    reason = f"no stall could recover {threshold:.0%} of the step"
+    if top > 0:
+        reason += f" (the largest, {top_class}, {top:.0%})"
+    reason += f": the {work} work itself fills it"
+    return work, round((0.5 + 0.5 * separation) * factor, 2), reason
 
 
 def _evidence_factor(step_count: int, metrics: Metrics) -> float:
@@ -100,7 +144,13 @@ def _evidence_factor(step_count: int, metrics: Metrics) -> float:
     return factor
 
 
-def _finding(tree: RuleTree, rule: Rule, metrics: Metrics) -> Finding:
+def _finding(
+    tree: RuleTree, rule: Rule, metrics: Metrics, shares: dict[str, float | None]
+) -> Finding:
+    # A rule whose fix recovers only part of its class says so; else the class's share.
+    share = _share(rule, metrics) if rule.recoverable is not None else None
+    if share is None:
+        share = shares.get(rule.bottleneck_class)
     return Finding(
         rule=rule.id,
         bottleneck_class=rule.bottleneck_class,
@@ -111,6 +161,8 @@ def _finding(tree: RuleTree, rule: Rule, metrics: Metrics) -> Finding:
         evidence={name: metrics.get(name) for name in rule.evidence},
         fixes=rule.fixes,
         chain=tree.chain(rule.id),
+        predicted_gain=gain_bound(share),
+        recoverable_share=None if share is None else round(share, 4),
     )
 
 

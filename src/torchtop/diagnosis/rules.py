@@ -1,7 +1,10 @@
 """Load the rule tree from `rules/`: one TOML file per rule, checked as it loads.
 
-A rule names its parent; the five roots are the bottleneck classes and carry a `score` (how much
-of the step their class explains). Every condition, score and severity test is parsed with
+A rule names its parent; the five roots are the bottleneck classes and carry `recoverable` (the
+share of the step their class's fixes could recover at most) and may carry `work` (when the class
+is the job's work itself rather than a stall: `gpu` on a GPU job, `cpu` on a CPU-only one); any
+rule may carry its own `recoverable` when its fix recovers only part of its class. Every
+condition, recoverable share and severity test is parsed with
 `Expression`, and every metric it names must be in `METRICS`: a typo fails the load with the
 file's name, it does not yield a rule that never fires.
 """
@@ -42,7 +45,6 @@ class Rule(msgspec.Struct, frozen=True):
     bottleneck_class: str
     title: str
     when: Expression
-    score: Expression | None
     severity: str
     severity_when: tuple[tuple[str, Expression], ...]
     message: str
@@ -51,13 +53,19 @@ class Rule(msgspec.Struct, frozen=True):
     fixes: tuple[Fix, ...]
     examples: tuple[Example, ...]
     path: str
+    recoverable: Expression | None = None
+    """The share of step time (0-1) this rule's fixes could recover at most; a root's is its
+    class's; a child without one takes its class's."""
+    work: Expression | None = None
+    """Roots only: holds when this class is the job's work itself rather than a stall."""
 
 
 class VerdictSettings(msgspec.Struct, frozen=True):
     """When the evidence is too thin for any verdict (see rules/_verdict.toml)."""
 
     min_steps: int = 1
-    min_score: float = 0.1
+    min_recoverable_share: float = 0.1
+    """A stall class is the verdict only when it could recover at least this share."""
     evidence: Expression | None = None
     evidence_reason: str = ""
 
@@ -229,6 +237,8 @@ def _parse_rule(path: Path, data: dict[str, Any]) -> Rule:
     for key in ("title", "when", "why"):
         if key not in data:
             raise RuleError(f"{path}: missing {key!r}")
+    if "score" in data:
+        raise RuleError(f"{path}: 'score' is gone: a root says what it could recover (recoverable)")
     parent = data.get("parent") or None
     severity = str(data.get("severity", "medium"))
     if severity not in SEVERITIES:
@@ -243,7 +253,6 @@ def _parse_rule(path: Path, data: dict[str, Any]) -> Rule:
         bottleneck_class=str(data.get("class") or ""),
         title=str(data["title"]),
         when=_expression(path, data["when"], "when"),
-        score=_expression(path, data["score"], "score") if "score" in data else None,
         severity=severity,
         severity_when=tuple(
             (level, _expression(path, text, f"severity_when.{level}"))
@@ -256,7 +265,13 @@ def _parse_rule(path: Path, data: dict[str, Any]) -> Rule:
         fixes=tuple(_parse_fix(path, f) for f in data.get("fixes", ())),
         examples=tuple(_parse_example(path, e) for e in data.get("examples", ())),
         path=str(path),
+        recoverable=_optional(path, data, "recoverable"),
+        work=_optional(path, data, "work"),
     )
+
+
+def _optional(path: Path, data: dict[str, Any], key: str) -> Expression | None:
+    return _expression(path, data[key], key) if key in data else None
 
 
 def _parse_fix(path: Path, data: dict[str, Any]) -> Fix:
@@ -285,7 +300,8 @@ def _parse_example(path: Path, data: dict[str, Any]) -> Example:
 
 
 def _resolve_classes(rules: dict[str, Rule], raw_class: dict[str, str | None]) -> dict[str, Rule]:
-    """Roots must name a class and a score; children inherit their root's class."""
+    """Roots must name a class and its recoverable share; children inherit their root's class;
+    only a root may say when its class is the work itself."""
     resolved: dict[str, Rule] = {}
     for rule_id, rule in rules.items():
         seen = {rule_id}
@@ -300,8 +316,10 @@ def _resolve_classes(rules: dict[str, Rule], raw_class: dict[str, str | None]) -
         cls = raw_class.get(node.id)
         if cls not in CLASSES:
             raise RuleError(f"{node.path}: a root rule needs class = one of {', '.join(CLASSES)}")
-        if node.score is None:
-            raise RuleError(f"{node.path}: a root rule needs a score")
+        if node.recoverable is None:
+            raise RuleError(f"{node.path}: a root rule needs recoverable (an expression)")
+        if rule.parent is not None and rule.work is not None:
+            raise RuleError(f"{rule.path}: only a root rule may say when its class is the work")
         resolved[rule_id] = msgspec.structs.replace(rule, bottleneck_class=cls)
     return resolved
 
@@ -311,7 +329,7 @@ def _parse_settings(path: Path, source: bytes) -> VerdictSettings:
     evidence = data.get("evidence")
     return VerdictSettings(
         min_steps=int(data.get("min_steps", 1)),
-        min_score=float(data.get("min_score", 0.1)),
+        min_recoverable_share=float(data.get("min_recoverable_share", 0.1)),
         evidence=_expression(path, evidence, "evidence") if evidence else None,
         evidence_reason=str(data.get("evidence_reason", "")),
     )

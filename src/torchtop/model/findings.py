@@ -1,4 +1,4 @@
-"""What diagnosis concludes: findings with evidence and fixes, and the verdict."""
+"""What diagnosis concludes: findings with evidence, fixes and predicted gains, and the verdict."""
 
 from __future__ import annotations
 
@@ -27,6 +27,11 @@ class Finding(msgspec.Struct, frozen=True):
     fixes: tuple[Fix, ...]
     chain: tuple[str, ...]
     """Rule ids from the tree's root down to this rule."""
+    predicted_gain: float | None = None
+    """The speedup bound if the time this finding names were recovered: `1 / (1 - share)`;
+    None where there is no model for what its fixes recover."""
+    recoverable_share: float | None = None
+    """The share of step time (0-1) its fixes could recover at most."""
 
 
 class Verdict(msgspec.Struct, frozen=True):
@@ -34,6 +39,30 @@ class Verdict(msgspec.Struct, frozen=True):
     """One of the five classes, or "unknown"."""
     confidence: float
     scores: dict[str, float]
-    """Each class's score (its share of step time, as its root rule counts it)."""
+    """Each class's recoverable share of step time (0 where its root did not hold or it has
+    no model); the same numbers as `recoverable`, without the None."""
     reason: str
     findings: tuple[Finding, ...] = msgspec.field(default_factory=tuple)
+    recoverable: dict[str, float | None] = msgspec.field(default_factory=dict)
+    """Each class's recoverable share (0-1): at most this much of the step goes if the class's
+    fixes work; None where its root did not hold or there is no model."""
+    predicted_gain: float | None = None
+    """The verdict class's speedup bound, `1 / (1 - share)`."""
+
+
+def gain_bound(share: float | None) -> float | None:
+    """The speedup if `share` of the step were recovered: `1 / (1 - share)` (Amdahl), rounded
+    to 0.01; shares are capped at 0.99 so that a step with nothing else in it reads 100x, not
+    infinity."""
+    if share is None:
+        return None
+    return round(1.0 / (1.0 - min(max(share, 0.0), 0.99)), 2)
+
+
+def gain_text(finding: Finding) -> str:
+    """How a finding's predicted gain reads wherever a finding is shown."""
+    if finding.predicted_gain is None:
+        return "predicted gain: no model for what its fixes recover"
+    share = finding.recoverable_share
+    of_step = "" if share is None else f" ({share:.0%} of the step recovered)"
+    return f"could be up to {finding.predicted_gain:.2f}x faster{of_step}"

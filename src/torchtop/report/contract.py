@@ -106,6 +106,8 @@ def finding_json(finding: Finding) -> dict[str, Any]:
             {"knob": f.knob, "value": f.value, "apply": f.apply, "description": f.description}
             for f in finding.fixes
         ],
+        "predicted_gain": finding.predicted_gain,
+        "recoverable_share": finding.recoverable_share,
     }
 
 
@@ -113,6 +115,8 @@ def _verdict_detail(verdict: Verdict) -> dict[str, Any]:
     return {
         "reason": verdict.reason,
         "scores": {k: round(v, 4) for k, v in verdict.scores.items()},
+        "recoverable": {k: _round(v, 4) for k, v in verdict.recoverable.items()},
+        "predicted_gain": verdict.predicted_gain,
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from torchtop.model.findings import gain_text
 from torchtop.model.report import Report
 from torchtop.report.contract import BREAKDOWN_KEYS
 
@@ -22,7 +23,9 @@ def render_markdown(report: Report) -> str:
     if verdict.findings:
         lines += ["## Findings", ""]
         for f in verdict.findings:
-            lines.append(f"- **{f.severity}** `{' > '.join(f.chain)}`: {f.message}")
+            lines.append(
+                f"- **{f.severity}** `{' > '.join(f.chain)}`: {f.message} ({gain_text(f)})"
+            )
             lines += [
                 f"  - fix `{x.knob} = {x.value}` ({x.apply}): {x.description}" for x in f.fixes
             ]

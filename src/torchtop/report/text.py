@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from torchtop.model.analysis import RankAnalysis
-from torchtop.model.findings import Finding
+from torchtop.model.findings import Finding, gain_text
 from torchtop.model.report import Report
 
 BAR_WIDTH = 60
@@ -134,6 +134,7 @@ def _findings(findings: Iterable[Finding], style: _Style) -> list[str]:
         severity = style(f"{finding.severity:<6}", _SEVERITY_COLOUR[finding.severity])
         lines.append(f"  {severity} {' › '.join(finding.chain)}")
         lines.append(f"         {finding.message}")
+        lines.append(f"         {gain_text(finding)}")
         for fix in finding.fixes:
             lines.append(f"         → {fix.knob} = {fix.value}  [{fix.apply}]  {fix.description}")
     lines.append("")
