@@ -113,9 +113,9 @@ def python_job(out: Path, active: int, fixed: bool) -> None:
             curve = torch.exp(-1e-5 * torch.arange(PYTHON_WEIGHTS, dtype=torch.float64))
             return curve.reshape(64, -1).mean(dim=1).float()
         # Per-sample weights from a decay curve, element by element in Python.
-        curve = [math.exp(-1e-5 * i) for i in range(PYTHON_WEIGHTS)]
+        decay = [math.exp(-1e-5 * i) for i in range(PYTHON_WEIGHTS)]
         per = PYTHON_WEIGHTS // 64
-        return torch.tensor([sum(curve[k * per : (k + 1) * per]) / per for k in range(64)])
+        return torch.tensor([sum(decay[k * per : (k + 1) * per]) / per for k in range(64)])
 
     def step() -> None:
         optimizer.zero_grad(set_to_none=True)

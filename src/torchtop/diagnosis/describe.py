@@ -24,8 +24,7 @@ def describe_tree(tree: RuleTree) -> str:
         "Verdict: the stall class that could recover the largest share of the step"
         f" (at least {settings.min_recoverable_share:.0%}), else the class that is the job's"
         f" work (gpu, or cpu on a CPU-only job); unknown with fewer than {settings.min_steps}"
-        " step(s)"
-        + (f" or unless `{settings.evidence.text}`." if settings.evidence else "."),
+        " step(s)" + (f" or unless `{settings.evidence.text}`." if settings.evidence else "."),
     ]
     return "\n".join(lines) + "\n"
 

@@ -112,26 +112,45 @@ def _decide(
     )
     threshold = settings.min_recoverable_share
     top_class, top = stalls[0] if stalls else ("", 0.0)
-    runner_class, runner_up = stalls[1] if len(stalls) > 1 else ("", 0.0)
     factor = _evidence_factor(step_count, metrics)
     if top >= threshold:
         # The nearest other decision: the runner-up stall, or the work class at the threshold.
+        runner_class, runner_up = stalls[1] if len(stalls) > 1 else ("", 0.0)
         separation = (top - max(runner_up, threshold)) / top
         reason = f"{top_class} could recover {top:.0%} of the step (up to {gain_bound(top)}x)"
-        if runner_up > 0:
+        if runner_up >= 0.005:
             reason += f"; next is {runner_class} at {runner_up:.0%}"
         return top_class, round((0.5 + 0.5 * separation) * factor, 2), reason
-    if work is None:
-        return "unknown", 0.0, (
-            f"no stall could recover {threshold:.0%} of the step, and whether the job's work "
-            "runs on a GPU or the CPU is not known"
+    unsettled = _unmeasured(tree, shares, work, metrics)
+    if unsettled or work is None:
+        # The work is the verdict only once every stall is ruled out, not merely unmeasured.
+        missing = (
+            f"{', '.join(unsettled)} not measured"
+            if unsettled
+            else "whether the job's work runs on a GPU or the CPU not known"
         )
+        return "unknown", 0.0, f"no stall could recover {threshold:.0%} of the step; {missing}"
     separation = (threshold - top) / threshold
     reason = f"no stall could recover {threshold:.0%} of the step"
-    if top > 0:
+    if top >= 0.005:
         reason += f" (the largest, {top_class}, {top:.0%})"
     reason += f": the {work} work itself fills it"
     return work, round((0.5 + 0.5 * separation) * factor, 2), reason
+
+
+def _unmeasured(
+    tree: RuleTree, shares: dict[str, float | None], work: str | None, metrics: Metrics
+) -> list[str]:
+    """Stall classes whose share is not known: their root neither held nor is known not to,
+    and their recoverable share names a metric that was not measured."""
+    return [
+        root.bottleneck_class
+        for root in tree.roots
+        if root.bottleneck_class != work
+        and shares.get(root.bottleneck_class) is None
+        and root.when.evaluate(metrics) is not False
+        and _share(root, metrics) is None
+    ]
 
 
 def _evidence_factor(step_count: int, metrics: Metrics) -> float:

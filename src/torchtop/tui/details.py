@@ -17,6 +17,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from torchtop.model.findings import gain_text
 from torchtop.relaunch.watched import Proposal
 from torchtop.tui.apply import proposal_text
 from torchtop.tui.change import describe_change
@@ -77,6 +78,7 @@ def details_text(
                 style=SEVERITY_COLOUR.get(finding.severity, ""))  # fmt: skip
     text.append(" › ".join(finding.chain) + "\n", style="bold")
     text.append(f"{finding.message}\n")
+    text.append(f"{gain_text(finding)}\n")
     text.append(
         f"expected gain ~{ranked.gain:.0%}: {finding.bottleneck_class} explains "
         f"{ranked.class_share:.0%} of the step, x{SEVERITY_WEIGHT.get(finding.severity, 0.3)} "

@@ -13,7 +13,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from torchtop.model.analysis import MetricValue
-from torchtop.model.findings import Finding, Verdict
+from torchtop.model.findings import Finding, Verdict, gain_text
 from torchtop.tui.charts import number
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import (
@@ -83,7 +83,7 @@ def proof(verdict: Verdict, width: int, roomy: bool) -> list[Text]:
     if not verdict.findings:
         return [reason]
     top = verdict.findings[0]
-    lines = [chain_line(top, width), Text(top.message)]
+    lines = [chain_line(top, width), Text(top.message), Text(gain_text(top), style=MUTED)]
     if not roomy:
         return [*lines, evidence_line(top.evidence), reason]
     lines += [Text("  " + metric_text(k, v)) for k, v in top.evidence.items()]
