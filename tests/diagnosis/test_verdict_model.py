@@ -153,3 +153,10 @@ def test_a_job_whose_stalls_were_not_measured_is_not_called_bound_by_its_work() 
     assert verdict.bottleneck == "unknown"
     assert "memcpy" in verdict.reason
     assert "not measured" in verdict.reason
+
+
+def test_a_thread_fix_on_cpu_math_claims_no_gain_the_breakdown_cannot_bound() -> None:
+    verdict = diagnose(SHIPPED, cpu_job())
+    [math] = [f for f in verdict.findings if f.rule == "cpu-math-bound"]
+    assert math.predicted_gain is None
+    assert "no model" in gain_text(math)

@@ -166,10 +166,10 @@ def _evidence_factor(step_count: int, metrics: Metrics) -> float:
 def _finding(
     tree: RuleTree, rule: Rule, metrics: Metrics, shares: dict[str, float | None]
 ) -> Finding:
-    # A rule whose fix recovers only part of its class says so; else the class's share.
-    share = _share(rule, metrics) if rule.recoverable is not None else None
-    if share is None:
-        share = shares.get(rule.bottleneck_class)
+    # A rule whose fix recovers only part of its class (or nothing the breakdown can bound:
+    # `recoverable = false`) says so; else the class's share.
+    own = rule.recoverable is not None
+    share = _share(rule, metrics) if own else shares.get(rule.bottleneck_class)
     return Finding(
         rule=rule.id,
         bottleneck_class=rule.bottleneck_class,

@@ -271,6 +271,9 @@ def _parse_rule(path: Path, data: dict[str, Any]) -> Rule:
 
 
 def _optional(path: Path, data: dict[str, Any], key: str) -> Expression | None:
+    if data.get(key) is False:
+        # `recoverable = false`: the breakdown cannot bound what this rule's fix recovers.
+        return Expression.parse("False")
     return _expression(path, data[key], key) if key in data else None
 
 
