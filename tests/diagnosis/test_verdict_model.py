@@ -23,20 +23,11 @@ def busy_gpu(stall: str, share: float, **more: MetricValue) -> Metrics:
 
 
 def cpu_job(**shares: MetricValue) -> Metrics:
-    metrics: Metrics = {
-        "steps_count": 6,
-        "has_gpu": False,
-        "has_step_markers": True,
-        "kernel_share": 0.0,
-        "memcpy_share": 0.0,
-        "dataloader_share": 0.0,
-        "communication_share": 0.0,
-        "runtime_share": 0.0,
-        "cpu_exec_share": 0.9,
-        "other_share": 0.1,
-    }
-    metrics.update(shares)
-    return metrics
+    """A CPU-only job of five steps: the math 90%, Python between operators 10%."""
+    cpu_only: dict[str, MetricValue] = {"has_gpu": False, "kernel_share": 0.0,
+                                        "dataloader_share": 0.0, "cpu_exec_share": 0.9,
+                                        "other_share": 0.1, "gpu_utilization": None}  # fmt: skip
+    return gpu_job(**{**cpu_only, **shares})
 
 
 def test_the_gain_bound_is_amdahls_and_capped_short_of_infinity() -> None:
@@ -160,3 +151,21 @@ def test_a_thread_fix_on_cpu_math_claims_no_gain_the_breakdown_cannot_bound() ->
     [math] = [f for f in verdict.findings if f.rule == "cpu-math-bound"]
     assert math.predicted_gain is None
     assert "no model" in gain_text(math)
+
+
+def test_a_cpu_loop_that_is_mostly_python_is_bound_by_that_not_by_a_small_copy() -> None:
+    verdict = diagnose(SHIPPED, cpu_job(memcpy_share=0.12, cpu_exec_share=0.28, other_share=0.6))
+    assert verdict.bottleneck == "cpu"
+    assert verdict.predicted_gain == gain_bound(0.6)
+    assert "memcpy at 12%" in verdict.reason
+
+
+def test_the_gpu_classs_amp_bound_never_outbids_a_stall_for_the_verdict() -> None:
+    # The kineto-tb-plugin ResNet-50 with num_workers=0: AMP's bound (38% of the step) is
+    # larger than the DataLoader's 33%, but the GPU idles that 33%: the DataLoader bounds it.
+    metrics = gpu_job(kernel_share=0.56, dataloader_share=0.33, cpu_exec_share=0.08,
+                      other_share=0.03, gpu_utilization=0.56, compute_capability=7.0,
+                      tc_eligible_share=0.68, tc_used_share=0.0)  # fmt: skip
+    verdict = diagnose(SHIPPED, metrics)
+    assert verdict.recoverable["gpu"] == pytest.approx(0.56 * 0.68)
+    assert verdict.bottleneck == "dataloader"

@@ -41,7 +41,12 @@ def diagnose(tree: RuleTree, metrics: Metrics) -> Verdict:
     shares = recoverable_shares(tree, fired, metrics)
     scores = {cls: share or 0.0 for cls, share in shares.items()}
     work = _work_class(tree, fired, metrics)
-    bottleneck, confidence, reason = _decide(tree, shares, work, metrics)
+    competing = {
+        cls: share
+        for cls, share in shares.items()
+        if cls != work or all(r.competes for r in tree.roots if r.bottleneck_class == cls)
+    }
+    bottleneck, confidence, reason = _decide(tree, competing, work, metrics)
     if bottleneck == "unknown":
         # Findings built on evidence too thin for a verdict would be guesses too.
         return Verdict(bottleneck, confidence, scores, reason, (), shares, None)
@@ -106,7 +111,7 @@ def _decide(
     if settings.evidence is not None and settings.evidence.evaluate(metrics) is False:
         return "unknown", 0.0, settings.evidence_reason or "too little recorded activity"
     stalls = sorted(
-        ((cls, share) for cls, share in shares.items() if cls != work and share is not None),
+        ((cls, share) for cls, share in shares.items() if share is not None),
         key=lambda item: item[1],
         reverse=True,
     )

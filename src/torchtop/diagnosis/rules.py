@@ -58,6 +58,10 @@ class Rule(msgspec.Struct, frozen=True):
     class's; a child without one takes its class's."""
     work: Expression | None = None
     """Roots only: holds when this class is the job's work itself rather than a stall."""
+    competes: bool = True
+    """Roots only: whether the class's recoverable share competes for the verdict even when
+    the class is the work (a CPU job's time between operators does; the gpu class's share is
+    a bound on making the work faster, not time a stall takes, so it does not)."""
 
 
 class VerdictSettings(msgspec.Struct, frozen=True):
@@ -267,6 +271,7 @@ def _parse_rule(path: Path, data: dict[str, Any]) -> Rule:
         path=str(path),
         recoverable=_optional(path, data, "recoverable"),
         work=_optional(path, data, "work"),
+        competes=bool(data.get("competes", True)),
     )
 
 
