@@ -169,3 +169,11 @@ def test_the_gpu_classs_amp_bound_never_outbids_a_stall_for_the_verdict() -> Non
     verdict = diagnose(SHIPPED, metrics)
     assert verdict.recoverable["gpu"] == pytest.approx(0.56 * 0.68)
     assert verdict.bottleneck == "dataloader"
+
+
+def test_the_rules_command_shows_what_each_rule_recovers() -> None:
+    from torchtop.diagnosis.describe import describe_rule
+
+    assert "recovers  dataloader_share" in describe_rule(SHIPPED, "dataloader")
+    assert "work when has_gpu" in describe_rule(SHIPPED, "gpu")
+    assert "recovers  no model" in describe_rule(SHIPPED, "gpu-busy")

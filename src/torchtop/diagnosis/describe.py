@@ -38,7 +38,10 @@ def describe_rule(tree: RuleTree, rule_id: str) -> str:
         f"  when      {rule.when.text}",
     ]
     if rule.recoverable is not None:
-        lines.append(f"  recovers  {rule.recoverable.text}")
+        bound = rule.recoverable.text
+        lines.append(
+            f"  recovers  {'no model (recoverable = false)' if bound == 'False' else bound}"
+        )
     if rule.work is not None:
         lines.append(f"  work when {rule.work.text}")
     lines.append(f"  severity  {rule.severity}")
