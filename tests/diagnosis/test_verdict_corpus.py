@@ -45,5 +45,7 @@ def test_each_trace_gets_its_listed_verdict_and_predicted_gain(row: Row) -> None
         assert got["predicted_gain"] is None
     else:
         assert got["predicted_gain"] == pytest.approx(row.predicted_gain, rel=GAIN_TOLERANCE)
+    # Every finding carries its gain: a bound of at least 1x, or None where there is no model.
+    assert all(g is None or (isinstance(g, float) and g >= 1.0) for g in got["finding_gains"])
     if row.measured is not None:
         assert got["measured"] == pytest.approx(row.measured, rel=GAIN_TOLERANCE)

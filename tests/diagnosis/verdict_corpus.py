@@ -85,6 +85,7 @@ def measure(row: Row) -> dict[str, Any]:
         "breakdown": ", ".join(f"{k} {v:.0%}" for k, v in shares if v >= 0.05),
         "verdict": report["bottleneck"],
         "predicted_gain": report["verdict"].get("predicted_gain"),
+        "finding_gains": [f.get("predicted_gain", "missing") for f in report["findings"]],
         "measured": measured,
         "step_ms": report["steps"]["mean_ms"],
         "twin_ms": None if row.twin is None else analyze_json(row.twin)["steps"]["mean_ms"],
