@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from torchtop.advice.args import format_value
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding
 from torchtop.model.report import Report
@@ -135,7 +136,8 @@ def _findings(findings: Iterable[Finding], style: _Style) -> list[str]:
         lines.append(f"  {severity} {' › '.join(finding.chain)}")
         lines.append(f"         {finding.message}")
         for fix in finding.fixes:
-            lines.append(f"         → {fix.knob} = {fix.value}  [{fix.apply}]  {fix.description}")
+            value = format_value(fix.value)
+            lines.append(f"         → {fix.knob} = {value}  [{fix.apply}]  {fix.description}")
     lines.append("")
     return lines
 

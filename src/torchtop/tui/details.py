@@ -17,8 +17,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from torchtop.advice.args import format_value
 from torchtop.relaunch.watched import Proposal
-from torchtop.tui.apply import proposal_text
+from torchtop.tui.apply import planned_value, proposal_text
 from torchtop.tui.change import describe_change
 from torchtop.tui.palette import (
     APPLY_COLOUR,
@@ -66,7 +67,8 @@ def details_text(
     finding, its evidence and the reason."""
     fix, finding = ranked.fix, ranked.finding
     text = Text()
-    text.append(f"{fix.knob} = {fix.value}", style="bold")
+    value = fix.value if proposal is None else planned_value(proposal)
+    text.append(f"{fix.knob} = {format_value(value)}", style="bold")
     text.append(f"   [{fix.apply}]\n", style=APPLY_COLOUR.get(fix.apply, ""))
     text.append(f"{fix.description}\n")
     text.append(f"applies as {fix.apply}: {APPLY_MEANING.get(fix.apply, '')}\n", style=MUTED)

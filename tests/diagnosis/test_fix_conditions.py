@@ -1,0 +1,71 @@
+"""Per-fix conditions (`when` in a rule's `[[fixes]]`): a fix is offered only where it fits.
+
+Each shipped example that lists `offers` is checked through the engine, so an example that
+names its machine (a V100, GNU OpenMP) says which fixes a user of that machine is shown.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RULES_DIR
+from torchtop.diagnosis.engine import diagnose
+from torchtop.diagnosis.rules import RuleError, load_rules, offered_fixes
+
+SHIPPED = load_rules(RULES_DIR)
+OFFERS = [
+    pytest.param(rule_id, index, id=f"{rule_id}-{index}")
+    for rule_id, rule in sorted(SHIPPED.rules.items())
+    for index, example in enumerate(rule.examples)
+    if example.offers is not None
+]
+
+
+@pytest.mark.parametrize(("rule_id", "index"), OFFERS)
+def test_each_example_offers_exactly_the_fixes_it_lists(rule_id: str, index: int) -> None:
+    rule = SHIPPED.rules[rule_id]
+    example = rule.examples[index]
+    offered = tuple(fix.knob for fix in offered_fixes(rule, example.metrics))
+    assert offered == example.offers, example.note
+
+
+def test_the_diagnosis_of_a_v100_finding_carries_no_tf32_and_no_bf16() -> None:
+    metrics = {
+        "steps_count": 5,
+        "has_step_markers": True,
+        "has_gpu": True,
+        "compute_capability": 7.0,
+        "kernel_share": 0.9,
+        "gpu_utilization": 0.95,
+        "tc_used_share": 0.0,
+        "tc_eligible_share": 0.7,
+    }
+    verdict = diagnose(SHIPPED, metrics)
+    finding = next(f for f in verdict.findings if f.rule == "tensor-cores-unused")
+    assert [(fix.knob, fix.value) for fix in finding.fixes] == [("amp.dtype", "float16")]
+
+
+def test_a_fix_condition_naming_an_unknown_metric_fails_the_load(tmp_path: Path) -> None:
+    (tmp_path / "gpu.toml").write_text(
+        textwrap.dedent(
+            """
+            id = "gpu"
+            class = "gpu"
+            title = "GPU"
+            when = "kernel_share > 0.5"
+            score = "kernel_share"
+            why = "x"
+
+            [[fixes]]
+            knob = "torch.float32_matmul_precision"
+            value = "high"
+            apply = "override"
+            when = "compute_capabilty >= 8"
+            """
+        )
+    )
+    with pytest.raises(RuleError, match=r"gpu\.toml: fix torch\.float32_matmul_precision: when"):
+        load_rules(tmp_path)
