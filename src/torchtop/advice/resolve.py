@@ -8,8 +8,9 @@ every fix once, as applying it would, and the verdict carries the resolved fix: 
 that shows `fix.value` shows the same number. A fix the job already runs with is dropped: it is
 not offered as a change (the job runs with 8 workers; "8 workers" is not advice).
 
-Fixes that cannot be planned (code changes, a knob with no route, a value that cannot be made
-concrete) are kept as the rule wrote them: the surfaces show why when asked to apply them.
+Fixes that cannot be planned (a knob with no route, a value that cannot be made concrete) are
+kept as the rule wrote them: the surfaces show why when asked to apply them. A code change is
+located in the user's code instead, from the job's stacks where there are any (`Fix.where`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any
 
 import msgspec
 
-from torchtop.advice.knobs import ALLOW_GROUPS
+from torchtop.advice.knobs import ALLOW_GROUPS, find_knob
+from torchtop.advice.locate import WeightedStack, locate
 from torchtop.advice.machine import Machine
 from torchtop.advice.plan import NotApplicable, initial_plan, plan_fix
 from torchtop.model.findings import Finding, Fix, Verdict
@@ -37,6 +39,9 @@ def resolve_fix(
 
     Planned with every `--allow` group: whether the user allows a knob decides whether it is
     tried, not what value it would take."""
+    knob = find_knob(fix.knob)
+    if fix.apply == "code" or (knob is not None and knob.routes == ("code",)):
+        return fix
     base = initial_plan((), env or {}, "")
     planned = plan_fix(fix, base, settings, machine, allow=ALLOW_GROUPS, metrics=metrics, argv=argv)
     if isinstance(planned, NotApplicable):
@@ -51,16 +56,31 @@ def resolve_verdict(
     machine: Machine,
     metrics: Mapping[str, object],
     argv: Sequence[str] | None = None,
+    stacks: Sequence[WeightedStack] | None = None,
 ) -> Verdict:
-    """`verdict` with each finding's fixes resolved for the job whose `settings` these are."""
+    """`verdict` with each finding's fixes resolved for the job whose `settings` these are,
+    and its code fixes located in the job's `stacks` (None: none were recorded)."""
     if not verdict.findings or not settings:
         return verdict
     env = _job_env(settings)
     findings = tuple(
-        _resolved_finding(finding, settings, machine, metrics, argv, env)
+        located(_resolved_finding(finding, settings, machine, metrics, argv, env), stacks)
         for finding in verdict.findings
     )
     return msgspec.structs.replace(verdict, findings=findings)
+
+
+def located(finding: Finding, stacks: Sequence[WeightedStack] | None) -> Finding:
+    """`finding` with each code fix's `where`: its line in the job's code, or why not found."""
+    if stacks is None or all(fix.apply != "code" for fix in finding.fixes):
+        return finding
+    fixes = tuple(
+        msgspec.structs.replace(fix, where=str(locate(fix.knob, stacks)))
+        if fix.apply == "code"
+        else fix
+        for fix in finding.fixes
+    )
+    return msgspec.structs.replace(finding, fixes=fixes)
 
 
 def _resolved_finding(

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from msgspec.structs import replace
 
+from torchtop.advice.locate import dump_stacks
 from torchtop.advice.machine import cached_machine
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
@@ -152,7 +153,9 @@ def _resolved(verdict: Verdict, state: RunState, metrics: Metrics) -> Verdict:
     main = processes[0]
     argv = main.hello.get("argv")
     words = tuple(str(a) for a in argv) if isinstance(argv, list) else None
-    return resolve_verdict(verdict, main.settings, cached_machine(), metrics, words)
+    dumps = [r for r in state.samples["stacks"] if r.get("kind") == "stacks"]
+    stacks = dump_stacks(dumps) if dumps else None
+    return resolve_verdict(verdict, main.settings, cached_machine(), metrics, words, stacks)
 
 
 def _rank_analysis(

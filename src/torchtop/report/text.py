@@ -138,6 +138,9 @@ def _findings(findings: Iterable[Finding], style: _Style) -> list[str]:
         for fix in finding.fixes:
             value = format_value(fix.value)
             lines.append(f"         → {fix.knob} = {value}  [{fix.apply}]  {fix.description}")
+            if fix.where is not None:
+                at = "" if fix.where.startswith("could not") else "at "
+                lines.append(f"           {at}{fix.where}")
     lines.append("")
     return lines
 
