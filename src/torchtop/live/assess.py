@@ -153,8 +153,11 @@ def _resolved(verdict: Verdict, state: RunState, metrics: Metrics) -> Verdict:
     main = processes[0]
     argv = main.hello.get("argv")
     words = tuple(str(a) for a in argv) if isinstance(argv, list) else None
+    # Only dumps taken once the job steps: one taken while it imports is not its loop.
+    started = main.steps[0].t - main.steps[0].wall_s if main.steps else None
     dumps = [r for r in state.samples["stacks"] if r.get("kind") == "stacks"]
-    stacks = dump_stacks(dumps) if dumps else None
+    stepping = [r for r in dumps if started is not None and float(r.get("t", 0)) >= started]
+    stacks = dump_stacks(stepping) if dumps else None
     return resolve_verdict(verdict, main.settings, cached_machine(), metrics, words, stacks)
 
 
