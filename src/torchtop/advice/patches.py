@@ -73,7 +73,7 @@ _TEMPLATES = {
     "code.ddp_comm_hook": """\
      model = DistributedDataParallel(model)
 +    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-+    model.register_comm_hook(None, default_hooks.bf16_compress_hook)""",
++    {value}""",
     "code.activation_checkpointing": """\
 -        x = block(x)
 +        x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)""",
