@@ -23,6 +23,7 @@ from torchtop.advice.resolve import resolve_verdict
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import load_rules
 from torchtop.live.headless import progress_line
+from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import Proposal, TrialEvent, TrialOutcome
@@ -115,6 +116,11 @@ def test_a_fix_the_job_already_runs_with_is_not_offered_in_the_line_or_the_repor
     resolved = resolve_verdict(verdict, settings, Machine(2, 2), metrics)
     assert all(f.knob != KNOB for finding in resolved.findings for f in finding.fixes)
     assert resolved.findings, "the finding stays: the job still waits on data"
+    job = RankAnalysis(None, "job", (), (), (), {"dataloader": 0.3}, metrics)
+    report = Report(source_kind="run", paths=(), job=job, verdict=resolved)
+    line = progress_line(report, resolved, 30.0)
+    assert "verdict dataloader" in line and KNOB not in line
+    assert KNOB not in render_text(report)
     fewer = resolve_verdict(verdict, {**settings, "dataloader": {"num_workers": 2}},
                             Machine(2, 2), metrics)  # fmt: skip
     offered = [f for finding in fewer.findings for f in finding.fixes if f.knob == KNOB]
