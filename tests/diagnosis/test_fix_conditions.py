@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import RULES_DIR
+from torchtop.diagnosis.describe import describe_rule
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleError, load_rules, offered_fixes
 
@@ -69,3 +70,9 @@ def test_a_fix_condition_naming_an_unknown_metric_fails_the_load(tmp_path: Path)
     )
     with pytest.raises(RuleError, match=r"gpu\.toml: fix torch\.float32_matmul_precision: when"):
         load_rules(tmp_path)
+
+
+def test_torchtop_rules_shows_when_each_fix_is_offered() -> None:
+    text = describe_rule(SHIPPED, "cpu-math-bound")
+    assert "env.KMP_BLOCKTIME = 1  [env]" in text
+    assert "(only when openmp_runtime == 'intel' or openmp_runtime == 'llvm')" in text
