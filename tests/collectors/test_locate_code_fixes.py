@@ -126,3 +126,21 @@ def test_library_and_standard_library_frames_are_not_the_users() -> None:
     assert not is_user_file("<frozen importlib._bootstrap>")
     assert is_user_file("/home/me/project/train.py")
     assert is_user_file("moca/library/pipeline.py")
+
+
+def test_autocast_wraps_the_forward_line_not_the_innermost_one(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        "for x, y in loader:\n    loss = criterion(model(x), y)\n    optimizer.step()\n",
+        encoding="utf-8",
+    )
+    # Sampled in optimizer.step() twice and in the forward line once: autocast goes round the
+    # forward pass, wherever the samples fell most.
+    stacks = [([(str(script), 3), (str(script), 1)], 2.0), ([(str(script), 2)], 1.0)]
+    found = locate("amp.dtype", stacks)
+    assert isinstance(found, Location) and found.line == 2
+    patch = code_patch(Fix("amp.dtype", "float16", "code", "Autocast.", str(found)))
+    assert "-    loss = criterion(model(x), y)\n" in patch
+    assert '+    with torch.autocast(device_type="cuda", dtype=torch.float16):' in patch
+    assert "+        loss = criterion(model(x), y)" in patch
+    assert "GradScaler" in patch

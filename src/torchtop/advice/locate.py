@@ -10,6 +10,8 @@ per stack and counts them, weighted by samples or by time:
   a tensor back (`.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `synchronize(`);
 - a fix about host-to-device copies (`code.non_blocking_copy`): the one that calls `.to(` or
   `.cuda(`;
+- mixed precision (`amp.dtype`): the one that calls the model or computes the loss, which
+  autocast must enclose;
 - any other: the innermost user frame, the training loop's line.
 
 A user frame is one outside the standard library, site-packages and the libraries a trace names
@@ -34,10 +36,12 @@ WeightedStack = tuple[Sequence[Frame], float]
 _PATTERNS = {
     "code.avoid_item": re.compile(r"\.item\(\)|\.cpu\(\)|\.tolist\(\)|\.numpy\(\)|synchronize\("),
     "code.non_blocking_copy": re.compile(r"\.to\(|\.cuda\("),
+    "amp.dtype": re.compile(r"\bloss\w*\s*=|\bmodel\w*\(|\bforward\(|criterion\(|loss_fn\("),
 }
 _WANTED = {
     "code.avoid_item": "a line of the job's that reads a tensor back to the host",
     "code.non_blocking_copy": "a line of the job's that copies a batch to the device",
+    "amp.dtype": "the job's forward pass (a line that calls the model or computes the loss)",
 }
 _LIBRARY_PATH = re.compile(
     r"(site-packages|dist-packages)[/\\]|[/\\]lib[/\\]python3\.\d+[/\\]|^<|[/\\]torchtop[/\\]"
