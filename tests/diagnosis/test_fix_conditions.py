@@ -6,6 +6,7 @@ names its machine (a V100, GNU OpenMP) says which fixes a user of that machine i
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -76,3 +77,15 @@ def test_torchtop_rules_shows_when_each_fix_is_offered() -> None:
     text = describe_rule(SHIPPED, "cpu-math-bound")
     assert "env.KMP_BLOCKTIME = 1  [env]" in text
     assert "(only when openmp_runtime == 'intel' or openmp_runtime == 'llvm')" in text
+
+
+def test_no_applied_fix_states_a_number_its_resolved_value_could_contradict() -> None:
+    """A fix's value is resolved for the job ("4 workers" may become 5), and the value is shown
+    beside the description; a number written into the description would then disagree."""
+    stated = {
+        f"{rule.id}: {fix.knob}": fix.description
+        for rule in SHIPPED.rules.values()
+        for fix in rule.fixes
+        if fix.apply != "code" and re.search(r"\b\d+(?:\.\d+)?\b", fix.description)
+    }
+    assert stated == {}
