@@ -81,22 +81,19 @@ def test_tune_gives_a_starved_job_without_options_more_workers_by_override(
     assert said in [n["message"] for n in agent_records(trial.after[0].run_dir, "note")]
 
 
-def test_tune_fixes_an_oversubscribed_job_through_its_environment(tmp_path: Path) -> None:
+def test_tune_leaves_the_thread_pool_of_a_job_with_dataloader_workers_alone(
+    tmp_path: Path,
+) -> None:
+    """PyTorch runs each DataLoader worker on one thread, so two workers beside a pool of one
+    thread per core were never the oversubscription the old rule counted (threads x (workers +
+    1)); its fix, OMP_NUM_THREADS=1, made pytorch/examples imagenet with -j 2 0.58x as fast.
+    tune must not try it (nor any other cut of the pool) on such a job."""
     result = tune(job("oversubscribed"), QUICK, TREE, tmp_path / "run")
     assert_honest(result)
-    (first,) = result.trials
-    if not first.kept and os.getloadavg()[0] > 1.0:
-        # The gain of fewer threads is the cores it frees; when another test's job already
-        # takes a core, there is less to gain and the trial may honestly find it within
-        # noise. Measure once more rather than fail on what the machine was doing.
-        result = tune(job("oversubscribed"), QUICK, TREE, tmp_path / "again")
-        assert_honest(result)
-        (first,) = result.trials
-    assert first.kept
-    assert [(f.knob, f.route, f.value) for f in first.fixes] == [("env.OMP_NUM_THREADS", "env", 1)]
-    assert result.final.env["OMP_NUM_THREADS"] == "1"
+    tried = [(f.knob, f.value) for trial in result.trials for f in trial.fixes]
+    assert ("env.OMP_NUM_THREADS", 1) not in tried, tried
+    assert all(knob != "torch.num_threads" for knob, _ in tried), tried
     assert result.final.command == tuple(job("oversubscribed"))
-    assert "OMP_NUM_THREADS" not in os.environ or os.environ["OMP_NUM_THREADS"] != "1"
 
 
 def test_more_workers_on_a_compute_bound_job_are_measured_and_reverted(tmp_path: Path) -> None:

@@ -59,7 +59,8 @@ async def test_without_colour_letters_and_words_still_tell_the_story(
         fixes = str(app.query_one("#fix-options", OptionList).get_option_at_index(0).prompt)
     assert verdict.startswith("DATALOADER") and "HIGH " in verdict
     assert "D 82%" in steps and "C CPU" in steps
-    assert fixes.startswith("1 HIGH override dataloader.num_workers = 4")
+    # The rule's floor of 4 workers, sized for an 82% wait (0.82 / 0.18 -> 5): the report's value.
+    assert fixes.startswith("1 HIGH override dataloader.num_workers = 5")
 
 
 async def test_the_header_shows_the_job_its_uptime_step_and_rates(live_app: LiveApp) -> None:
@@ -143,9 +144,9 @@ async def test_enter_on_a_fix_shows_the_exact_command_line_change_and_escape_goe
         screen = app.screen
         assert isinstance(screen, FixDetailsScreen)
         text = str(screen.query_one("#details-text").render())
-        assert "the agent sets DataLoader(num_workers=4) in the relaunched process" in text
+        assert "the agent sets DataLoader(num_workers=5) in the relaunched process" in text
         assert "- python train.py --batch-size 32 --num-workers 0" in text
-        assert "+ python train.py --batch-size 32 --num-workers 4" in text
+        assert "+ python train.py --batch-size 32 --num-workers 5" in text
         assert "Evidence" in text and "dataloader_share" in text
         assert "Why" in text
         await pilot.press("escape")

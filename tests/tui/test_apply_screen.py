@@ -221,10 +221,17 @@ async def test_a_fix_the_job_already_has_is_dimmed_and_says_why(live_app: LiveAp
     assert f"dataloader.num_workers is already {workers}" in preview
 
 
-async def test_without_an_applier_the_list_shows_the_rules_own_value(live_app: LiveApp) -> None:
+async def test_without_an_applier_the_list_shows_the_value_the_report_resolved(
+    live_app: LiveApp,
+) -> None:
+    """No plan is made, yet the value is not the rule's literal 4: the live report carries each
+    fix resolved for the job (sized for its 82% wait: 5), so list and details agree."""
     app = live_app("loader")
     async with app.run_test(size=(120, 40)) as pilot:
-        line, _, _ = await listed(app, pilot)
+        line, _, details = await listed(app, pilot)
         assert app.latest is not None and not app.latest.proposals
-    assert line.startswith("1 HIGH override dataloader.num_workers = 4 ")
+        reported = app.latest.fixes[0].fix.value
+    assert reported == 5
+    assert line.startswith("1 HIGH override dataloader.num_workers = 5 ")
+    assert details.startswith("dataloader.num_workers = 5 ")
     assert "not applicable" not in line

@@ -9,6 +9,7 @@ real one.
 from __future__ import annotations
 
 import ctypes.util
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -45,6 +46,12 @@ def this_machine(
     finder = find or find_library
     found = {stem: path for stem in PRELOADABLE if (path := finder(stem)) is not None}
     return Machine(logical, min(physical, logical), found)
+
+
+@functools.cache
+def cached_machine() -> Machine:
+    """`this_machine()` once per process: the live loop resolves fixes on every tick."""
+    return this_machine()
 
 
 def find_library(stem: str, extra_dirs: Iterable[str] = ()) -> str | None:

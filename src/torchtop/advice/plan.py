@@ -66,6 +66,8 @@ class NotApplicable:
     reason: str
     patch: str | None = None
     """For a code fix: the change to make by hand."""
+    in_effect: bool = False
+    """The job already runs with the fix's value: there is nothing to change."""
 
 
 def initial_plan(command: Sequence[str], env: Mapping[str, str], cwd: str) -> LaunchPlan:
@@ -105,7 +107,7 @@ def plan_fix(
     except Unresolvable as exc:
         return NotApplicable(fix, f"{fix.knob} = {fix.value}: {exc}")
     if same_value(value, current):
-        return NotApplicable(fix, f"{fix.knob} is already {format_value(value)}")
+        return NotApplicable(fix, f"{fix.knob} is already {format_value(value)}", in_effect=True)
     described = fix.description
     if format_value(value) != format_value(fix.value):
         described += f" (the rule says {fix.value}; {format_value(value)} for this job and machine)"

@@ -8,8 +8,9 @@ writes it only when it differs from what it wrote last.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,45 @@ def thread_settings() -> dict[str, Any]:
         "torch_num_threads": torch.get_num_threads(),
         "torch_interop_threads": torch.get_num_interop_threads(),
         "omp_num_threads_env": os.environ.get("OMP_NUM_THREADS"),
+        "openmp_runtime": openmp_runtime(),
+        "usable_cores": usable_cores(),
     }
+
+
+_OPENMP_LIBRARIES = (("libiomp5", "intel"), ("libgomp", "gnu"), ("libomp", "llvm"))
+"""Library stem and runtime; Intel's first, since a job may preload it over a loaded libgomp."""
+
+
+@functools.cache
+def openmp_runtime() -> str | None:
+    """`gnu`, `intel` or `llvm`: the OpenMP runtime mapped into this process (torch loads it at
+    import), read once from /proc/self/maps; None where that cannot be read or none is loaded.
+
+    `torch.__config__.parallel_info()` names only the OpenMP version, not whose runtime it is,
+    and the runtime decides which variables mean anything (libgomp ignores `KMP_*`)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            return runtime_in_maps(maps)
+    except OSError:
+        return None
+
+
+def runtime_in_maps(lines: Iterable[str]) -> str | None:
+    """The OpenMP runtime among the mapped files of a /proc/PID/maps listing."""
+    names = {os.path.basename(line.split()[-1]) for line in lines if ".so" in line}
+    for stem, runtime in _OPENMP_LIBRARIES:
+        if any(name.startswith(stem + ".so") or name.startswith(stem + "-") for name in names):
+            return runtime
+    return None
+
+
+def usable_cores() -> int | None:
+    """The cores this process may run on (its CPU affinity), which a container or `taskset`
+    makes fewer than the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
 
 
 def cuda_initialized() -> bool:

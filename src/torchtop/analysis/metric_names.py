@@ -76,4 +76,6 @@ METRICS: dict[str, str] = {
     "torch_num_threads": "torch.get_num_threads() in the job",
     "dataloader_num_workers": "DataLoader num_workers",
     "dataloader_pin_memory": "DataLoader pin_memory",
+    "openmp_runtime": "the OpenMP runtime the job's torch loaded: gnu (libgomp), intel (libiomp5) "
+    "or llvm (libomp)",
 }

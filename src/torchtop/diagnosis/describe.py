@@ -54,7 +54,12 @@ def describe_rule(tree: RuleTree, rule_id: str) -> str:
     lines += ["", "  why", *[f"    {line}" for line in rule.why.splitlines()]]
     if rule.fixes:
         lines += ["", "  fixes"]
-        lines += [f"    {f.knob} = {f.value}  [{f.apply}]  {f.description}" for f in rule.fixes]
+        conditions = rule.fix_when or (None,) * len(rule.fixes)
+        lines += [
+            f"    {f.knob} = {f.value}  [{f.apply}]  {f.description}"
+            + (f"  (only when {when.text})" if when is not None else "")
+            for f, when in zip(rule.fixes, conditions, strict=True)
+        ]
     if rule.examples:
         lines += ["", "  examples"]
         for example in rule.examples:

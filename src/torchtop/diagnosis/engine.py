@@ -17,7 +17,7 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
-from torchtop.diagnosis.rules import Rule, RuleTree
+from torchtop.diagnosis.rules import Rule, RuleTree, offered_fixes
 from torchtop.model.analysis import Metrics
 from torchtop.model.findings import Finding, Verdict, gain_bound
 
@@ -183,7 +183,7 @@ def _finding(
         message=render(rule.message or rule.title, metrics),
         why=rule.why,
         evidence={name: metrics.get(name) for name in rule.evidence},
-        fixes=rule.fixes,
+        fixes=offered_fixes(rule, metrics),
         chain=tree.chain(rule.id),
         predicted_gain=gain_bound(share),
         recoverable_share=None if share is None else round(share, 4),

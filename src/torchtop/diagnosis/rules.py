@@ -15,6 +15,7 @@ import contextlib
 import os
 import sys
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ class Example(msgspec.Struct, frozen=True):
     expect_fire: bool
     metrics: dict[str, Any]
     note: str = ""
+    offers: tuple[str, ...] | None = None
+    """Where given: the knobs of the fixes offered on these metrics, in order."""
 
 
 class Rule(msgspec.Struct, frozen=True):
@@ -62,6 +65,8 @@ class Rule(msgspec.Struct, frozen=True):
     """Roots only: whether the class's recoverable share competes for the verdict even when
     the class is the work (a CPU job's time between operators does; the gpu class's share is
     a bound on making the work faster, not time a stall takes, so it does not)."""
+    fix_when: tuple[Expression | None, ...] = ()
+    """Each fix's own condition (`when` in its `[[fixes]]` table), None where it has none."""
 
 
 class VerdictSettings(msgspec.Struct, frozen=True):
@@ -272,6 +277,7 @@ def _parse_rule(path: Path, data: dict[str, Any]) -> Rule:
         recoverable=_optional(path, data, "recoverable"),
         work=_optional(path, data, "work"),
         competes=bool(data.get("competes", True)),
+        fix_when=tuple(_fix_condition(path, f) for f in data.get("fixes", ())),
     )
 
 
@@ -280,6 +286,24 @@ def _optional(path: Path, data: dict[str, Any], key: str) -> Expression | None:
         # `recoverable = false`: the breakdown cannot bound what this rule's fix recovers.
         return Expression.parse("False")
     return _expression(path, data[key], key) if key in data else None
+
+
+def offered_fixes(rule: Rule, metrics: Mapping[str, object]) -> tuple[Fix, ...]:
+    """The rule's fixes that fit the job: those without a `when`, and those whose `when` holds.
+
+    A condition on a metric that was not measured does not hold, so a fix that needs a
+    property of the machine (an Ampere GPU, Intel's OpenMP) is offered only where it is known."""
+    conditions = rule.fix_when or (None,) * len(rule.fixes)
+    return tuple(
+        fix
+        for fix, condition in zip(rule.fixes, conditions, strict=True)
+        if condition is None or condition.holds(metrics)
+    )
+
+
+def _fix_condition(path: Path, data: dict[str, Any]) -> Expression | None:
+    text = data.get("when")
+    return None if text is None else _expression(path, text, f"fix {data.get('knob')}: when")
 
 
 def _parse_fix(path: Path, data: dict[str, Any]) -> Fix:
@@ -304,7 +328,9 @@ def _parse_example(path: Path, data: dict[str, Any]) -> Example:
     unknown = sorted(set(metrics) - METRICS.keys())
     if unknown:
         raise RuleError(f"{path}: example names unknown metric(s) {', '.join(unknown)}")
-    return Example(expect == "fire", metrics, str(data.get("note", "")))
+    offers = data.get("offers")
+    knobs = None if offers is None else tuple(str(knob) for knob in offers)
+    return Example(expect == "fire", metrics, str(data.get("note", "")), knobs)
 
 
 def _resolve_classes(rules: dict[str, Rule], raw_class: dict[str, str | None]) -> dict[str, Rule]:

@@ -15,11 +15,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from msgspec.structs import replace
 
+from torchtop.advice.locate import dump_stacks
+from torchtop.advice.machine import cached_machine
+from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
+from torchtop.model.findings import Verdict
 from torchtop.model.report import RankReport, Report
 from torchtop.runs.state import ProcessState, RunState, StepRecord
 
@@ -59,8 +63,10 @@ def settings_metrics(process: ProcessState, cpu_count: int | None) -> Metrics:
     threads = settings.get("threads") or {}
     device = str(settings.get("device") or "")
     return {
-        "host_cpu_count": cpu_count,
+        # The job's own affinity where the agent saw it: the cores it may really use.
+        "host_cpu_count": threads.get("usable_cores") or cpu_count,
         "torch_num_threads": threads.get("torch_num_threads"),
+        "openmp_runtime": threads.get("openmp_runtime"),
         "dataloader_num_workers": loader.get("num_workers"),
         "dataloader_pin_memory": loader.get("pin_memory"),
         "has_gpu": device.startswith("cuda") if device else None,
@@ -114,6 +120,7 @@ def assess(
             ranks, steps_count_from="metrics", shares_measured=measured, pool_sources=False
         )
     verdict = diagnose(tree, job.metrics)
+    verdict = _resolved(verdict, state, job.metrics)
     steps = job.metrics.get("steps_count")
     if isinstance(steps, int) and steps < MIN_STEPS:
         verdict = replace(
@@ -136,6 +143,22 @@ def assess(
         pid=state.run.get("pid"),
         notes=_run_notes(state, bool(windows)),
     )
+
+
+def _resolved(verdict: Verdict, state: RunState, metrics: Metrics) -> Verdict:
+    """The fixes with the values they would set on the main process, on this machine."""
+    processes = state.training_processes
+    if not processes:
+        return verdict
+    main = processes[0]
+    argv = main.hello.get("argv")
+    words = tuple(str(a) for a in argv) if isinstance(argv, list) else None
+    # Only dumps taken once the job steps: one taken while it imports is not its loop.
+    started = main.steps[0].t - main.steps[0].wall_s if main.steps else None
+    dumps = [r for r in state.samples["stacks"] if r.get("kind") == "stacks"]
+    stepping = [r for r in dumps if started is not None and float(r.get("t", 0)) >= started]
+    stacks = dump_stacks(stepping) if dumps else None
+    return resolve_verdict(verdict, main.settings, cached_machine(), metrics, words, stacks)
 
 
 def _rank_analysis(

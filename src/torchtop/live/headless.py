@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from torchtop.advice.args import format_value
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
 from torchtop.report import report_to_json
@@ -52,7 +53,7 @@ def progress_line(report: Report, shown: Verdict, elapsed_s: float) -> str:
         verdict += f" ({shown.confidence:.2f})"
         if shown.findings and shown.findings[0].fixes:
             fix = shown.findings[0].fixes[0]
-            verdict += f"; fix: {fix.knob} = {fix.value}"
+            verdict += f"; fix: {fix.knob} = {format_value(fix.value)}"
     else:
         verdict += f": {shown.reason}"
     parts.append(f"verdict {verdict}")

@@ -14,6 +14,9 @@ class Fix(msgspec.Struct, frozen=True):
     value: object
     apply: str
     description: str
+    where: str | None = None
+    """For a code fix: the user's line it belongs to (`file:line: source`), or why it could not
+    be located; None where no stacks were looked at."""
 
 
 class Finding(msgspec.Struct, frozen=True):

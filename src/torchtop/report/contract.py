@@ -104,6 +104,7 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         "why": finding.why,
         "fixes": [
             {"knob": f.knob, "value": f.value, "apply": f.apply, "description": f.description}
+            | ({"where": f.where} if f.where is not None else {})
             for f in finding.fixes
         ],
         "predicted_gain": finding.predicted_gain,

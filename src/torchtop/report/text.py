@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from torchtop.advice.args import format_value
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding, gain_text
 from torchtop.model.report import Report
@@ -136,7 +137,11 @@ def _findings(findings: Iterable[Finding], style: _Style) -> list[str]:
         lines.append(f"         {finding.message}")
         lines.append(f"         {gain_text(finding)}")
         for fix in finding.fixes:
-            lines.append(f"         → {fix.knob} = {fix.value}  [{fix.apply}]  {fix.description}")
+            value = format_value(fix.value)
+            lines.append(f"         → {fix.knob} = {value}  [{fix.apply}]  {fix.description}")
+            if fix.where is not None:
+                at = "" if fix.where.startswith("could not") else "at "
+                lines.append(f"           {at}{fix.where}")
     lines.append("")
     return lines
 

@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from torchtop.advice.args import format_value
 from torchtop.advice.show import format_plan
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
@@ -60,6 +61,16 @@ class TrialDone(Message):
     def __init__(self, outcome: TrialOutcome) -> None:
         super().__init__()
         self.outcome = outcome
+
+
+def planned_value(proposal: Proposal) -> object:
+    """The value applying the proposal sets (the plan's), else the fix's own: the one value
+    the title, the body, the list and the details all show."""
+    if proposal.after is not None:
+        for applied in reversed(proposal.after.fixes):
+            if applied.knob == proposal.fix.knob:
+                return applied.value
+    return proposal.fix.value
 
 
 def proposal_text(proposal: Proposal, explain: bool = True) -> Text:
@@ -113,7 +124,8 @@ class ApplyScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="apply") as scroll:
-            scroll.border_title = f"Apply · {self.proposal.fix.knob} = {self.proposal.fix.value}"
+            value = format_value(planned_value(self.proposal))
+            scroll.border_title = f"Apply · {self.proposal.fix.knob} = {value}"
             scroll.border_subtitle = (
                 "y: apply · Esc: cancel" if self.proposal.after is not None else "Esc: back"
             )

@@ -17,9 +17,11 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from torchtop.advice.args import format_value
+from torchtop.advice.patches import code_patch
 from torchtop.model.findings import gain_text
 from torchtop.relaunch.watched import Proposal
-from torchtop.tui.apply import proposal_text
+from torchtop.tui.apply import PATCH_STYLE, planned_value, proposal_text
 from torchtop.tui.change import describe_change
 from torchtop.tui.palette import (
     APPLY_COLOUR,
@@ -50,6 +52,13 @@ def change_text(
     new (+) lines, or the patch."""
     if proposal is not None:
         return proposal_text(proposal, explain=False)
+    if ranked.fix.apply == "code":
+        # The same patch `a` would show: at the user's line where the fix was located.
+        patch = code_patch(ranked.fix)
+        text = Text("a code change only you can make; torchtop never applies it\n")
+        for written in patch.rstrip().splitlines():
+            text.append(written + "\n", style=PATCH_STYLE.get(written[:1], ""))
+        return text
     change = describe_change(ranked.fix, command, options)
     text = Text(f"{change.summary}\n")
     for line in change.lines:
@@ -67,7 +76,8 @@ def details_text(
     finding, its evidence and the reason."""
     fix, finding = ranked.fix, ranked.finding
     text = Text()
-    text.append(f"{fix.knob} = {fix.value}", style="bold")
+    value = fix.value if proposal is None else planned_value(proposal)
+    text.append(f"{fix.knob} = {format_value(value)}", style="bold")
     text.append(f"   [{fix.apply}]\n", style=APPLY_COLOUR.get(fix.apply, ""))
     text.append(f"{fix.description}\n")
     text.append(f"applies as {fix.apply}: {APPLY_MEANING.get(fix.apply, '')}\n", style=MUTED)

@@ -1,9 +1,11 @@
-"""A job with more busy threads than cores: 2 DataLoader workers do CPU-heavy transforms while
-the training process runs its math on torch's default thread pool (one thread per core).
+"""A job the old thread-oversubscription rule called oversubscribed: 2 DataLoader workers do
+CPU transforms while the training process runs its math on torch's default pool (one thread per
+core).
 
-On 2 cores that is 4 busy threads: OpenMP's threads in the training process wait for each
-other at every operator while a worker holds one of their cores. `OMP_NUM_THREADS` set to
-cores / (workers + 1) = 1 (the thread-oversubscription rule's fix) removes the contention.
+The old rule counted torch's threads in every worker (threads x (workers + 1) = 6 on 2 cores),
+but PyTorch's worker loop sets one thread per worker, and here the workers, once their
+prefetched batches are ready, use about 1% of a core each (host samples): the job is not
+oversubscribed, and tune must not cut its pool.
 """
 
 from __future__ import annotations

@@ -18,8 +18,10 @@ from textual.reactive import reactive
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from torchtop.advice.args import format_value
 from torchtop.model.findings import Fix
 from torchtop.relaunch.watched import Proposal
+from torchtop.tui.apply import planned_value
 from torchtop.tui.details import change_text
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import APPLY_COLOUR, MUTED, SEVERITY_COLOUR, SEVERITY_WORD
@@ -42,7 +44,7 @@ def fix_prompt(number: int, ranked: RankedFix, proposal: Proposal | None = None)
     text = Text(f"{number} ", style=MUTED)
     text.append(SEVERITY_WORD.get(severity, severity), style=SEVERITY_COLOUR.get(severity))
     text.append(f" {fix.apply}", style=APPLY_COLOUR.get(fix.apply, ""))
-    text.append(f" {fix.knob} = {value}", style=MUTED if refused else "bold")
+    text.append(f" {fix.knob} = {format_value(value)}", style=MUTED if refused else "bold")
     text.append(f" ~{ranked.gain:.0%}", style=MUTED)
     if refused:
         text.append(" · not applicable now", style=MUTED)
@@ -59,10 +61,7 @@ def shown_value(fix: Fix, proposal: Proposal | None) -> tuple[object, bool]:
         return fix.value, False
     if proposal.after is None:
         return fix.value, fix.apply != "code"
-    for applied in reversed(proposal.after.fixes):
-        if applied.knob == fix.knob:
-            return applied.value, False
-    return fix.value, False
+    return planned_value(proposal), False
 
 
 class FixOptions(OptionList):

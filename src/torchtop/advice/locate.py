@@ -1,0 +1,161 @@
+"""Where in the user's own code a code fix belongs: the file, the line, and the line as written.
+
+A code fix is a change only the user can make, so it must point at their script, not at a
+template of a typical loop. Two records say where the job spends its steps: the py-spy dumps of
+`samples/stacks.jsonl` (live runs) and a trace's `python_function` events (Kineto with
+`with_stack=True`). Both give stacks of (file, line), innermost first; `locate` picks one frame
+per stack and counts them, weighted by samples or by time:
+
+- a fix about a host sync (`code.avoid_item`): the innermost user frame whose source line reads
+  a tensor back (`.item()`, `.cpu()`, `.tolist()`, `.numpy()`, `synchronize(`);
+- a fix about host-to-device copies (`code.non_blocking_copy`): the one that calls `.to(` or
+  `.cuda(`;
+- mixed precision (`amp.dtype`): the one that calls the model or computes the loss, which
+  autocast must enclose;
+- any other: the innermost user frame, the training loop's line.
+
+A user frame is one outside the standard library, site-packages and the libraries a trace names
+by their package (`torch/...`, `transformers/...`). Where nothing fits, the reason says so.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Frame = tuple[str, int]
+"""A file and a line number."""
+WeightedStack = tuple[Sequence[Frame], float]
+"""A stack, innermost frame first, and its weight (1 per sample, or microseconds)."""
+
+_PATTERNS = {
+    "code.avoid_item": re.compile(r"\.item\(\)|\.cpu\(\)|\.tolist\(\)|\.numpy\(\)|synchronize\("),
+    "code.non_blocking_copy": re.compile(r"\.to\(|\.cuda\("),
+    "amp.dtype": re.compile(r"\bloss\w*\s*=|\bmodel\w*\(|\bforward\(|criterion\(|loss_fn\("),
+}
+_WANTED = {
+    "code.avoid_item": "a line of the job's that reads a tensor back to the host",
+    "code.non_blocking_copy": "a line of the job's that copies a batch to the device",
+    "amp.dtype": "the job's forward pass (a line that calls the model or computes the loss)",
+}
+_LIBRARY_PATH = re.compile(
+    r"(site-packages|dist-packages)[/\\]|[/\\]lib[/\\]python3\.\d+[/\\]|^<|[/\\]torchtop[/\\]"
+)
+_LIBRARY_PACKAGES = frozenset(
+    ("torch", "torchvision", "torchaudio", "torchtext", "functorch", "triton", "transformers",
+     "accelerate", "datasets", "huggingface_hub", "tokenizers", "lightning", "pytorch_lightning",
+     "lightning_fabric", "timm", "deepspeed", "numpy", "tqdm", "torchtop")
+)  # fmt: skip
+_EVENT_NAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): ")
+
+LineReader = Callable[[str, int], str | None]
+
+
+@dataclass(frozen=True)
+class Location:
+    file: str
+    line: int
+    text: str | None
+    """The line as it is in the file now (indentation kept); None where it cannot be read."""
+
+    def __str__(self) -> str:
+        """`file:line: source`, or `file:line` alone where the file is not here to read."""
+        return f"{self.file}:{self.line}" + (f": {self.text.strip()}" if self.text else "")
+
+
+def read_line(file: str, line: int) -> str | None:
+    """The source line, or None where the file is not on this machine."""
+    text = linecache.getline(file, line)
+    return text.rstrip("\n") if text.strip() else None
+
+
+def is_user_file(path: str) -> bool:
+    """Whether a frame's file is the user's: not Python's own, nor an installed library's."""
+    if _LIBRARY_PATH.search(path):
+        return False
+    first = path.replace("\\", "/").lstrip("./").split("/", 1)[0]
+    module = first.removesuffix(".py")
+    if path.startswith("/"):
+        return True
+    return module not in _LIBRARY_PACKAGES and module not in sys.stdlib_module_names
+
+
+def locate(
+    knob: str, stacks: Iterable[WeightedStack], reader: LineReader = read_line
+) -> Location | str:
+    """The user line `knob`'s change belongs to, or why none was found."""
+    pattern = _PATTERNS.get(knob)
+    weights: defaultdict[Frame, float] = defaultdict(float)
+    unreadable = False
+    for frames, weight in stacks:
+        for file, line in frames:
+            if not is_user_file(file):
+                continue
+            if pattern is None:
+                weights[(file, line)] += weight
+                break
+            text = reader(file, line)
+            unreadable = unreadable or text is None
+            if text is not None and pattern.search(text):
+                weights[(file, line)] += weight
+                break
+    if not weights:
+        wanted = _WANTED.get(knob, "a frame of the job's own code")
+        why = "; the job's files are not readable here" if unreadable else ""
+        return f"could not locate the line: no stack recorded {wanted}{why}"
+    file, line = max(weights, key=weights.__getitem__)
+    return Location(file, line, reader(file, line))
+
+
+def dump_stacks(records: Iterable[Mapping[str, Any]]) -> list[WeightedStack]:
+    """The main threads' stacks of `stacks` records (samples/stacks.jsonl), one sample each."""
+    stacks: list[WeightedStack] = []
+    for record in records:
+        for process in record.get("processes") or ():
+            if process.get("role") != "main":
+                continue
+            for thread in process.get("threads") or ():
+                frames = [
+                    (str(f.get("file")), int(f["line"]))
+                    for f in thread.get("frames") or ()
+                    if isinstance(f, dict) and isinstance(f.get("line"), int)
+                ]
+                if frames:
+                    stacks.append((frames, 1.0))
+    return stacks
+
+
+def trace_stacks(events: Iterable[Mapping[str, Any]]) -> list[WeightedStack]:
+    """The stacks of a trace's `python_function` events: one per innermost event, weighted by
+    its duration, its callers found through the `Python parent id` links."""
+    frames: dict[int, tuple[Frame, int | None, float]] = {}
+    parents: set[int] = set()
+    for event in events:
+        if event.get("cat") != "python_function":
+            continue
+        args = event.get("args") or {}
+        match = _EVENT_NAME.match(str(event.get("name", "")))
+        ident = args.get("Python id")
+        if match is None or not isinstance(ident, int):
+            continue
+        parent = args.get("Python parent id")
+        frame = (match["file"], int(match["line"]))
+        frames[ident] = (frame, parent if isinstance(parent, int) else None, float(event["dur"]))
+        if isinstance(parent, int):
+            parents.add(parent)
+    stacks: list[WeightedStack] = []
+    for ident, (_, _, duration) in frames.items():
+        if ident in parents:
+            continue
+        chain: list[Frame] = []
+        node: int | None = ident
+        while node is not None and node in frames and len(chain) < 256:
+            frame, node, _ = frames[node]
+            chain.append(frame)
+        stacks.append((chain, duration))
+    return stacks

@@ -1,0 +1,106 @@
+"""Every fix of a verdict with the one value it would set on this job and machine.
+
+A rule's value is a floor or a phrase (4 workers, "cores", "2x"); the planner turns it into
+the number a relaunch sets (`plan_fix`). The report, the headless line, the dashboard's list,
+its details and confirm modal and the trial record all show a fix; each once took its value
+from a different place, so one screen said 4 workers and the next 5. `resolve_verdict` plans
+every fix once, as applying it would, and the verdict carries the resolved fix: every surface
+that shows `fix.value` shows the same number. A fix the job already runs with is dropped: it is
+not offered as a change (the job runs with 8 workers; "8 workers" is not advice).
+
+Fixes that cannot be planned (a knob with no route, a value that cannot be made concrete) are
+kept as the rule wrote them: the surfaces show why when asked to apply them. A code change is
+located in the user's code instead, from the job's stacks where there are any (`Fix.where`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from torchtop.advice.knobs import ALLOW_GROUPS, find_knob
+from torchtop.advice.locate import WeightedStack, locate
+from torchtop.advice.machine import Machine
+from torchtop.advice.plan import NotApplicable, initial_plan, plan_fix
+from torchtop.model.findings import Finding, Fix, Verdict
+
+
+def resolve_fix(
+    fix: Fix,
+    settings: Mapping[str, Any],
+    machine: Machine,
+    metrics: Mapping[str, object],
+    argv: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Fix | None:
+    """`fix` with the value applying it would set; None when the job already runs with it.
+
+    Planned with every `--allow` group: whether the user allows a knob decides whether it is
+    tried, not what value it would take."""
+    knob = find_knob(fix.knob)
+    if fix.apply == "code" or (knob is not None and knob.routes == ("code",)):
+        return fix
+    base = initial_plan((), env or {}, "")
+    planned = plan_fix(fix, base, settings, machine, allow=ALLOW_GROUPS, metrics=metrics, argv=argv)
+    if isinstance(planned, NotApplicable):
+        return None if planned.in_effect else fix
+    value = planned.fixes[-1].value
+    return fix if value == fix.value else msgspec.structs.replace(fix, value=value)
+
+
+def resolve_verdict(
+    verdict: Verdict,
+    settings: Mapping[str, Any],
+    machine: Machine,
+    metrics: Mapping[str, object],
+    argv: Sequence[str] | None = None,
+    stacks: Sequence[WeightedStack] | None = None,
+) -> Verdict:
+    """`verdict` with each finding's fixes resolved for the job whose `settings` these are,
+    and its code fixes located in the job's `stacks` (None: none were recorded)."""
+    if not verdict.findings or not settings:
+        return verdict
+    env = _job_env(settings)
+    findings = tuple(
+        located(_resolved_finding(finding, settings, machine, metrics, argv, env), stacks)
+        for finding in verdict.findings
+    )
+    return msgspec.structs.replace(verdict, findings=findings)
+
+
+def located(finding: Finding, stacks: Sequence[WeightedStack] | None) -> Finding:
+    """`finding` with each code fix's `where`: its line in the job's code, or why not found."""
+    if stacks is None or all(fix.apply != "code" for fix in finding.fixes):
+        return finding
+    fixes = tuple(
+        msgspec.structs.replace(fix, where=str(locate(fix.knob, stacks)))
+        if fix.apply == "code"
+        else fix
+        for fix in finding.fixes
+    )
+    return msgspec.structs.replace(finding, fixes=fixes)
+
+
+def _resolved_finding(
+    finding: Finding,
+    settings: Mapping[str, Any],
+    machine: Machine,
+    metrics: Mapping[str, object],
+    argv: Sequence[str] | None,
+    env: Mapping[str, str],
+) -> Finding:
+    fixes = tuple(
+        resolved
+        for fix in finding.fixes
+        if (resolved := resolve_fix(fix, settings, machine, metrics, argv, env)) is not None
+    )
+    return finding if fixes == finding.fixes else msgspec.structs.replace(finding, fixes=fixes)
+
+
+def _job_env(settings: Mapping[str, Any]) -> dict[str, str]:
+    """The variables the agent saw set in the job that decide a fix's current value."""
+    threads = settings.get("threads")
+    omp = threads.get("omp_num_threads_env") if isinstance(threads, dict) else None
+    return {"OMP_NUM_THREADS": str(omp)} if omp is not None else {}
