@@ -117,3 +117,26 @@ def test_a_bursty_job_run_to_its_end_is_reported_at_the_rate_it_printed(tmp_path
          "--sample-sleep-ms", "2", "--width", "256"],
     )  # fmt: skip
     check_against_the_job(report, job_line, last_progress)
+
+
+def test_the_report_the_headless_line_and_the_dashboard_header_show_the_same_rate(
+    fake_run: FakeRun,
+) -> None:
+    from torchtop.live.headless import progress_line
+    from torchtop.live.watch import LiveMonitor
+    from torchtop.tui.frame import FrameBuilder
+    from torchtop.tui.widgets.header import JobHeader
+
+    fake_run.hello(100)
+    fake_run.steps(100, 200, wall_s=0.04, data_wait_s=0.03)
+    fake_run.steps(100, 100, wall_s=0.01, data_wait_s=0.0, first=200)
+    snapshot = LiveMonitor(fake_run.layout.root, load_rules()).tick()
+    rate = report_to_json(snapshot.report)["steps"]["steps_per_s"]
+    assert rate == pytest.approx(298 / (198 * 0.04 + 100 * 0.01), rel=1e-3)
+    frame = FrameBuilder().build(snapshot)
+    header = JobHeader()._numbers(frame, 200).plain
+    line = progress_line(snapshot.report, snapshot.shown, snapshot.elapsed_s)
+    assert f"{rate:.2f} steps/s" in header
+    assert f"{rate:.2f} steps/s" in line
+    # The history (trend, sparkline) follows the newest steps: 100 steps/s, not the mean.
+    assert frame.history[-1].steps_per_s == pytest.approx(100.0)
