@@ -140,3 +140,33 @@ def test_the_report_the_headless_line_and_the_dashboard_header_show_the_same_rat
     assert f"{rate:.2f} steps/s" in line
     # The history (trend, sparkline) follows the newest steps: 100 steps/s, not the mean.
     assert frame.history[-1].steps_per_s == pytest.approx(100.0)
+
+
+@pytest.mark.slow
+def test_after_a_relaunch_the_figures_are_the_new_jobs_alone(fake_run: FakeRun) -> None:
+    import time
+
+    from torchtop.live.launch import launch
+    from torchtop.live.watch import LiveMonitor
+
+    # The job as it ran before: many slow steps, which must not leak into the new figures.
+    fake_run.hello(100)
+    fake_run.steps(100, 300, wall_s=0.5, data_wait_s=0.4)
+    monitor = LiveMonitor(fake_run.layout.root, load_rules())
+    assert monitor.tick().report.job.metrics["steps_count"] == 300 - WARMUP_STEPS
+    relaunched = fake_run.layout.root.parent / "jobs" / "01"
+    log = relaunched.parent / "01.log"
+    job = launch(
+        [sys.executable, str(JOB), "--steps", "60", "--batch-size", "16"], relaunched, output=log
+    )
+    monitor.detach()
+    monitor.follow(relaunched, job)
+    deadline = time.monotonic() + 120
+    while job.poll() is None and time.monotonic() < deadline:
+        monitor.tick()
+        time.sleep(0.5)
+    steps = report_to_json(monitor.finish())["steps"]
+    match = JOB_LINE.search(log.read_text())
+    assert match is not None, log.read_text()[-2000:]
+    assert abs(steps["count"] - int(match.group(1))) <= 2
+    assert steps["steps_per_s"] == pytest.approx(float(match.group(3)), rel=0.10)
