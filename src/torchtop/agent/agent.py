@@ -200,7 +200,7 @@ class Agent:
     def _note_problems(self, window: ProfilerWindow) -> None:
         """The profiler's warnings and errors, kept out of the job's stderr, reach the report."""
         for problem in window.problems:
-            self.note(f"the profiler said {problem}")
+            self.note(f"profiler window: {problem}")
 
     # Notes, failures and the end.
 

@@ -44,15 +44,18 @@ class ProfilerOutput:
 
     def call(self, function: Callable[[], T]) -> T:
         """`function()`, with whatever it writes to stderr kept out of the job's."""
-        sys.stderr.flush()
-        with tempfile.TemporaryFile() as capture:
+        _flush_stderr()
+        try:
             saved = os.dup(2)
+        except OSError:  # no stderr at all (a daemon closed it): nothing to keep clean
+            return function()
+        with tempfile.TemporaryFile() as capture:
             try:
                 os.dup2(capture.fileno(), 2)
                 try:
                     return function()
                 finally:
-                    sys.stderr.flush()
+                    _flush_stderr()
                     os.dup2(saved, 2)
             finally:
                 os.close(saved)
@@ -81,9 +84,17 @@ class ProfilerOutput:
         if theirs:
             _write_all(2, b"".join(theirs))
         if kept:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.log_path.open("ab") as log:
-                log.writelines(line if line.endswith(b"\n") else line + b"\n" for line in kept)
+            try:
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                with self.log_path.open("ab") as log:
+                    log.writelines(line if line.endswith(b"\n") else line + b"\n" for line in kept)
+            except OSError as exc:
+                self.problems.append(f"its output could not be kept in {self.log_path} ({exc})")
+
+
+def _flush_stderr() -> None:
+    if sys.stderr is not None:
+        sys.stderr.flush()
 
 
 def _write_all(fd: int, data: bytes) -> None:
