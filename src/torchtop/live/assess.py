@@ -47,8 +47,8 @@ def wall_metrics(walls_s: np.ndarray) -> Metrics:
     each wall running from the end of the previous step to the end of this one."""
     if not len(walls_s):
         return {"steps_count": 0}
-    total_s = float(walls_s.sum())
-    p50, p95 = np.percentile(walls_s, [50, 95])
+    total_s = float(walls_s.sum(dtype=np.float64))
+    p50, p95 = np.percentile(walls_s.astype(np.float64), [50, 95])
     return {
         "steps_count": len(walls_s),
         "step_mean_ms": total_s / len(walls_s) * 1000,
