@@ -48,6 +48,13 @@ def test_attach_names_a_starved_job_not_started_by_torchtop_dataloader(tmp_path:
     assert report["bottleneck"] == "dataloader", report["verdict"]
     assert report["breakdown"]["dataloader"] > 0.5
     assert report["findings"][0]["rule"] == "dataloader-starved"
+    # No agent timed a step: the figures are stack samples, and are never dressed as steps.
+    steps = report["steps"]
+    assert steps["count"] is None
+    assert steps["mean_ms"] is None and steps["steps_per_s"] is None
+    assert steps["stack_samples"] >= 5
+    assert any(f"{steps['stack_samples']} stack sample" in note for note in report["notes"])
+    assert f"({steps['stack_samples']} stack samples)" in result.stdout
 
 
 def test_attach_to_a_process_that_does_not_exist_is_one_line_and_status_2() -> None:

@@ -163,12 +163,16 @@ class Agent:
             window.open()
         finally:
             self.opening_window = False
+            self._note_problems(window)
         self.window = window
 
     def _save_window(self) -> None:
         window, self.window = self.window, None
         assert window is not None
-        path = window.save(time.time_ns() // 1_000_000)
+        try:
+            path = window.save(time.time_ns() // 1_000_000)
+        finally:
+            self._note_problems(window)
         self.plan.closed(time.perf_counter())
         self.sink.write(
             {
@@ -190,7 +194,13 @@ class Agent:
             window.discard()
         except Exception as exc:
             self.fail("profiler window", exc)
+        self._note_problems(window)
         self.note(f"a profiler window was dropped: {why}", key=f"dropped: {why}")
+
+    def _note_problems(self, window: ProfilerWindow) -> None:
+        """The profiler's warnings and errors, kept out of the job's stderr, reach the report."""
+        for problem in window.problems:
+            self.note(f"profiler window: {problem}")
 
     # Notes, failures and the end.
 

@@ -8,7 +8,9 @@ files, so `torchtop analyze` and the live view read it like any other trace. The
 complete or not at all: it is written under a name that is not a trace name, then renamed.
 
 The always-RECORD schedule is there only because `torch.profiler.profile` records step
-markers only when given a schedule; it never changes what is recorded.
+markers only when given a schedule; it never changes what is recorded. Every call into the
+profiler goes through `ProfilerOutput`, so what Kineto prints lands in the run folder's
+`logs/profiler-<pid>.log`, not in the job's stderr; its warnings and errors are in `problems`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerAction, ProfilerActivity, profile
 
+from torchtop.agent.profiler_output import ProfilerOutput
 from torchtop.agent.settings import cuda_initialized
+from torchtop.runs.layout import RunLayout
 
 GZIP_LEVEL = 6
 
@@ -57,6 +61,12 @@ class ProfilerWindow:
         self.steps_done = 0
         self.stopped = False
         self._profiler: Any = None
+        self.output = ProfilerOutput(RunLayout(traces_dir.parent).profiler_log(os.getpid()))
+
+    @property
+    def problems(self) -> list[str]:
+        """The profiler's warnings and errors since last asked (each given once)."""
+        return self.output.take_problems()
 
     @property
     def last_step(self) -> int:
@@ -70,7 +80,7 @@ class ProfilerWindow:
             with_stack=False,
         )
         prof.step_num = self.first_step
-        prof.start()
+        self.output.call(prof.start)
         self._profiler = prof
 
     def step_ended(self) -> bool:
@@ -79,7 +89,7 @@ class ProfilerWindow:
         if self.steps_done >= self.steps:
             self._stop()
             return True
-        self._profiler.step()
+        self.output.call(self._profiler.step)
         return False
 
     def discard(self) -> None:
@@ -94,7 +104,7 @@ class ProfilerWindow:
         raw = self.traces_dir / f".{name}.json-partial"
         packed = self.traces_dir / f".{name}.partial"
         try:
-            self._profiler.export_chrome_trace(str(raw))
+            self.output.call(lambda: self._profiler.export_chrome_trace(str(raw)))
             with raw.open("rb") as source, gzip.open(packed, "wb", GZIP_LEVEL) as target:
                 shutil.copyfileobj(source, target, 1 << 20)
             os.replace(packed, final)
@@ -107,4 +117,4 @@ class ProfilerWindow:
     def _stop(self) -> None:
         if self._profiler is not None and not self.stopped:
             self.stopped = True
-            self._profiler.stop()
+            self.output.call(self._profiler.stop)

@@ -6,6 +6,14 @@ full breakdown (kernels, copies, collectives). Until a window exists, what step 
 see is not measured (None), so the rules cannot guess: a job waiting on its DataLoader is named
 at once, anything else waits for the first window. Pure functions: the caller reads the run
 folder and analyses the windows.
+
+Two spans of steps, on purpose. The step figures shown (`steps_count`, `step_mean_ms`, p50, p95,
+`steps_per_s`: in the report, the headless line and the dashboard header) are the whole watched
+period's, every step after the warm-up, so a job run to its end is described by all of its
+steps and its rate is steps over the time they took. The verdict's inputs (the DataLoader share,
+the step-time spread) and the per-step list come from the newest `RECENT_STEPS`, so the verdict
+follows a job that changes (an epoch boundary, a drained queue) within seconds; the rate of those
+recent steps is kept apart as `recent_steps_per_s` for the dashboard's trend.
 """
 
 from __future__ import annotations
@@ -30,6 +38,28 @@ from torchtop.runs.state import ProcessState, RunState, StepRecord
 RECENT_STEPS = 30
 WARMUP_STEPS = 2
 MIN_STEPS = 5
+
+
+def period_metrics(process: ProcessState) -> Metrics:
+    """The step figures of the whole watched period: every step after the warm-up."""
+    walls = process.walls.since(WARMUP_STEPS)
+    return wall_metrics(walls)
+
+
+def wall_metrics(walls_s: np.ndarray) -> Metrics:
+    """Count, mean, p50, p95 and the real rate (steps over the summed wall time) of step walls,
+    each wall running from the end of the previous step to the end of this one."""
+    if not len(walls_s):
+        return {"steps_count": 0}
+    total_s = float(walls_s.sum(dtype=np.float64))
+    p50, p95 = np.percentile(walls_s.astype(np.float64), [50, 95])
+    return {
+        "steps_count": len(walls_s),
+        "step_mean_ms": total_s / len(walls_s) * 1000,
+        "step_p50_ms": float(p50) * 1000,
+        "step_p95_ms": float(p95) * 1000,
+        "steps_per_s": len(walls_s) / total_s if total_s > 0 else None,
+    }
 
 
 def recent_steps(process: ProcessState) -> list[StepRecord]:
@@ -57,6 +87,11 @@ def step_metrics(steps: Sequence[StepRecord]) -> Metrics:
     return metrics
 
 
+def _rate(steps: Sequence[StepRecord]) -> float | None:
+    total_s = sum(s.wall_s for s in steps)
+    return len(steps) / total_s if total_s > 0 else None
+
+
 def settings_metrics(process: ProcessState, cpu_count: int | None) -> Metrics:
     settings = process.settings
     loader = settings.get("dataloader") or {}
@@ -78,15 +113,20 @@ def process_metrics(
     process: ProcessState, window: RankAnalysis | None, cpu_count: int | None
 ) -> tuple[Metrics, dict[str, float], bool]:
     """Metrics, breakdown, and whether a profiler window backs them."""
-    live = step_metrics(recent_steps(process))
+    recent = recent_steps(process)
+    live = step_metrics(recent)
+    live["recent_steps_per_s"] = _rate(recent)
+    # The whole period's figures replace the recent ones; the verdict keeps the recent share.
+    live.update(period_metrics(process))
     settings = settings_metrics(process, cpu_count)
     if window is not None:
         metrics = dict(window.metrics)
         metrics.update({k: v for k, v in settings.items() if v is not None})
         # Step timing covers many more steps than the window: it wins for step times.
-        metrics.update({k: v for k, v in live.items() if k.startswith("step")})
+        metrics.update({k: v for k, v in live.items() if k.startswith(("step", "recent"))})
+        metrics["breakdown_steps"] = len(window.steps)
         return metrics, dict(window.breakdown), True
-    metrics = {**settings, **live}
+    metrics = {**settings, **live, "breakdown_steps": len(recent)}
     share = metrics.get("dataloader_share")
     breakdown = {c: 0.0 for c in CATEGORIES}
     if isinstance(share, float):
@@ -119,6 +159,10 @@ def assess(
         job = job_analysis(
             ranks, steps_count_from="metrics", shares_measured=measured, pool_sources=False
         )
+        if len(ranks) > 1:
+            # Like steps_count: what every rank's breakdown covers, not a mean of counts.
+            covered = min(int(r.metrics.get("breakdown_steps") or 0) for r in ranks)
+            job = replace(job, metrics={**job.metrics, "breakdown_steps": covered})
     verdict = diagnose(tree, job.metrics)
     verdict = _resolved(verdict, state, job.metrics)
     steps = job.metrics.get("steps_count")

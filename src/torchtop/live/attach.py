@@ -81,7 +81,9 @@ def stack_metrics(state: RunState) -> tuple[Metrics, dict[str, float]]:
     metrics: Metrics = {f"{c}_share": v for c, v in breakdown.items()}
     metrics.update(
         {
-            "steps_count": len(dumps) and counted,
+            # No agent times steps here: the figures are of stack samples, never steps.
+            "steps_count": None,
+            "stack_samples": len(dumps) and counted,
             "has_step_markers": False,
             "has_gpu": has_gpu,
             "gpu_utilization": utilization,
@@ -122,10 +124,12 @@ def assess_attached(
         notes=(
             "no agent in this process: shares are of py-spy samples of the training thread, "
             "not of measured step time; copies are not visible",
+            samples_note(metrics),
         ),
     )
-    verdict = diagnose(tree, metrics)
-    samples = int(metrics.get("steps_count") or 0)
+    samples = int(metrics.get("stack_samples") or 0)
+    # The rules' minimum evidence is counted in samples here: each is one look at the loop.
+    verdict = diagnose(tree, {**metrics, "steps_count": samples})
     if samples < MIN_STEPS:
         reason = f"{samples} of the {MIN_STEPS} stack samples needed seen so far"
         if "stacks" in state.unavailable:
@@ -139,6 +143,15 @@ def assess_attached(
         command=tuple(state.run.get("command") or ()) or None,
         pid=state.run.get("pid"),
         notes=tuple(f"{s} not measured: {r}" for s, r in state.unavailable.items()),
+    )
+
+
+def samples_note(metrics: Metrics) -> str:
+    """What attach's figures are, said where a reader looks for the step count."""
+    samples = int(metrics.get("stack_samples") or 0)
+    return (
+        f"figures from {samples} stack sample(s), not steps: no step was timed, so the step "
+        "count, step times and steps/s are not measured"
     )
 
 

@@ -1,7 +1,8 @@
 """`--headless`: progress lines on stderr while watching, the report at the end.
 
 A progress line is printed when the shown verdict changes and otherwise every few seconds, so
-a long run's log stays readable.
+a long run's log stays readable, and once more from the final report. Its steps/s is the
+report's: the whole watched period's rate.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from torchtop.advice.args import format_value
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
 from torchtop.report import report_to_json
+from torchtop.report.contract import steps_per_s
 from torchtop.runs.journal import write_once
 
 QUIET_INTERVAL_S = 5.0
@@ -35,14 +37,21 @@ class ProgressPrinter:
         self.stream.write(progress_line(report, shown, elapsed_s) + "\n")
         self.stream.flush()
 
+    def final(self, report: Report, elapsed_s: float) -> None:
+        """The last line, from the final report, so the log ends on the figures it reports."""
+        self.last_print_s = -QUIET_INTERVAL_S
+        self.last_verdict = None
+        self(report, report.verdict, elapsed_s)
+
 
 def progress_line(report: Report, shown: Verdict, elapsed_s: float) -> str:
     metrics = report.job.metrics
     parts = [f"torchtop {elapsed_s:6.1f}s"]
     processes = len(report.ranks) or (1 if metrics.get("steps_count") else 0)
-    mean = metrics.get("step_mean_ms")
-    if isinstance(mean, int | float) and mean > 0:
-        parts.append(f"{1000.0 / mean:6.2f} steps/s")
+    # The report's own rate (the whole watched period's), so the line and the report agree.
+    rate = steps_per_s(metrics)
+    if rate:
+        parts.append(f"{rate:6.2f} steps/s")
     share = metrics.get("dataloader_share")
     if isinstance(share, float):
         parts.append(f"dataloader {share:4.0%}")

@@ -126,7 +126,10 @@ def _follow(monitor: LiveMonitor, headless: bool, watched: WatchedJob | None = N
     """Progress lines on stderr, or the dashboard (where `watched` lets the user try fixes);
     either way the final report."""
     if headless:
-        return watch(monitor, on_update=ProgressPrinter())
+        printer = ProgressPrinter()
+        report = watch(monitor, on_update=printer)
+        printer.final(report, time.monotonic() - monitor.started)
+        return report
     from torchtop.tui.app import run_live
 
     return run_live(monitor, applier=watched)

@@ -65,15 +65,27 @@ def trials_json(trial: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def steps_json(analysis: RankAnalysis) -> dict[str, Any]:
+    """The contract's step figures, then what the breakdown covers and the per-step list.
+
+    `count` is null where no step was timed (attach without an agent counts stack samples,
+    given apart as `stack_samples`); `breakdown_steps` is how many steps the breakdown covers
+    (a profiler window's, or the recent steps' timing)."""
     metrics = analysis.metrics
-    mean_ms = _number(metrics.get("step_mean_ms"))
-    return {
-        "count": int(metrics.get("steps_count") or 0),
-        "mean_ms": _round(mean_ms, 3),
+    count = metrics.get("steps_count")
+    head: dict[str, Any] = {
+        "count": int(count) if isinstance(count, int | float) else None,
+        "mean_ms": _round(_number(metrics.get("step_mean_ms")), 3),
         "p50_ms": _round(_number(metrics.get("step_p50_ms")), 3),
         "p95_ms": _round(_number(metrics.get("step_p95_ms")), 3),
-        "steps_per_s": _round(1000.0 / mean_ms, 3) if mean_ms else None,
+        "steps_per_s": _round(steps_per_s(metrics), 3),
         "has_markers": bool(metrics.get("has_step_markers")),
+        "breakdown_steps": breakdown_steps(analysis),
+    }
+    samples = metrics.get("stack_samples")
+    if isinstance(samples, int):
+        head["stack_samples"] = samples
+    return {
+        **head,
         "per_step": [
             {
                 "step": s.number,
@@ -86,6 +98,25 @@ def steps_json(analysis: RankAnalysis) -> dict[str, Any]:
             for s in analysis.steps
         ],
     }
+
+
+def steps_per_s(metrics: Metrics) -> float | None:
+    """The measured rate (steps over the time they took) where the source gives one; for a
+    trace's steps it equals 1000 / mean, the same count over the same summed time."""
+    rate = _number(metrics.get("steps_per_s"))
+    if rate is not None:
+        return rate
+    mean_ms = _number(metrics.get("step_mean_ms"))
+    return 1000.0 / mean_ms if mean_ms else None
+
+
+def breakdown_steps(analysis: RankAnalysis) -> int | None:
+    """How many steps the breakdown was measured over: a trace's are all its steps."""
+    covered = analysis.metrics.get("breakdown_steps")
+    if isinstance(covered, int | float) and not isinstance(covered, bool):
+        return int(covered)
+    count = analysis.metrics.get("steps_count")
+    return len(analysis.steps) if isinstance(count, int) and analysis.steps else None
 
 
 def breakdown_json(analysis: RankAnalysis) -> dict[str, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torchtop.model.findings import gain_text
 from torchtop.model.report import Report
-from torchtop.report.contract import BREAKDOWN_KEYS
+from torchtop.report.contract import BREAKDOWN_KEYS, breakdown_steps, steps_per_s
 
 
 def render_markdown(report: Report) -> str:
@@ -16,7 +16,14 @@ def render_markdown(report: Report) -> str:
     lines += [verdict_line + f" — {verdict.reason}", ""]
     mean = job.metrics.get("step_mean_ms")
     if isinstance(mean, int | float):
-        lines += [f"Mean step {mean:.1f} ms over {job.metrics.get('steps_count')} steps.", ""]
+        line = f"Mean step {mean:.1f} ms over {job.metrics.get('steps_count')} steps"
+        rate = steps_per_s(job.metrics)
+        line += f", {rate:.2f} steps/s" if rate else ""
+        covered = breakdown_steps(job)
+        line += f"; breakdown from {covered} steps." if covered is not None else "."
+        lines += [line, ""]
+    elif isinstance(job.metrics.get("stack_samples"), int):
+        lines += [f"No step timed: shares of {job.metrics['stack_samples']} stack samples.", ""]
     lines += ["| category | share of step |", "|---|---:|"]
     lines += [f"| {k} | {job.breakdown.get(k, 0.0):.2%} |" for k in BREAKDOWN_KEYS]
     lines.append("")

@@ -13,6 +13,7 @@ from torchtop.advice.args import format_value
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding, gain_text
 from torchtop.model.report import Report
+from torchtop.report.contract import breakdown_steps, steps_per_s
 
 BAR_WIDTH = 60
 _GLYPHS = {
@@ -65,7 +66,11 @@ def _headline(report: Report) -> str:
         ]
     parts.append(job.label)
     numbers = [s.number for s in job.steps]
-    if numbers and job.metrics.get("has_step_markers"):
+    timed = job.metrics.get("steps_count")
+    if report.source_kind != "trace" and isinstance(timed, int) and timed:
+        # Live sources: the whole period's steps, of which `job.steps` lists only the newest.
+        parts.append(f"{timed} step{'s' if timed != 1 else ''}")
+    elif numbers and job.metrics.get("has_step_markers"):
         span = f"#{numbers[0]}" if len(numbers) == 1 else f"#{numbers[0]}-#{numbers[-1]}"
         parts.append(f"{len(numbers)} step{'s' if len(numbers) != 1 else ''} ({span})")
     elif report.source_kind == "trace":
@@ -87,19 +92,32 @@ def _verdict(report: Report, style: _Style) -> list[str]:
 def _steps(job: RankAnalysis, style: _Style) -> list[str]:
     m = job.metrics
     mean = _num(m.get("step_mean_ms"))
+    bars = ["  " + _bar(job.breakdown, style), "  " + _legend(job.breakdown, style)]
     if mean is None:
         if sum(job.breakdown.values()) <= 0:
             return [style("STEP", "1") + "  no complete step", ""]
         head = f"{style('STEP', '1')}  step time not measured; shares of sampled time"
-        return [head, "  " + _bar(job.breakdown, style), "  " + _legend(job.breakdown, style), ""]
+        samples = m.get("stack_samples")
+        head += f" ({samples} stack samples)" if isinstance(samples, int) else ""
+        return [head, *bars, ""]
     head = f"{style('STEP', '1')}  {mean:.1f} ms mean"
     head += (
         f" · p50 {_num(m.get('step_p50_ms')) or 0:.1f} · p95 {_num(m.get('step_p95_ms')) or 0:.1f}"
     )
-    head += f" · {1000.0 / mean:.2f} steps/s" if mean > 0 else ""
+    rate = steps_per_s(m)
+    head += f" · {rate:.2f} steps/s" if rate else ""
     util = _num(m.get("gpu_utilization"))
     head += f" · GPU busy {util:.1%}" if util is not None else " · no GPU in trace"
-    return [head, "  " + _bar(job.breakdown, style), "  " + _legend(job.breakdown, style), ""]
+    return [head, *bars, *_coverage(job), ""]
+
+
+def _coverage(job: RankAnalysis) -> list[str]:
+    """Which steps the figures and the breakdown cover, when they are not the same steps."""
+    count, covered = job.metrics.get("steps_count"), breakdown_steps(job)
+    if covered is None or covered == count:
+        return []
+    source = "profiled steps" if job.infos else "timed steps (the newest)"
+    return [f"  step figures over {count} steps; breakdown from {covered} {source}"]
 
 
 def _bar(breakdown: dict[str, float], style: _Style) -> str:

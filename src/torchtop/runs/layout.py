@@ -8,6 +8,8 @@ RUN/
   samples/gpu.jsonl        per-device and per-process GPU readings (NVML)
   samples/stacks.jsonl     Python stacks of the job's processes (py-spy)
   traces/*.pt.trace.json.gz profiler windows, named as tensorboard_trace_handler names them
+  logs/profiler-<pid>.log  what the profiler printed during that process's windows (kept out
+                           of the job's stderr)
   exit.json                how the job ended (written once, atomically)
   report.json              the final report
 ```
@@ -48,6 +50,13 @@ class RunLayout(msgspec.Struct, frozen=True):
     @property
     def traces_dir(self) -> Path:
         return self.root / "traces"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    def profiler_log(self, pid: int) -> Path:
+        return self.logs_dir / f"profiler-{pid}.log"
 
     def agent_events(self, pid: int) -> Path:
         return self.events_dir / f"agent-{pid}.jsonl"

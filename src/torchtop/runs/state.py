@@ -2,9 +2,11 @@
 
 `RunWatcher.poll()` reads only what was appended since the last poll, so the live view can call
 it every second on a run of hours; `load_run()` reads a finished folder in one go through the
-same code. Buffers are bounded: the newest `MAX_STEPS` steps per process, and per sample source
-the newest `SAMPLES_BOUND[source]` records (an hour of host and GPU samples, only the few stack
-dumps that anything reads).
+same code. Buffers are bounded: the newest `MAX_STEPS` step records per process, and per sample
+source the newest `SAMPLES_BOUND[source]` records (an hour of host and GPU samples, only the few
+stack dumps that anything reads). Every step's number and wall time are also kept, for the step
+figures of the whole run, in `StepWalls`: two numpy arrays grown in chunks (8 bytes a step, 8 MB
+for a million steps) rather than an object per step.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from torchtop.runs.journal import JournalReader, read_document
 from torchtop.runs.layout import RunLayout
 
 MAX_STEPS = 4096
+STEP_NUMBER_MAX = 2**31 - 1
 MAX_SAMPLES = 3600
 # A py-spy dump holds every thread's whole stack, and only the newest are read: attach's
 # assessment attributes the last 60 records (live.attach.RECENT_DUMPS), the hot-stacks panel
@@ -39,6 +44,39 @@ class StepRecord:
     sync_s: float | None
 
 
+class StepWalls:
+    """Every timed step of one process: its number and wall time, in arrays grown in chunks.
+
+    float32 keeps a wall to 7 significant digits (0.1 us in a 1 s step); sums are taken in
+    float64, so a million steps' total is as exact as the walls themselves."""
+
+    CHUNK = 4096
+
+    def __init__(self) -> None:
+        self._numbers = np.empty(self.CHUNK, dtype=np.int32)
+        self._walls = np.empty(self.CHUNK, dtype=np.float32)
+        self.count = 0
+
+    def append(self, number: int, wall_s: float) -> None:
+        if self.count == len(self._walls):
+            # Doubling keeps appends amortised O(1) over millions of steps.
+            size = 2 * len(self._walls)
+            self._numbers = np.resize(self._numbers, size)
+            self._walls = np.resize(self._walls, size)
+        # Numbers only place the warm-up cut: past 2**31 steps they may saturate.
+        self._numbers[self.count] = max(min(number, STEP_NUMBER_MAX), -STEP_NUMBER_MAX)
+        self._walls[self.count] = wall_s
+        self.count += 1
+
+    def since(self, first_step: int) -> np.ndarray:
+        """The wall times (s) of the steps numbered `first_step` or later, oldest first."""
+        numbers = self._numbers[: self.count]
+        return self._walls[: self.count][numbers >= first_step]
+
+    def __len__(self) -> int:
+        return self.count
+
+
 @dataclass
 class ProcessState:
     """One agent process (one rank, or the only training process)."""
@@ -48,6 +86,9 @@ class ProcessState:
     settings: dict[str, Any] = field(default_factory=dict)
     steps: deque[StepRecord] = field(default_factory=lambda: deque(maxlen=MAX_STEPS))
     steps_seen: int = 0
+    walls: StepWalls = field(default_factory=StepWalls)
+    """Every timed step since the process started, for the whole run's step figures; `steps`
+    holds only the newest records, with their DataLoader waits."""
     windows: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     ended: bool = False
@@ -139,6 +180,7 @@ def _apply_agent_record(state: RunState, pid: int, record: dict[str, Any]) -> No
         step = _step(pid, record)
         if step is not None:
             process.steps.append(step)
+            process.walls.append(step.step, step.wall_s)
             process.steps_seen += 1
     elif kind == "window":
         process.windows.append(record)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from torchtop.live.watch import Snapshot
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
+from torchtop.report.contract import steps_per_s as report_steps_per_s
 from torchtop.runs.state import ProcessState, RunState
 from torchtop.tui.charts import number
 from torchtop.tui.hotstacks import DUMPS_COUNTED, HotFrame, hot_frames
@@ -85,7 +86,7 @@ class FrameBuilder:
     def build(self, snapshot: Snapshot) -> Frame:
         self.seq += 1
         report, state = snapshot.report, snapshot.state
-        rate = steps_per_s(report)
+        rate = recent_steps_per_s(report)
         marker = "relaunch" if self._relaunched(state) else ""
         self.timeline.add(Point(snapshot.elapsed_s, rate, dict(report.job.breakdown), marker))
         return Frame(
@@ -160,8 +161,14 @@ def tail(records: Reversible[T], count: int) -> tuple[T, ...]:
 
 
 def steps_per_s(report: Report) -> float | None:
-    mean_ms = number(report.job.metrics.get("step_mean_ms"))
-    return 1000.0 / mean_ms if mean_ms else None
+    """The header's rate: the report's own (live, the whole watched period's)."""
+    return report_steps_per_s(report.job.metrics)
+
+
+def recent_steps_per_s(report: Report) -> float | None:
+    """The history's point: the newest steps' rate, so the trend and sparkline move with the
+    job, where the whole period's rate would flatten out."""
+    return number(report.job.metrics.get("recent_steps_per_s")) or steps_per_s(report)
 
 
 def batch_size(process: ProcessState | None) -> int | None:

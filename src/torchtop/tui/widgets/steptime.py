@@ -71,7 +71,12 @@ class StepTimePanel(Panel):
             return step_shares(step.parts_us, step.duration_us), step_caption(step, steps)
         mean = number(job.metrics.get("step_mean_ms"))
         count = number(job.metrics.get("steps_count")) if frame.live else len(steps)
-        caption = Text(f"{'last' if frame.live else 'all'} {count or 0:.0f} steps", style="bold")
+        samples = job.metrics.get("stack_samples")
+        if count is None and isinstance(samples, int):
+            caption = Text(f"{samples} stack samples, no step timed", style="bold")
+        else:
+            # Live, the figures are of every step watched; the breakdown may cover fewer.
+            caption = Text(f"all {count or 0:.0f} steps", style="bold")
         if mean is not None:
             caption.append(f" · {mean:.1f} ms")
             p95 = number(job.metrics.get("step_p95_ms"))
