@@ -1,7 +1,9 @@
 """The agent's state and what it does at each step end, DataLoader wait and exit.
 
-The hooks (`hooks.py`) call three methods on hot paths: `data_waited` (each DataLoader
-`__next__`), `optimizer_stepped` (each optimizer step) and `user_stepped` (`torchtop.step()`).
+The hooks (`hooks.py`) call four methods on hot paths: `data_waited` (each DataLoader
+`__next__`), `backward_ended` (each `torch.autograd.backward`), `optimizer_stepped` (each
+optimizer step) and `user_stepped` (`torchtop.step()`); `StepClock` decides which of them
+marks the steps.
 They do a few additions and, at most once a second, the slower chores: look for a window
 request, rebuild the settings and write them if they changed. Profiler windows open and close
 at step ends. Whatever goes wrong in here is written once as a `note` and switches the failing
@@ -27,7 +29,7 @@ from torchtop.agent.identity import Identity, hello_record
 from torchtop.agent.profiler_window import ProfilerWindow, job_profiler_active
 from torchtop.agent.settings import JobFacts, loader_settings, settings_record
 from torchtop.agent.sink import RecordSink
-from torchtop.agent.step_clock import StepClock
+from torchtop.agent.step_clock import BACKWARD, DATALOADER, StepClock
 from torchtop.agent.window_plan import RequestWatcher, WindowPlan, window_request_path
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.layout import RunLayout
@@ -69,10 +71,13 @@ class Agent:
 
     # Hot paths: called by the hooks on every DataLoader batch and every step.
 
-    def data_waited(self, iterator: object, seconds: float) -> None:
+    def data_waited(self, iterator: object, seconds: float, batch_arrived: bool = False) -> None:
         if not self.active or threading.get_ident() != self._step_thread:
             return
         self.steps.add_data_wait(seconds)
+        if batch_arrived and self.steps.accepts(DATALOADER):
+            now_s = time.perf_counter()
+            self._step_ended(self.steps.signalled(DATALOADER, now_s), now_s)
         if self._loader_broken:
             return
         try:
@@ -85,6 +90,11 @@ class Agent:
             self._loader_broken = True
             self.fail("DataLoader settings", exc)
 
+    def backward_ended(self) -> None:
+        if self.active and self.steps.accepts(BACKWARD):
+            now_s = time.perf_counter()
+            self._step_ended(self.steps.signalled(BACKWARD, now_s), now_s)
+
     def optimizer_stepped(self, optimizer: object) -> None:
         if self.active:
             now_s = time.perf_counter()
@@ -95,14 +105,19 @@ class Agent:
             now_s = time.perf_counter()
             self._step_ended(self.steps.user_stepped(now_s), now_s)
 
-    def _step_ended(self, record: dict[str, Any] | None, now_s: float) -> None:
-        if record is None:
+    def _step_ended(self, records: list[dict[str, Any]], now_s: float) -> None:
+        if not records:
             return
         try:
-            record["t"] = time.time()
             self._step_thread = threading.get_ident()
-            self.sink.add_step(record, now_s)
-            if self._chores_s is None or now_s - self._chores_s >= CHORES_EVERY_S:
+            now_t = time.time()
+            for record in records:
+                # A record held back (provisional) ended earlier than it is released.
+                record["t"] = now_t - (now_s - record.pop("end_s"))
+                self.sink.add_step(record, now_s)
+            signal_changed = self.facts.step_signal != self.steps.signal
+            self.facts.step_signal = self.steps.signal
+            if signal_changed or self._chores_s is None or now_s - self._chores_s >= CHORES_EVERY_S:
                 self._chores(now_s)
         except Exception as exc:
             self.fail("step timing", exc, stop=True)

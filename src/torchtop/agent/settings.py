@@ -23,6 +23,8 @@ class JobFacts:
     loader: dict[str, Any] | None = None
     amp: bool = False
     compiled: bool = False
+    # Which signal marks the steps (`step_clock.SIGNAL_NAMES`); None until a step is released.
+    step_signal: str | None = None
 
 
 def loader_settings(iterator: Any) -> dict[str, Any]:
@@ -79,4 +81,5 @@ def settings_record(
         "compiled": facts.compiled,
         "cli_options": cli_options,
         "overrides": overrides,
+        "step_signal": facts.step_signal,
     }
