@@ -8,7 +8,7 @@ from typing import Any
 from torchtop.agent.step_clock import (
     BACKWARD,
     DATALOADER,
-    PROVISIONAL_LIMIT_S,
+    HOLD_S,
     StepClock,
 )
 
@@ -102,23 +102,45 @@ def test_an_optimizer_that_never_steps_holds_backward_steps_only_for_a_while() -
     clock = StepClock(optimizer_exists=True)
     assert clock.signalled(BACKWARD, 0.0) == []
     assert clock.signalled(BACKWARD, 1.0) == []
-    released = clock.signalled(BACKWARD, PROVISIONAL_LIMIT_S + 0.5)
+    released = clock.signalled(BACKWARD, HOLD_S[BACKWARD] + 0.5)
     assert [r["step"] for r in released] == [0, 1, 2]
-    assert [r["end_s"] for r in released] == [0.0, 1.0, PROVISIONAL_LIMIT_S + 0.5]
-    assert [r["step"] for r in clock.signalled(BACKWARD, PROVISIONAL_LIMIT_S + 1.0)] == [3]
+    assert [r["end_s"] for r in released] == [0.0, 1.0, HOLD_S[BACKWARD] + 0.5]
+    assert [r["step"] for r in clock.signalled(BACKWARD, HOLD_S[BACKWARD] + 1.0)] == [3]
 
 
-def test_dataloader_batches_mark_steps_from_the_second_batch_with_no_backward_between() -> None:
+def test_dataloader_batches_mark_steps_once_no_backward_followed_them_for_a_while() -> None:
     clock = StepClock()
     clock.add_data_wait(0.2)
     assert clock.signalled(DATALOADER, 1.0) == []
     clock.add_data_wait(0.1)
-    released = clock.signalled(DATALOADER, 1.5)
+    assert clock.signalled(DATALOADER, 1.5) == []
+    released = clock.signalled(DATALOADER, 1.0 + HOLD_S[DATALOADER])
     assert [(r["step"], r["wall_s"], r["data_wait_s"]) for r in released] == [
         (0, None, 0.2),
         (1, 0.5, 0.1),
+        (2, HOLD_S[DATALOADER] - 0.5, 0.0),
     ]
     assert clock.signal == "dataloader"
+
+
+def test_a_short_loop_releases_its_held_steps_at_exit() -> None:
+    clock = StepClock()
+    for index in range(3):
+        clock.signalled(DATALOADER, index * 0.1)
+    assert [r["step"] for r in clock.release_held()] == [0, 1, 2]
+    assert clock.signal == "dataloader"
+    assert clock.release_held() == []
+
+
+def test_batches_iterated_before_training_are_not_counted_as_steps() -> None:
+    clock = StepClock()
+    for index in range(4):  # a look at the loader's workers before the loop
+        clock.signalled(DATALOADER, index * 0.1)
+    ended: list[dict[str, Any]] = []
+    for index in range(3):
+        ended += clock.signalled(DATALOADER, 1.0 + index)
+        ended += clock.signalled(BACKWARD, 1.5 + index)
+    assert [(r["step"], r["wall_s"]) for r in ended] == [(0, None), (1, 1.0), (2, 1.0)]
 
 
 def test_a_backward_after_each_batch_drops_the_held_batch_and_marks_the_steps() -> None:

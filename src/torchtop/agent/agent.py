@@ -110,11 +110,7 @@ class Agent:
             return
         try:
             self._step_thread = threading.get_ident()
-            now_t = time.time()
-            for record in records:
-                # A record held back (provisional) ended earlier than it is released.
-                record["t"] = now_t - (now_s - record.pop("end_s"))
-                self.sink.add_step(record, now_s)
+            self._write_steps(records, now_s)
             signal_changed = self.facts.step_signal != self.steps.signal
             self.facts.step_signal = self.steps.signal
             if signal_changed or self._chores_s is None or now_s - self._chores_s >= CHORES_EVERY_S:
@@ -123,6 +119,20 @@ class Agent:
             self.fail("step timing", exc, stop=True)
             return
         self._advance_window(now_s)
+
+    def _write_steps(self, records: list[dict[str, Any]], now_s: float) -> None:
+        now_t = time.time()
+        for record in records:
+            # A record held back (provisional) ended earlier than it is released.
+            record["t"] = now_t - (now_s - record.pop("end_s"))
+            self.sink.add_step(record, now_s)
+
+    def _release_held(self) -> None:
+        """At exit: steps still held back count (no better signal came)."""
+        held = self.steps.release_held()
+        if held:
+            self._write_steps(held, time.perf_counter())
+            self.facts.step_signal = self.steps.signal
 
     # Chores: at most once a second.
 
@@ -243,6 +253,7 @@ class Agent:
             return
         self.active = False
         try:
+            self._release_held()
             self.discard_window("the process exited before the window's last step")
             self.write_settings_if_changed()
             self.sink.write({"kind": "bye", "t": time.time(), "reason": reason})

@@ -6,11 +6,12 @@ training loop gives at least one of the lower ones, so a loop without `torch.opt
 timed. The best signal seen so far marks the steps; a better one that appears later takes
 over, and no step is counted twice:
 
-- A lower signal's steps are held back (provisional) while a better one may still come: a
-  `backward()` step while an optimizer exists that has not stepped yet (gradient accumulation
-  calls backward several times per optimizer step), for at most `PROVISIONAL_LIMIT_S`; the
-  first DataLoader batch (a `backward()` normally follows it within the same step). When the
-  better signal comes, the held records are dropped: they were parts of one of its steps.
+- A lower signal's steps are held back (provisional) while a better one may still come, for
+  at most `HOLD_S[level]`: `backward()` steps while an optimizer exists that has not stepped
+  yet (gradient accumulation calls backward several times per optimizer step); DataLoader
+  batches (a `backward()` normally follows each, and a loop may first iterate a loader for
+  something else: a warm-up, a look at its workers). When the better signal comes, the held
+  records are dropped: they were parts of one of its steps. At exit they are released.
 - Steps already released under a lower signal stay; the better signal's first call only
   re-anchors (the lower signal ended this step a moment ago).
 
@@ -27,9 +28,12 @@ from typing import Any
 DATALOADER, BACKWARD, OPTIMIZER, EXPLICIT = range(4)
 # Indexed by level; these names are the `step_signal` of the agent's `settings` record.
 SIGNAL_NAMES = ("dataloader", "backward", "optimizer", "explicit")
-# An optimizer that exists but has not stepped after this long of backward() calls is not
-# the loop's clock (created and never used): its backward() steps are released.
-PROVISIONAL_LIMIT_S = 30.0
+# How long a signal's steps are held back before they count: an optimizer that exists but
+# has not stepped after 30 s of backward() calls is not the loop's clock (created, never
+# used); a loop that iterates a loader for 10 s without a backward() is not training.
+HOLD_S = {BACKWARD: 30.0, DATALOADER: 10.0}
+# Past this many held records, they are released whatever the time (bounded memory).
+HOLD_MAX = 4096
 
 
 @dataclass
@@ -102,13 +106,20 @@ class StepClock:
         self.data_wait_s = 0.0
         return True
 
+    def release_held(self) -> list[dict[str, Any]]:
+        """The held records, released as they are (at exit: no better signal came)."""
+        released, self.pending = self.pending, []
+        if released:
+            self.released_level = self.level
+        return released
+
     def _provisional(self, level: int, now_s: float) -> bool:
-        if self.released_level == level:
+        if self.released_level == level or level not in HOLD_S or len(self.pending) >= HOLD_MAX:
             return False
-        if level == BACKWARD:
-            since_s = self._pending_since_s if self.pending else now_s
-            return self.optimizer_exists and now_s - since_s < PROVISIONAL_LIMIT_S
-        return level == DATALOADER and not self.pending
+        if level == BACKWARD and not self.optimizer_exists:
+            return False
+        since_s = self._pending_since_s if self.pending else now_s
+        return now_s - since_s < HOLD_S[level]
 
     def _is_clock(self, optimizer_id: int) -> bool:
         if self._clock_id is None or optimizer_id == self._clock_id:
