@@ -71,28 +71,15 @@ def test_the_report_names_the_signal_that_marked_the_steps(fake_run: FakeRun) ->
 def test_run_on_a_loop_with_no_signal_says_no_step_was_seen(tmp_path: Path) -> None:
     env = {**os.environ, "TORCHTOP_NO_STEP_HINT_S": "2"}
     command = [sys.executable, str(HAND_LOOPS), "none", "--seconds", "60"]
+    watch = ["--headless", "--for", "12", "--run-dir", str(tmp_path / "r")]
+    torchtop = [sys.executable, "-m", "torchtop", "run", *watch, "--", *command]
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torchtop",
-            "run",
-            "--headless",
-            "--for",
-            "6",
-            "--run-dir",
-            str(tmp_path / "r"),
-            "--",
-            *command,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        env=env,
-        check=False,
+        torchtop, capture_output=True, text=True, timeout=90, env=env, check=False
     )
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert report["bottleneck"] == "unknown"
     assert "no training step seen in" in result.stdout
     assert "call torchtop.step() once per step" in result.stdout
+    # The headless progress repeats an unchanged verdict every 5 s: by 12 s it has said it.
+    assert "no training step seen in" in result.stderr, "the headless progress says it too"
