@@ -175,3 +175,15 @@ def test_torchtop_step_wins_over_every_other_signal() -> None:
     assert [r["step"] for r in ended] == [0, 1, 2]
     assert clock.signal == "explicit"
     assert not clock.accepts(BACKWARD) and not clock.accepts(DATALOADER)
+
+
+def test_the_data_wait_of_dropped_batches_stays_with_the_step_that_contains_them() -> None:
+    clock = StepClock(optimizer_exists=True)
+    ended: list[dict[str, Any]] = []
+    for index in range(2):
+        for micro in range(2):
+            clock.add_data_wait(0.1)
+            ended += clock.signalled(DATALOADER, index + micro * 0.4)
+            ended += clock.signalled(BACKWARD, index + micro * 0.4 + 0.1)
+        ended += clock.optimizer_stepped(OPTIMIZER, index + 0.9)
+    assert [r["data_wait_s"] for r in ended] == [0.2, 0.2]

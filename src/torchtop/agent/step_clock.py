@@ -97,6 +97,8 @@ class StepClock:
         """Switch to a better signal; True when this call only re-anchors (counts nothing)."""
         self.level = level
         self.count -= len(self.pending)
+        # The held records' waits belong to the step the better signal is about to end.
+        self.data_wait_s += sum(r["data_wait_s"] or 0.0 for r in self.pending)
         self.pending = []
         if self.count == 0:
             self.last_end_s = None  # the dropped records' start is not this signal's
