@@ -8,6 +8,7 @@ from typing import Any
 from torchtop.agent.step_clock import (
     BACKWARD,
     DATALOADER,
+    HOLD_BATCHES,
     HOLD_S,
     StepClock,
 )
@@ -114,13 +115,19 @@ def test_dataloader_batches_mark_steps_once_no_backward_followed_them_for_a_whil
     assert clock.signalled(DATALOADER, 1.0) == []
     clock.add_data_wait(0.1)
     assert clock.signalled(DATALOADER, 1.5) == []
+    # Enough batches, but not yet for long enough; then long enough.
+    assert all(clock.signalled(DATALOADER, 2.0 + i) == [] for i in range(HOLD_BATCHES))
     released = clock.signalled(DATALOADER, 1.0 + HOLD_S[DATALOADER])
-    assert [(r["step"], r["wall_s"], r["data_wait_s"]) for r in released] == [
-        (0, None, 0.2),
-        (1, 0.5, 0.1),
-        (2, HOLD_S[DATALOADER] - 0.5, 0.0),
-    ]
+    assert [r["step"] for r in released] == list(range(HOLD_BATCHES + 3))
+    assert [(r["wall_s"], r["data_wait_s"]) for r in released[:2]] == [(None, 0.2), (0.5, 0.1)]
     assert clock.signal == "dataloader"
+
+
+def test_a_few_batches_are_held_however_long_they_take() -> None:
+    clock = StepClock()
+    for index in range(HOLD_BATCHES - 1):  # a slow first look at a loader's workers
+        assert clock.signalled(DATALOADER, index * HOLD_S[DATALOADER]) == []
+    assert len(clock.signalled(DATALOADER, HOLD_BATCHES * HOLD_S[DATALOADER])) == HOLD_BATCHES
 
 
 def test_a_short_loop_releases_its_held_steps_at_exit() -> None:

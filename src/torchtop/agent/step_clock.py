@@ -9,9 +9,10 @@ over, and no step is counted twice:
 - A lower signal's steps are held back (provisional) while a better one may still come, for
   at most `HOLD_S[level]`: `backward()` steps while an optimizer exists that has not stepped
   yet (gradient accumulation calls backward several times per optimizer step); DataLoader
-  batches (a `backward()` normally follows each, and a loop may first iterate a loader for
-  something else: a warm-up, a look at its workers). When the better signal comes, the held
-  records are dropped: they were parts of one of its steps. At exit they are released.
+  batches, also until `HOLD_BATCHES` are held (a `backward()` normally follows each, and a
+  loop may first iterate a loader for something else: a sanity check, a look at its
+  workers). When the better signal comes, the held records are dropped: they were parts of
+  one of its steps. At exit they are released.
 - Steps already released under a lower signal stay; the better signal's first call only
   re-anchors (the lower signal ended this step a moment ago).
 
@@ -32,6 +33,10 @@ SIGNAL_NAMES = ("dataloader", "backward", "optimizer", "explicit")
 # has not stepped after 30 s of backward() calls is not the loop's clock (created, never
 # used); a loop that iterates a loader for 10 s without a backward() is not training.
 HOLD_S = {BACKWARD: 30.0, DATALOADER: 10.0}
+# And batches are held until there are this many: a short look at a loader before training
+# (Lightning's sanity check takes 2 batches; a first pass that starts workers) may take longer
+# than 10 s on a loaded machine, and must not become steps.
+HOLD_BATCHES = 8
 # Past this many held records, they are released whatever the time (bounded memory).
 HOLD_MAX = 4096
 
@@ -121,7 +126,8 @@ class StepClock:
         if level == BACKWARD and not self.optimizer_exists:
             return False
         since_s = self._pending_since_s if self.pending else now_s
-        return now_s - since_s < HOLD_S[level]
+        too_few = level == DATALOADER and len(self.pending) + 1 < HOLD_BATCHES
+        return too_few or now_s - since_s < HOLD_S[level]
 
     def _is_clock(self, optimizer_id: int) -> bool:
         if self._clock_id is None or optimizer_id == self._clock_id:
