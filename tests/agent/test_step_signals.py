@@ -32,6 +32,12 @@ def test_a_hand_written_sgd_loop_is_timed_by_its_backward_calls(tmp_path: Path) 
     assert job.last_settings()["step_signal"] == "backward"
 
 
+def test_backward_called_inside_backward_by_checkpointing_ends_one_step(tmp_path: Path) -> None:
+    job = run_loop(tmp_path, "checkpoint", "--steps", "15")
+    assert timed_steps(job) == list(range(15))
+    assert job.last_settings()["step_signal"] == "backward"
+
+
 def test_gradient_accumulation_counts_optimizer_steps_not_backward_calls(tmp_path: Path) -> None:
     job = run_loop(tmp_path, "accumulate", "--steps", "12", "--accumulate", "4")
     assert job.stdout == "steps 12\n"

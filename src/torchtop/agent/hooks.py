@@ -86,11 +86,19 @@ def watch_optimizers(agent: Agent) -> None:
 def time_backward(agent: Agent) -> None:
     autograd: Any = torch.autograd
     original: Callable[..., Any] = autograd.backward
+    # Reentrant checkpointing calls backward inside backward (on the engine's threads too):
+    # only the outermost call ends a step.
+    running = [0]
 
     @functools.wraps(original)
     def backward(*args: Any, **kwargs: Any) -> Any:
-        result = original(*args, **kwargs)
-        agent.backward_ended()
+        running[0] += 1
+        try:
+            result = original(*args, **kwargs)
+        finally:
+            running[0] -= 1
+        if not running[0]:
+            agent.backward_ended()
         return result
 
     autograd.backward = backward

@@ -2,6 +2,8 @@
 
 - `sgd`: weights updated by hand (`p.data.add_(p.grad, alpha=-lr)`), no `torch.optim`, no
   DataLoader: only `backward()` marks the steps (pytorch/examples word_language_model's loop).
+- `checkpoint`: `sgd` through reentrant activation checkpointing, which calls `backward()`
+  again inside each `backward()`.
 - `accumulate`: a DataLoader and an optimizer that steps once every `--accumulate` backwards.
 - `loader`: evaluation over a DataLoader under `torch.no_grad()`: only batches mark the steps.
 - `explicit`: DataLoader, backward, optimizer and `torchtop.step()` every step.
@@ -16,6 +18,7 @@ import time
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 from torch.utils.data import DataLoader, TensorDataset
 
 from torchtop.agent.api import step
@@ -23,7 +26,9 @@ from torchtop.agent.api import step
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=["sgd", "accumulate", "loader", "explicit", "none"])
+    parser.add_argument(
+        "mode", choices=["sgd", "checkpoint", "accumulate", "loader", "explicit", "none"]
+    )
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--accumulate", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=3.0)
@@ -37,12 +42,14 @@ def model_and_data(batches: int) -> tuple[nn.Module, DataLoader[tuple[torch.Tens
     return model, DataLoader(data, batch_size=16)
 
 
-def hand_sgd(steps: int) -> int:
+def hand_sgd(steps: int, checkpointed: bool = False) -> int:
     model, _ = model_and_data(1)
-    inputs, labels = torch.randn(16, 64), torch.randint(0, 4, (16,))
+    inputs = torch.randn(16, 64, requires_grad=checkpointed)
+    labels = torch.randint(0, 4, (16,))
     for _ in range(steps):
         model.zero_grad()
-        nn.functional.cross_entropy(model(inputs), labels).backward()
+        logits = checkpoint(model, inputs, use_reentrant=True) if checkpointed else model(inputs)
+        nn.functional.cross_entropy(logits, labels).backward()
         for p in model.parameters():
             p.data.add_(p.grad, alpha=-0.1)
         time.sleep(0.01)
@@ -95,8 +102,8 @@ def no_signal(seconds: float) -> int:
 
 def main() -> int:
     args = parse_args()
-    if args.mode == "sgd":
-        done = hand_sgd(args.steps)
+    if args.mode in ("sgd", "checkpoint"):
+        done = hand_sgd(args.steps, checkpointed=args.mode == "checkpoint")
     elif args.mode == "accumulate":
         done = accumulate(args.steps, args.accumulate)
     elif args.mode == "loader":
