@@ -43,6 +43,11 @@ def test_gradient_accumulation_counts_optimizer_steps_not_backward_calls(tmp_pat
     assert job.stdout == "steps 12\n"
     assert timed_steps(job) == list(range(12))
     assert job.last_settings()["step_signal"] == "optimizer"
+    # The first batch, then the first backward() calls, were held, and said so, before the
+    # optimizer stepped.
+    held = [r["step_signal_held"] for r in job.records("settings")]
+    assert held[:2] == ["dataloader", "backward"]
+    assert job.last_settings()["step_signal_held"] is None
     waits = [s["data_wait_s"] for s in job.records("step")]
     assert all(w is not None and w >= 0 for w in waits)
 

@@ -54,6 +54,15 @@ def test_a_job_with_no_step_after_the_wait_is_told_how_to_mark_its_steps(tmp_pat
     assert "steps needed" not in reason
 
 
+def test_a_job_whose_backward_steps_wait_for_its_optimizer_is_told_so(tmp_path: Path) -> None:
+    layout = silent_run(tmp_path / "run", NO_STEP_HINT_S + 5)
+    settings = {"kind": "settings", "t": STARTED_AT + 4, "step_signal_held": "backward"}
+    JournalWriter(layout.agent_events(7)).write(settings)
+    reason = assess(load_run(layout.root), {}, load_rules()).verdict.reason
+    assert reason.startswith("no training step counted in")
+    assert "an optimizer exists that has not stepped yet" in reason
+
+
 def test_a_job_just_started_is_still_counting_its_steps(tmp_path: Path) -> None:
     layout = silent_run(tmp_path / "run", NO_STEP_HINT_S / 2)
     reason = assess(load_run(layout.root), {}, load_rules()).verdict.reason

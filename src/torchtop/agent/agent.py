@@ -107,12 +107,17 @@ class Agent:
 
     def _step_ended(self, records: list[dict[str, Any]], now_s: float) -> None:
         if not records:
+            if self.steps.pending and self.facts.step_signal_held != self.steps.held:
+                # Said at once: the live view explains a job whose steps are all held.
+                self.facts.step_signal_held = self.steps.held
+                self.write_settings_if_changed()
             return
         try:
             self._step_thread = threading.get_ident()
             self._write_steps(records, now_s)
-            signal_changed = self.facts.step_signal != self.steps.signal
-            self.facts.step_signal = self.steps.signal
+            signals = (self.steps.signal, self.steps.held)
+            signal_changed = (self.facts.step_signal, self.facts.step_signal_held) != signals
+            self.facts.step_signal, self.facts.step_signal_held = signals
             if signal_changed or self._chores_s is None or now_s - self._chores_s >= CHORES_EVERY_S:
                 self._chores(now_s)
         except Exception as exc:
@@ -132,7 +137,7 @@ class Agent:
         held = self.steps.release_held()
         if held:
             self._write_steps(held, time.perf_counter())
-            self.facts.step_signal = self.steps.signal
+            self.facts.step_signal, self.facts.step_signal_held = self.steps.signal, None
 
     # Chores: at most once a second.
 

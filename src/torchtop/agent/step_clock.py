@@ -61,6 +61,11 @@ class StepClock:
         """The name of the signal whose steps were released last (None before any)."""
         return None if self.released_level is None else SIGNAL_NAMES[self.released_level]
 
+    @property
+    def held(self) -> str | None:
+        """The name of the signal whose steps are held back now (None when none are)."""
+        return SIGNAL_NAMES[self.level] if self.pending and self.level is not None else None
+
     def accepts(self, level: int) -> bool:
         """Whether a signal of this level may still end steps (cheap: the hot-path check)."""
         return self.level is None or level >= self.level

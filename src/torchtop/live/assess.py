@@ -37,6 +37,13 @@ STEP_SIGNAL_LABELS = {
     "backward": "backward()",
     "dataloader": "DataLoader batches",
 }
+# Why steps the agent has seen are not counted yet (`step_signal_held`, agent/step_clock.py).
+HELD_STEPS = {
+    "backward": "backward() calls were seen, but an optimizer exists that has not stepped yet "
+    "(they count once it steps, or after 30 s); call torchtop.step() once per step to say",
+    "dataloader": "DataLoader batches were seen and count as steps once 8 arrive over 10 s "
+    "with no backward() after them; call torchtop.step() once per step to say",
+}
 STEP_SIGNAL_NOTES = {
     "explicit": "steps marked by torchtop.step() calls",
     "optimizer": "steps marked by optimizer.step() calls",
@@ -219,6 +226,10 @@ def _too_few_steps(state: RunState, steps: int) -> str:
     """Why the verdict waits: too few steps, or, long after the start, none at all."""
     watched_s = _watched_s(state)
     if state.processes and not state.training_processes and watched_s >= NO_STEP_HINT_S:
+        held = {str(p.settings.get("step_signal_held")) for p in state.processes.values()}
+        if held & set(HELD_STEPS):
+            why = HELD_STEPS["backward" if "backward" in held else "dataloader"]
+            return f"no training step counted in {watched_s:.0f} s: {why}"
         return (
             f"no training step seen in {watched_s:.0f} s: no optimizer.step(), backward() or "
             "DataLoader iteration was seen; call torchtop.step() once per step"
