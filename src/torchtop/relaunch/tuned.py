@@ -4,7 +4,6 @@
 command = ["python", "train.py", "--num-workers", "8"]
 original_command = ["python", "train.py"]   # as tune was given it
 
-
 [env]                      # only the variables tune set; the rest of the environment is yours
 OMP_NUM_THREADS = "1"
 
