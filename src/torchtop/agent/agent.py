@@ -108,9 +108,7 @@ class Agent:
     def _step_ended(self, records: list[dict[str, Any]], now_s: float) -> None:
         if not records:
             if self.steps.pending and self.facts.step_signal_held != self.steps.held:
-                # Said at once: the live view explains a job whose steps are all held.
-                self.facts.step_signal_held = self.steps.held
-                self.write_settings_if_changed()
+                self._say_held()
             return
         try:
             self._step_thread = threading.get_ident()
@@ -124,6 +122,18 @@ class Agent:
             self.fail("step timing", exc, stop=True)
             return
         self._advance_window(now_s)
+
+    def _say_held(self) -> None:
+        """Said at once, so the live view can explain a job whose steps are all held back.
+
+        The last settings with the held signal, not new ones: building them asks the job's
+        torch for its thread counts, which is the chores' business, not the hot path's."""
+        self.facts.step_signal_held = self.steps.held
+        try:
+            said = {**(self._settings or {"kind": "settings"}), "step_signal_held": self.steps.held}
+            self.sink.write({**said, "t": time.time()})
+        except Exception as exc:
+            self.fail("settings", exc)
 
     def _write_steps(self, records: list[dict[str, Any]], now_s: float) -> None:
         now_t = time.time()
