@@ -241,7 +241,7 @@ def _watched_s(state: RunState) -> float:
     """Seconds from the job's start to the newest record of the run (0 when unknown): the
     launcher's samples arrive every second, so this keeps `assess` free of a clock."""
     started = state.run.get("started_at")
-    times = [r.get("t") for samples in state.samples.values() for r in list(samples)[-1:]]
+    times = [samples[-1].get("t") for samples in state.samples.values() if samples]
     times += [p.hello.get("t") for p in state.processes.values()]
     times.append((state.exit or {}).get("ended_at"))
     known = [float(t) for t in times if isinstance(t, int | float)]
