@@ -76,8 +76,7 @@ class Agent:
             return
         self.steps.add_data_wait(seconds)
         if batch_arrived and self.steps.accepts(DATALOADER):
-            now_s = time.perf_counter()
-            self._step_ended(self.steps.signalled(DATALOADER, now_s), now_s)
+            self._signalled(DATALOADER)
         if self._loader_broken:
             return
         try:
@@ -92,8 +91,18 @@ class Agent:
 
     def backward_ended(self) -> None:
         if self.active and self.steps.accepts(BACKWARD):
-            now_s = time.perf_counter()
-            self._step_ended(self.steps.signalled(BACKWARD, now_s), now_s)
+            self._signalled(BACKWARD)
+
+    def _signalled(self, level: int) -> None:
+        """A lower signal than the optimizer's: called from inside the job's backward() or
+        DataLoader, so nothing may escape to the job."""
+        now_s = time.perf_counter()
+        try:
+            records = self.steps.signalled(level, now_s)
+        except Exception as exc:
+            self.fail("step timing", exc, stop=True)
+            return
+        self._step_ended(records, now_s)
 
     def optimizer_stepped(self, optimizer: object) -> None:
         if self.active:
