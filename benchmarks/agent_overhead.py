@@ -122,7 +122,8 @@ def window_account(run_dir: Path) -> dict[str, float]:
 
 
 def hot_path_us_per_step(scratch: Path, steps: int = 20000) -> float:
-    """Microseconds the agent adds per step: one timed batch and one step end, written out."""
+    """Microseconds the agent adds per step: one timed batch, one backward() end (a comparison
+    once the optimizer marks the steps) and one optimizer step end, written out."""
     from torchtop.agent.agent import Agent, open_sink
     from torchtop.agent.config import AgentConfig
     from torchtop.agent.identity import read_identity
@@ -140,7 +141,8 @@ def hot_path_us_per_step(scratch: Path, steps: int = 20000) -> float:
     iterator, optimizer = Iterator(), object()
     started = time.perf_counter()
     for _ in range(steps):
-        agent.data_waited(iterator, 0.001)
+        agent.data_waited(iterator, 0.001, batch_arrived=True)
+        agent.backward_ended()
         agent.optimizer_stepped(optimizer)
     elapsed = time.perf_counter() - started
     agent.close()

@@ -51,6 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="launch a training command with the agent inside and watch it live"
     )
     _watch_options(run)
+    run.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a torchtop.toml to apply (default: ./torchtop.toml when present; tune writes it)",
+    )
+    run.add_argument(
+        "--no-config", action="store_true", help="apply no torchtop.toml, even ./torchtop.toml"
+    )
     run.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
 
     demo = verbs.add_parser(
@@ -287,7 +295,12 @@ def _watch(args: argparse.Namespace) -> int:
     if args.verb == "demo":
         command = [sys.executable, "-m", "torchtop.demo.train", *_after_dashes(args.job_args)]
     else:
-        command = _after_dashes(args.command)
+        from torchtop.live.run_config import resolve_config
+
+        config = resolve_config(
+            args.config, args.no_config, _after_dashes(args.command), Path.cwd()
+        )
+        return run_session(list(config.command), options, tree, kind=args.verb, config=config)
     return run_session(command, options, tree, kind=args.verb)
 
 

@@ -128,3 +128,20 @@ def test_torch_compile_and_autocast_are_noticed(
     with torch.autocast("cpu", dtype=torch.bfloat16):
         pass
     assert (agent.facts.compiled, agent.facts.amp) == (True, True)
+
+
+def test_a_failure_timing_backward_steps_never_reaches_the_jobs_backward(tmp_path: Path) -> None:
+    writer = ListWriter(refuse="step")
+    agent = make_agent(tmp_path, writer)
+    weight = torch.ones(3, requires_grad=True)
+    original = torch.autograd.backward
+    hooks.time_backward(agent)
+    try:
+        for _ in range(3):
+            (weight * 2).sum().backward()  # the job's own call: it must not raise
+    finally:
+        torch.autograd.backward = original
+    assert weight.grad is not None and weight.grad.tolist() == [6.0, 6.0, 6.0]
+    assert not agent.active
+    (note,) = [r for r in writer.records if r["kind"] == "note"]
+    assert note["message"].startswith("torchtop agent: step timing failed (OSError: disk full)")

@@ -69,9 +69,20 @@ def test_the_tuned_setup_relaunches_with_its_env_and_overrides_for_the_agent(
     extra = tuned.launch_env()
     assert extra["OMP_NUM_THREADS"] == "1"
     assert json.loads(extra["TORCHTOP_OVERRIDES"]) == {"dataloader.persistent_workers": True}
-    assert shell_line(tuned) == (
-        "OMP_NUM_THREADS=1 torchtop run -- python train.py --num-workers 8"
+    # The file sets the environment too: `torchtop run` with it reproduces the whole setup.
+    assert shell_line(tuned) == "torchtop run -- python train.py --num-workers 8"
+    assert shell_line(tuned, path) == (
+        f"torchtop run --config {path} -- python train.py --num-workers 8"
     )
+    assert tuned.original_command == ("python", "train.py", "--num-workers", "0")
+
+
+def test_a_setup_without_overrides_runs_as_a_plain_command_with_its_variables(
+    tmp_path: Path,
+) -> None:
+    plain = replace(result(tmp_path), final=replace(result(tmp_path).final, overrides={}))
+    tuned = write_tuned(tmp_path / "torchtop.toml", plain)
+    assert shell_line(tuned) == "OMP_NUM_THREADS=1 python train.py --num-workers 8"
 
 
 def test_an_absent_file_reads_as_empty(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from tests.tui.replay import ReplaySource, SyntheticRun, dataloader_bound
 from torchtop.model.report import Report
 from torchtop.tui.frame import FrameBuilder, offline_frame, tail, trace_title
+from torchtop.tui.widgets.header import JobHeader
 
 
 def test_a_live_frame_carries_the_shown_verdict_samples_and_the_scripts_options(
@@ -59,3 +60,16 @@ def test_an_offline_frame_has_one_history_point_per_step(resnet_report: Report) 
     assert not frame.recorded and frame.steps_per_s is not None
     assert frame.job == "resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
     assert trace_title(resnet_report) == frame.job
+
+
+def test_the_header_says_which_signal_marks_the_steps(tmp_path: Path) -> None:
+    run = SyntheticRun(tmp_path / "run", dataloader_bound())
+    source = ReplaySource(run)
+    builder = FrameBuilder()
+    builder.build(source.tick())
+    settings = {**dataloader_bound().settings, "step_signal": "backward"}
+    run.agent(4242).write({"kind": "settings", "t": 0.0, **settings})
+    frame = builder.build(source.tick())
+    assert frame.step_signal == "backward"
+    header = str(JobHeader().draw(frame, 120, 2))
+    assert f"step {frame.step} by backward()" in header

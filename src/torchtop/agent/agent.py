@@ -1,7 +1,9 @@
 """The agent's state and what it does at each step end, DataLoader wait and exit.
 
-The hooks (`hooks.py`) call three methods on hot paths: `data_waited` (each DataLoader
-`__next__`), `optimizer_stepped` (each optimizer step) and `user_stepped` (`torchtop.step()`).
+The hooks (`hooks.py`) call four methods on hot paths: `data_waited` (each DataLoader
+`__next__`), `backward_ended` (each `torch.autograd.backward`), `optimizer_stepped` (each
+optimizer step) and `user_stepped` (`torchtop.step()`); `StepClock` decides which of them
+marks the steps.
 They do a few additions and, at most once a second, the slower chores: look for a window
 request, rebuild the settings and write them if they changed. Profiler windows open and close
 at step ends. Whatever goes wrong in here is written once as a `note` and switches the failing
@@ -27,7 +29,7 @@ from torchtop.agent.identity import Identity, hello_record
 from torchtop.agent.profiler_window import ProfilerWindow, job_profiler_active
 from torchtop.agent.settings import JobFacts, loader_settings, settings_record
 from torchtop.agent.sink import RecordSink
-from torchtop.agent.step_clock import StepClock
+from torchtop.agent.step_clock import BACKWARD, DATALOADER, StepClock
 from torchtop.agent.window_plan import RequestWatcher, WindowPlan, window_request_path
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.layout import RunLayout
@@ -69,10 +71,12 @@ class Agent:
 
     # Hot paths: called by the hooks on every DataLoader batch and every step.
 
-    def data_waited(self, iterator: object, seconds: float) -> None:
+    def data_waited(self, iterator: object, seconds: float, batch_arrived: bool = False) -> None:
         if not self.active or threading.get_ident() != self._step_thread:
             return
         self.steps.add_data_wait(seconds)
+        if batch_arrived and self.steps.accepts(DATALOADER):
+            self._signalled(DATALOADER)
         if self._loader_broken:
             return
         try:
@@ -85,6 +89,21 @@ class Agent:
             self._loader_broken = True
             self.fail("DataLoader settings", exc)
 
+    def backward_ended(self) -> None:
+        if self.active and self.steps.accepts(BACKWARD):
+            self._signalled(BACKWARD)
+
+    def _signalled(self, level: int) -> None:
+        """A lower signal than the optimizer's: called from inside the job's backward() or
+        DataLoader, so nothing may escape to the job."""
+        now_s = time.perf_counter()
+        try:
+            records = self.steps.signalled(level, now_s)
+        except Exception as exc:
+            self.fail("step timing", exc, stop=True)
+            return
+        self._step_ended(records, now_s)
+
     def optimizer_stepped(self, optimizer: object) -> None:
         if self.active:
             now_s = time.perf_counter()
@@ -95,19 +114,49 @@ class Agent:
             now_s = time.perf_counter()
             self._step_ended(self.steps.user_stepped(now_s), now_s)
 
-    def _step_ended(self, record: dict[str, Any] | None, now_s: float) -> None:
-        if record is None:
+    def _step_ended(self, records: list[dict[str, Any]], now_s: float) -> None:
+        if not records:
+            if self.steps.pending and self.facts.step_signal_held != self.steps.held:
+                self._say_held()
             return
         try:
-            record["t"] = time.time()
             self._step_thread = threading.get_ident()
-            self.sink.add_step(record, now_s)
-            if self._chores_s is None or now_s - self._chores_s >= CHORES_EVERY_S:
+            self._write_steps(records, now_s)
+            signals = (self.steps.signal, self.steps.held)
+            signal_changed = (self.facts.step_signal, self.facts.step_signal_held) != signals
+            self.facts.step_signal, self.facts.step_signal_held = signals
+            if signal_changed or self._chores_s is None or now_s - self._chores_s >= CHORES_EVERY_S:
                 self._chores(now_s)
         except Exception as exc:
             self.fail("step timing", exc, stop=True)
             return
         self._advance_window(now_s)
+
+    def _say_held(self) -> None:
+        """Said at once, so the live view can explain a job whose steps are all held back.
+
+        The last settings with the held signal, not new ones: building them asks the job's
+        torch for its thread counts, which is the chores' business, not the hot path's."""
+        self.facts.step_signal_held = self.steps.held
+        try:
+            said = {**(self._settings or {"kind": "settings"}), "step_signal_held": self.steps.held}
+            self.sink.write({**said, "t": time.time()})
+        except Exception as exc:
+            self.fail("settings", exc)
+
+    def _write_steps(self, records: list[dict[str, Any]], now_s: float) -> None:
+        now_t = time.time()
+        for record in records:
+            # A record held back (provisional) ended earlier than it is released.
+            record["t"] = now_t - (now_s - record.pop("end_s"))
+            self.sink.add_step(record, now_s)
+
+    def _release_held(self) -> None:
+        """At exit: steps still held back count (no better signal came)."""
+        held = self.steps.release_held()
+        if held:
+            self._write_steps(held, time.perf_counter())
+            self.facts.step_signal, self.facts.step_signal_held = self.steps.signal, None
 
     # Chores: at most once a second.
 
@@ -238,6 +287,7 @@ class Agent:
             return
         self.active = False
         try:
+            self._release_held()
             self.discard_window("the process exited before the window's last step")
             self.write_settings_if_changed()
             self.sink.write({"kind": "bye", "t": time.time(), "reason": reason})

@@ -3,8 +3,13 @@
 Each hook is small and installed on its own, so one that a torch version does not support is
 reported once (a `note`) while the others keep working:
 
-- a global optimizer step post hook ends steps;
-- `_BaseDataLoaderIter.__next__` is timed (data wait) and tells which DataLoader is in use;
+- a global optimizer step post hook ends steps, and `Optimizer.__init__` says one exists;
+- `torch.autograd.backward` (which `Tensor.backward` calls) ends steps in a loop without an
+  optimizer: there is no global hook for "a backward pass finished" in torch (the hooks of
+  `torch.autograd.graph` are per tensor or per node), and the wrapper costs one clock read and
+  one comparison once a better signal marks the steps;
+- `_BaseDataLoaderIter.__next__` is timed (data wait), tells which DataLoader is in use, and
+  ends steps in a loop with neither;
 - `torch.autocast.__enter__` and `torch.compile` are watched, to report AMP and compile use;
 - `torch.autograd.profiler.profile._prepare_trace` is watched, so that a profiler the job starts
   itself closes the agent's window first instead of failing;
@@ -61,12 +66,42 @@ def attach() -> Agent | None:
 
 
 def watch_optimizers(agent: Agent) -> None:
-    from torch.optim.optimizer import register_optimizer_step_post_hook
+    from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook
 
     def step_ended(optimizer: Any, args: Any, kwargs: Any) -> None:
         agent.optimizer_stepped(optimizer)
 
     register_optimizer_step_post_hook(step_ended)
+    original: Callable[..., None] = Optimizer.__init__
+
+    @functools.wraps(original)
+    def created(self: Any, *args: Any, **kwargs: Any) -> None:
+        # Until it steps, backward() steps are provisional (gradient accumulation).
+        agent.steps.optimizer_exists = True
+        original(self, *args, **kwargs)
+
+    Optimizer.__init__ = created  # type: ignore[method-assign]
+
+
+def time_backward(agent: Agent) -> None:
+    autograd: Any = torch.autograd
+    original: Callable[..., Any] = autograd.backward
+    # Reentrant checkpointing calls backward inside backward (on the engine's threads too):
+    # only the outermost call ends a step.
+    running = [0]
+
+    @functools.wraps(original)
+    def backward(*args: Any, **kwargs: Any) -> Any:
+        running[0] += 1
+        try:
+            result = original(*args, **kwargs)
+        finally:
+            running[0] -= 1
+        if not running[0]:
+            agent.backward_ended()
+        return result
+
+    autograd.backward = backward
 
 
 def time_dataloaders(agent: Agent) -> None:
@@ -78,10 +113,14 @@ def time_dataloaders(agent: Agent) -> None:
     @functools.wraps(original)
     def timed_next(self: Any) -> Any:
         started_s = clock()
+        arrived = False
         try:
-            return original(self)
+            batch = original(self)
+            arrived = True
+            return batch
         finally:
-            agent.data_waited(self, clock() - started_s)
+            # StopIteration (the epoch's end) is a wait, not a batch: it ends no step.
+            agent.data_waited(self, clock() - started_s, batch_arrived=arrived)
 
     _BaseDataLoaderIter.__next__ = timed_next  # type: ignore[method-assign]
 
@@ -133,6 +172,7 @@ def watch_cli_options(agent: Agent) -> None:
 INSTALLERS: list[tuple[str, Callable[[Agent], None]]] = [
     ("knob overrides", overrides.install),
     ("optimizer step hook", watch_optimizers),
+    ("backward timing", time_backward),
     ("DataLoader timing", time_dataloaders),
     ("autocast watch", watch_autocast),
     ("torch.compile watch", watch_compile),

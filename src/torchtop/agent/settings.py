@@ -24,6 +24,10 @@ class JobFacts:
     loader: dict[str, Any] | None = None
     amp: bool = False
     compiled: bool = False
+    # Which signal marks the steps (`step_clock.SIGNAL_NAMES`); None until a step is released.
+    step_signal: str | None = None
+    # The signal whose steps are held back, waiting for a better one (None when none are).
+    step_signal_held: str | None = None
 
 
 def loader_settings(iterator: Any) -> dict[str, Any]:
@@ -118,4 +122,6 @@ def settings_record(
         "compiled": facts.compiled,
         "cli_options": cli_options,
         "overrides": overrides,
+        "step_signal": facts.step_signal,
+        "step_signal_held": facts.step_signal_held,
     }

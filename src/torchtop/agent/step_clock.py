@@ -1,7 +1,21 @@
 """Turns step-end signals into step records: wall time and DataLoader wait per step.
 
-Two sources mark step ends: optimizer step hooks (automatic) and `torchtop.step()` (explicit).
-The first explicit call silences the hooks for good, so a loop with both counts each step once.
+Four signals can mark step ends, in order of preference: `torchtop.step()` (explicit), an
+optimizer step hook, the end of a `backward()` call, and a DataLoader batch arriving. Every
+training loop gives at least one of the lower ones, so a loop without `torch.optim` is still
+timed. The best signal seen so far marks the steps; a better one that appears later takes
+over, and no step is counted twice:
+
+- A lower signal's steps are held back (provisional) while a better one may still come, for
+  at most `HOLD_S[level]`: `backward()` steps while an optimizer exists that has not stepped
+  yet (gradient accumulation calls backward several times per optimizer step); DataLoader
+  batches, also until `HOLD_BATCHES` are held (a `backward()` normally follows each, and a
+  loop may first iterate a loader for something else: a sanity check, a look at its
+  workers). When the better signal comes, the held records are dropped: they were parts of
+  one of its steps. At exit they are released.
+- Steps already released under a lower signal stay; the better signal's first call only
+  re-anchors (the lower signal ended this step a moment ago).
+
 When several optimizers step (a GAN, an optimizer wrapping another), the first one to step is
 the clock; another takes over only if it steps twice while the clock does not (the clock was
 replaced). Pure: the caller passes the time, so tests need no sleeping.
@@ -9,8 +23,22 @@ replaced). Pure: the caller passes the time, so tests need no sleeping.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+DATALOADER, BACKWARD, OPTIMIZER, EXPLICIT = range(4)
+# Indexed by level; these names are the `step_signal` of the agent's `settings` record.
+SIGNAL_NAMES = ("dataloader", "backward", "optimizer", "explicit")
+# How long a signal's steps are held back before they count: an optimizer that exists but
+# has not stepped after 30 s of backward() calls is not the loop's clock (created, never
+# used); a loop that iterates a loader for 10 s without a backward() is not training.
+HOLD_S = {BACKWARD: 30.0, DATALOADER: 10.0}
+# And batches are held until there are this many: a short look at a loader before training
+# (Lightning's sanity check takes 2 batches; a first pass that starts workers) may take longer
+# than 10 s on a loaded machine, and must not become steps.
+HOLD_BATCHES = 8
+# Past this many held records, they are released whatever the time (bounded memory).
+HOLD_MAX = 4096
 
 
 @dataclass
@@ -19,42 +47,101 @@ class StepClock:
     last_end_s: float | None = None
     data_wait_s: float = 0.0
     data_seen: bool = False
-    explicit: bool = False
+    level: int | None = None
+    optimizer_exists: bool = False
+    released_level: int | None = None
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    _pending_since_s: float = 0.0
     _clock_id: int | None = None
     _rival_id: int | None = None
     _rival_steps: int = 0
+
+    @property
+    def signal(self) -> str | None:
+        """The name of the signal whose steps were released last (None before any)."""
+        return None if self.released_level is None else SIGNAL_NAMES[self.released_level]
+
+    @property
+    def held(self) -> str | None:
+        """The name of the signal whose steps are held back now (None when none are)."""
+        return SIGNAL_NAMES[self.level] if self.pending and self.level is not None else None
+
+    def accepts(self, level: int) -> bool:
+        """Whether a signal of this level may still end steps (cheap: the hot-path check)."""
+        return self.level is None or level >= self.level
 
     def add_data_wait(self, seconds: float) -> None:
         self.data_wait_s += seconds
         self.data_seen = True
 
-    def optimizer_stepped(self, optimizer_id: int, now_s: float) -> dict[str, Any] | None:
-        """A step record if this optimizer step ends a step, else None."""
-        if self.explicit or not self._is_clock(optimizer_id):
-            return None
-        return self._end(now_s)
+    def optimizer_stepped(self, optimizer_id: int, now_s: float) -> list[dict[str, Any]]:
+        """The step records this optimizer step releases (none when another optimizer is the
+        clock, or when it only takes over from a lower signal)."""
+        if not self.accepts(OPTIMIZER):
+            return []
+        if self.level == OPTIMIZER and not self._is_clock(optimizer_id):
+            return []
+        self._clock_id = optimizer_id
+        return self.signalled(OPTIMIZER, now_s)
 
-    def user_stepped(self, now_s: float) -> dict[str, Any] | None:
-        """A step record for `torchtop.step()`; the first call only takes over from the hooks."""
-        if not self.explicit:
-            self.explicit = True
-            if self._clock_id is not None:
-                # The hooks already ended this step a moment ago: re-anchor, count nothing.
-                self.last_end_s = now_s
-                self.data_wait_s = 0.0
-                return None
-        return self._end(now_s)
+    def user_stepped(self, now_s: float) -> list[dict[str, Any]]:
+        return self.signalled(EXPLICIT, now_s)
+
+    def signalled(self, level: int, now_s: float) -> list[dict[str, Any]]:
+        """The step records that a signal of `level` at `now_s` releases, oldest first."""
+        if not self.accepts(level):
+            return []
+        if (self.level is None or level > self.level) and self._take_over(level, now_s):
+            return []
+        record = self._end(now_s)
+        if self._provisional(level, now_s):
+            if not self.pending:
+                self._pending_since_s = now_s
+            self.pending.append(record)
+            return []
+        released, self.pending = [*self.pending, record], []
+        self.released_level = level
+        return released
+
+    def _take_over(self, level: int, now_s: float) -> bool:
+        """Switch to a better signal; True when this call only re-anchors (counts nothing)."""
+        self.level = level
+        self.count -= len(self.pending)
+        # The held records' waits belong to the step the better signal is about to end.
+        self.data_wait_s += sum(r["data_wait_s"] or 0.0 for r in self.pending)
+        self.pending = []
+        if self.count == 0:
+            self.last_end_s = None  # the dropped records' start is not this signal's
+            return False
+        self.released_level = level
+        self.last_end_s = now_s
+        self.data_wait_s = 0.0
+        return True
+
+    def release_held(self) -> list[dict[str, Any]]:
+        """The held records, released as they are (at exit: no better signal came)."""
+        released, self.pending = self.pending, []
+        if released:
+            self.released_level = self.level
+        return released
+
+    def _provisional(self, level: int, now_s: float) -> bool:
+        if self.released_level == level or level not in HOLD_S or len(self.pending) >= HOLD_MAX:
+            return False
+        if level == BACKWARD and not self.optimizer_exists:
+            return False
+        since_s = self._pending_since_s if self.pending else now_s
+        too_few = level == DATALOADER and len(self.pending) + 1 < HOLD_BATCHES
+        return too_few or now_s - since_s < HOLD_S[level]
 
     def _is_clock(self, optimizer_id: int) -> bool:
         if self._clock_id is None or optimizer_id == self._clock_id:
-            self._clock_id = optimizer_id
             self._rival_id, self._rival_steps = None, 0
             return True
         if optimizer_id != self._rival_id:
             self._rival_id, self._rival_steps = optimizer_id, 0
         self._rival_steps += 1
         if self._rival_steps >= 2:
-            self._clock_id = optimizer_id
             self._rival_id, self._rival_steps = None, 0
             return True
         return False
@@ -68,6 +155,8 @@ class StepClock:
             "data_wait_s": round(self.data_wait_s, 6) if self.data_seen else None,
             "h2d_s": None,
             "sync_s": None,
+            # Not written: the agent turns it into the record's Unix time `t`.
+            "end_s": now_s,
         }
         self.count += 1
         self.last_end_s = now_s

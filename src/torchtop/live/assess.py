@@ -18,6 +18,7 @@ recent steps is kept apart as `recent_steps_per_s` for the dashboard's trend.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -38,6 +39,29 @@ from torchtop.runs.state import ProcessState, RunState, StepRecord
 RECENT_STEPS = 30
 WARMUP_STEPS = 2
 MIN_STEPS = 5
+# A job that has not ended a step this long after its start gets told why and how to mark
+# them; 20 s covers importing torch and building a model on a slow machine.
+NO_STEP_HINT_S = float(os.environ.get("TORCHTOP_NO_STEP_HINT_S", "20"))
+# The agent's `step_signal` values, as the dashboard names them, and the report's note.
+STEP_SIGNAL_LABELS = {
+    "explicit": "torchtop.step()",
+    "optimizer": "optimizer.step()",
+    "backward": "backward()",
+    "dataloader": "DataLoader batches",
+}
+# Why steps the agent has seen are not counted yet (`step_signal_held`, agent/step_clock.py).
+HELD_STEPS = {
+    "backward": "backward() calls were seen, but an optimizer exists that has not stepped yet "
+    "(they count once it steps, or after 30 s); call torchtop.step() once per step to say",
+    "dataloader": "DataLoader batches were seen and count as steps once 8 arrive over 10 s "
+    "with no backward() after them; call torchtop.step() once per step to say",
+}
+STEP_SIGNAL_NOTES = {
+    "explicit": "steps marked by torchtop.step() calls",
+    "optimizer": "steps marked by optimizer.step() calls",
+    "backward": "steps marked by backward() calls (no optimizer step seen)",
+    "dataloader": "steps marked by DataLoader batches (no optimizer step or backward() seen)",
+}
 
 
 def period_metrics(process: ProcessState) -> Metrics:
@@ -171,7 +195,7 @@ def assess(
             verdict,
             bottleneck="unknown",
             confidence=0.0,
-            reason=f"{steps} of the {MIN_STEPS} steps needed seen so far",
+            reason=_too_few_steps(state, steps),
             findings=(),
         )
     rank_reports = (
@@ -229,6 +253,9 @@ def _rank_analysis(
             "until the agent captures a profiler window"
         ]
     )
+    signal = STEP_SIGNAL_NOTES.get(str(process.settings.get("step_signal")))
+    if signal is not None:
+        notes.append(signal)
     return RankAnalysis(
         rank=process.rank,
         label=process.label,
@@ -260,6 +287,34 @@ def _parts(step: StepRecord, breakdown: Mapping[str, float]) -> dict[str, float]
         parts["other"] = wall_us - wait_us
     parts["dataloader"] = wait_us
     return {c: parts[c] for c in CATEGORIES}
+
+
+def _too_few_steps(state: RunState, steps: int) -> str:
+    """Why the verdict waits: too few steps, or, long after the start, none at all."""
+    watched_s = _watched_s(state)
+    if state.processes and not state.training_processes and watched_s >= NO_STEP_HINT_S:
+        held = {str(p.settings.get("step_signal_held")) for p in state.processes.values()}
+        if held & set(HELD_STEPS):
+            why = HELD_STEPS["backward" if "backward" in held else "dataloader"]
+            return f"no training step counted in {watched_s:.0f} s: {why}"
+        return (
+            f"no training step seen in {watched_s:.0f} s: no optimizer.step(), backward() or "
+            "DataLoader iteration was seen; call torchtop.step() once per step"
+        )
+    return f"{steps} of the {MIN_STEPS} steps needed seen so far"
+
+
+def _watched_s(state: RunState) -> float:
+    """Seconds from the job's start to the newest record of the run (0 when unknown): the
+    launcher's samples arrive every second, so this keeps `assess` free of a clock."""
+    started = state.run.get("started_at")
+    times = [samples[-1].get("t") for samples in state.samples.values() if samples]
+    times += [p.hello.get("t") for p in state.processes.values()]
+    times.append((state.exit or {}).get("ended_at"))
+    known = [float(t) for t in times if isinstance(t, int | float)]
+    if not isinstance(started, int | float) or not known:
+        return 0.0
+    return max(known) - float(started)
 
 
 def _empty_job() -> RankAnalysis:

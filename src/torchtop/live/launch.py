@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,10 +96,15 @@ class Job:
 
 
 def launch(
-    command: Sequence[str], run_dir: Path, kind: str = "run", output: Path | None = None
+    command: Sequence[str],
+    run_dir: Path,
+    kind: str = "run",
+    output: Path | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> Job:
     """Start the job; its stdout and stderr go to `output` when given (the dashboard owns the
-    terminal then), else to the user's own streams."""
+    terminal then), else to the user's own streams. `extra_env` (a `torchtop.toml`'s
+    environment and overrides) is added to this process's environment."""
     layout = RunLayout(run_dir)
     layout.create()
     started = time.time()
@@ -107,7 +112,7 @@ def launch(
     try:
         process = subprocess.Popen(
             list(command),
-            env=job_environment(run_dir),
+            env=job_environment(run_dir, {**os.environ, **(extra_env or {})}),
             start_new_session=True,
             stdout=log,
             stderr=subprocess.STDOUT if log is not None else None,

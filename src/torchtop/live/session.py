@@ -23,6 +23,7 @@ from torchtop.live.attach import agent_run_dir, assess_attached, check_target, p
 from torchtop.live.collect import start_collectors
 from torchtop.live.headless import ProgressPrinter, save_report
 from torchtop.live.launch import default_run_dir, launch, write_run_record
+from torchtop.live.run_config import RunConfig
 from torchtop.live.watch import LiveMonitor, watch
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import WatchedJob
@@ -39,15 +40,25 @@ class WatchOptions:
     run_dir: Path | None
 
 
-def run_session(command: Sequence[str], options: WatchOptions, tree: RuleTree, kind: str) -> int:
+def run_session(
+    command: Sequence[str],
+    options: WatchOptions,
+    tree: RuleTree,
+    kind: str,
+    config: RunConfig | None = None,
+) -> int:
+    """`config`: the `torchtop.toml` that `run` applies (its command is already in `command`)."""
     if not command:
         raise InputError(
             "command", "nothing to run: give it after `--`, e.g. `torchtop run -- python train.py`"
         )
+    config = config or RunConfig(None, tuple(command))
+    for line in config.announcement():
+        print(line, file=sys.stderr)
     run_dir = options.run_dir or default_run_dir()
     job_log = None if options.headless else run_dir / "job.log"
     try:
-        job = launch(command, run_dir, kind, output=job_log)
+        job = launch(command, run_dir, kind, output=job_log, extra_env=config.launch_env())
     except FileNotFoundError:
         raise InputError(command[0], "command not found") from None
     except PermissionError:
@@ -56,6 +67,7 @@ def run_session(command: Sequence[str], options: WatchOptions, tree: RuleTree, k
     collectors = start_collectors(job.layout, job.pid, with_agent=True)
     monitor = LiveMonitor(run_dir, tree, job=job, for_s=options.for_s, kind=kind)
     watched = WatchedJob(monitor, job, collectors, command, run_dir, kind)
+    watched.plan = config.plan(watched.plan)  # a relaunch keeps what the file applied
     try:
         report = watched.with_trials(_follow(monitor, options.headless, watched))
     finally:

@@ -24,7 +24,7 @@ from typing import Any
 from torchtop.advice.plan import LaunchPlan
 from torchtop.agent.window_plan import window_request_path
 from torchtop.relaunch.start import start_job, stop_job
-from torchtop.runs.state import ProcessState, RunState, RunWatcher
+from torchtop.runs.state import ProcessState, RunState, RunWatcher, load_run
 
 POLL_INTERVAL_S = 0.2
 WINDOW_WAIT_MAX_S = 20.0
@@ -176,6 +176,16 @@ def _shortfall(run_dir: Path, got: int, span: Span, ending: dict[str, object]) -
     how = ending.get("how", "ended")
     status = ending.get("exit_status")
     said = f" (exit status {status})" if how != "stopped" and status is not None else ""
+    state = load_run(run_dir)
+    if state.processes and not state.training_processes:
+        ran_s = ending.get("duration_s")
+        ran = f" after {ran_s:.0f} s" if isinstance(ran_s, int | float) else ""
+        # The agent ran but saw no step: the job may well have trained, just unseen.
+        return (
+            f"{run_dir}: no steps were detected: the job {how}{said}{ran} with no "
+            "optimizer.step(), backward() or DataLoader iteration the agent could see; call "
+            f"torchtop.step() once per step (see README). Its output: {run_dir / 'stderr.log'}"
+        )
     return (
         f"{run_dir}: only {got} of {span.steps} steady-state steps (after a warm-up of at least "
         f"{span.warmup_steps}) were recorded; the job {how}{said}. A trial needs a job that "

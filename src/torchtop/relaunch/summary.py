@@ -71,7 +71,11 @@ def render_summary(result: TuneResult, written: Path | None) -> str:
     if others:
         lines += ["", "not tried:"]
         lines += [f"  {s.fix.knob}: {s.reason}" for s in others]
-    lines += ["", f"tuned: {result.final_steps_per_s:.2f} steps/s", *describe_final(result)]
+    lines += [
+        "",
+        f"tuned: {result.final_steps_per_s:.2f} steps/s",
+        *describe_final(result, written),
+    ]
     if written is not None:
         lines.append(f"written to {written}")
     return "\n".join(lines) + "\n"

@@ -2,6 +2,7 @@
 
 ```toml
 command = ["python", "train.py", "--num-workers", "8"]
+original_command = ["python", "train.py"]   # as tune was given it
 
 [env]                      # only the variables tune set; the rest of the environment is yours
 OMP_NUM_THREADS = "1"
@@ -13,7 +14,10 @@ OMP_NUM_THREADS = "1"
 "train.batch_size" = "--bs"
 ```
 
-The file is written by hand-rolled TOML (the standard library reads TOML but cannot write it):
+`torchtop run` applies the file (`live/run_config.py`): given `original_command` (or no command)
+it runs `command`, and it sets `[env]` and passes `[overrides]` to the agent; so the line tune
+prints, `torchtop run --config FILE -- COMMAND`, reproduces the tuned job. The file is written
+by hand-rolled TOML (the standard library reads TOML but cannot write it):
 only strings, numbers, booleans and lists of strings occur. A `[bind]` table already in the
 file is kept when tune rewrites it.
 """
@@ -45,6 +49,8 @@ class Tuned:
     env: dict[str, str] = field(default_factory=dict)
     overrides: dict[str, object] = field(default_factory=dict)
     bind: dict[str, str] = field(default_factory=dict)
+    original_command: tuple[str, ...] = ()
+    """The command tune was given (absent from files written before it was recorded)."""
 
     def launch_env(self) -> dict[str, str]:
         """The variables to add to a job's environment: `[env]`, and the overrides for the agent."""
@@ -63,26 +69,47 @@ def load_tuned(path: Path) -> Tuned:
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(str(path), f"not a readable torchtop.toml: {exc}") from None
     return Tuned(
-        command=tuple(str(w) for w in data.get("command", ())),
-        env={str(k): str(v) for k, v in dict(data.get("env", {})).items()},
-        overrides=dict(data.get("overrides", {})),
-        bind={str(k): str(v) for k, v in dict(data.get("bind", {})).items()},
+        command=_words(path, data, "command"),
+        env={str(k): str(v) for k, v in _table(path, data, "env").items()},
+        overrides=_table(path, data, "overrides"),
+        bind={str(k): str(v) for k, v in _table(path, data, "bind").items()},
+        original_command=_words(path, data, "original_command"),
     )
+
+
+def _words(path: Path, data: Mapping[str, object], key: str) -> tuple[str, ...]:
+    words = data.get(key, [])
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise InputError(str(path), f'`{key}` must be a list of strings, like ["python", ...]')
+    return tuple(words)
+
+
+def _table(path: Path, data: Mapping[str, object], key: str) -> dict[str, object]:
+    table = data.get(key, {})
+    if not isinstance(table, dict):
+        raise InputError(str(path), f"`{key}` must be a table ([{key}])")
+    return dict(table)
 
 
 def tuned_from(result: TuneResult, bind: Mapping[str, str]) -> Tuned:
     changed = {k: v for k, v in result.final.env.items() if result.original.env.get(k) != v}
-    return Tuned(tuple(result.final.command), changed, dict(result.final.overrides), dict(bind))
+    return Tuned(
+        tuple(result.final.command),
+        changed,
+        dict(result.final.overrides),
+        dict(bind),
+        tuple(result.original.command),
+    )
 
 
 def write_tuned(path: Path, result: TuneResult) -> Tuned:
     """Write (or rewrite) `path` for `result`, keeping its `[bind]` table."""
     tuned = tuned_from(result, load_tuned(path).bind)
-    path.write_text(render_tuned(tuned, result), encoding="utf-8")
+    path.write_text(render_tuned(tuned, result, path), encoding="utf-8")
     return tuned
 
 
-def render_tuned(tuned: Tuned, result: TuneResult) -> str:
+def render_tuned(tuned: Tuned, result: TuneResult, path: Path | None = None) -> str:
     lines = [
         f"# Written by `torchtop tune` on {time.strftime('%Y-%m-%d %H:%M:%S')}; "
         f"the trials are in {result.run_dir.resolve()}.",
@@ -90,10 +117,12 @@ def render_tuned(tuned: Tuned, result: TuneResult) -> str:
         "(each change measured in an A/B trial):",
         *(f"#   {_trial_line(t.as_json())}" for t in result.trials),
         "# Run it again with:",
-        f"#   {shell_line(tuned)}",
+        f"#   {shell_line(tuned, path)}",
         "",
-        "# The command line, with the options tune changed.",
+        "# The command line, with the options tune changed; `torchtop run -- <original_command>`",
+        "# (or `torchtop run` with no command) runs it.",
         f"command = {_value(list(tuned.command))}",
+        f"original_command = {_value(list(tuned.original_command))}",
         "",
         "# Environment variables tune set; the rest of the environment is left as it is.",
         "[env]",
@@ -111,14 +140,18 @@ def render_tuned(tuned: Tuned, result: TuneResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def shell_line(tuned: Tuned) -> str:
-    """The tuned job as one shell line (overrides need the agent, so through `torchtop run`)."""
+def shell_line(tuned: Tuned, config: Path | None = None) -> str:
+    """The tuned job as one shell line. Overrides need the agent: then `torchtop run` with the
+    file (`config`; None: `./torchtop.toml`, which `run` reads by default), which also sets
+    its environment; else the plain command with its variables."""
+    if tuned.overrides:
+        where = [] if config is None else ["--config", _shown_path(config)]
+        return shlex.join(["torchtop", "run", *where, "--", *tuned.command])
     variables = [f"{k}={shlex.quote(v)}" for k, v in tuned.env.items()]
-    runner = ["torchtop", "run", "--"] if tuned.overrides else []
-    return " ".join([*variables, shlex.join([*runner, *tuned.command])])
+    return " ".join([*variables, shlex.join(tuned.command)])
 
 
-def describe_final(result: TuneResult) -> list[str]:
+def describe_final(result: TuneResult, config: Path | None = None) -> list[str]:
     """The final command line and environment, as printed at the end of `tune`."""
     tuned = tuned_from(result, {})
     lines = [f"command: {shlex.join(result.final.command)}"]
@@ -127,8 +160,17 @@ def describe_final(result: TuneResult) -> list[str]:
     if tuned.overrides:
         shown = ", ".join(f"{k} = {v}" for k, v in tuned.overrides.items())
         lines.append(f"overrides (under torchtop run): {shown}")
-    lines.append(f"to run it: {shell_line(tuned)}")
+    lines.append(f"to run it: {shell_line(tuned, config)}")
     return lines
+
+
+def _shown_path(path: Path) -> str:
+    """`path` relative to the working folder when it lies under it, else absolute."""
+    absolute = path.resolve()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)
 
 
 def _trial_line(trial: Mapping[str, object]) -> str:

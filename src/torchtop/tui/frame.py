@@ -59,6 +59,8 @@ class Frame:
     command: tuple[str, ...] = ()
     cli_options: tuple[Record, ...] = ()
     proposals: Mapping[tuple[str, str], Proposal] = field(default_factory=dict)
+    step_signal: str | None = None
+    """What marks the job's steps (the agent's `step_signal`: optimizer, backward, ...)."""
     """Each listed fix (by `RankedFix.key`) planned on the job as it runs now, as `a` would
     plan it: the value it would really set, or why it cannot be applied. Only under `run` and
     `demo` (with an applier); empty elsewhere."""
@@ -150,6 +152,7 @@ def state_fields(report: Report, state: RunState) -> dict[str, Any]:
         "recorded": True,
         "command": tuple(report.command or ()),
         "cli_options": tuple(first.settings.get("cli_options") or ()) if first else (),
+        "step_signal": first.settings.get("step_signal") if first else None,
     }
 
 

@@ -1,8 +1,9 @@
 """The two header lines: which job, and how fast it goes (with its trend).
 
 Line one names the job (its command, its PID, or the trace files) and the dashboard's state
-(live, paused, finished, offline). Line two: ranks, uptime, step, steps/s with an arrow for its
-trend and a sparkline of its history, and samples/s when the batch size is known.
+(live, paused, finished, offline). Line two: ranks, uptime, step (and what marks the steps),
+steps/s with an arrow for its trend and a sparkline of its history, and samples/s when the
+batch size is known.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from rich.console import RenderableType
 from rich.text import Text
 from textual.reactive import reactive
 
+from torchtop.live.assess import STEP_SIGNAL_LABELS
 from torchtop.tui.charts import duration, sparkline
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import MUTED
@@ -78,7 +80,8 @@ class JobHeader(Panel):
             parts.append(f"up {duration(frame.elapsed_s)}")
         steps = frame.report.job.steps
         if frame.step is not None:
-            parts.append(f"step {frame.step}")
+            signal = STEP_SIGNAL_LABELS.get(str(frame.step_signal))
+            parts.append(f"step {frame.step}" + (f" by {signal}" if signal else ""))
         elif steps:
             parts.append(f"steps #{steps[0].number}-#{steps[-1].number}")
         text = Text(" · ".join(parts), style=MUTED)

@@ -1,0 +1,109 @@
+"""`torchtop run` applies a torchtop.toml: which file, which command, what it announces, and a
+broken or missing file as one line naming it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from torchtop.advice.plan import initial_plan
+from torchtop.cli import main
+from torchtop.errors import InputError
+from torchtop.live.run_config import resolve_config
+
+TUNED = """\
+command = ["python", "train.py", "--workers", "8"]
+original_command = ["python", "train.py"]
+
+[env]
+OMP_NUM_THREADS = "1"
+
+[overrides]
+"dataloader.persistent_workers" = true
+"""
+ORIGINAL = ["python", "train.py"]
+TUNED_COMMAND = ("python", "train.py", "--workers", "8")
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "torchtop.toml").write_text(TUNED)
+    return tmp_path
+
+
+def test_the_file_in_the_working_folder_turns_the_original_command_into_the_tuned_one(
+    folder: Path,
+) -> None:
+    config = resolve_config(None, False, ORIGINAL, folder)
+    assert config.path == folder / "torchtop.toml"
+    assert config.command == TUNED_COMMAND
+    env = config.launch_env()
+    assert env["OMP_NUM_THREADS"] == "1"
+    assert json.loads(env["TORCHTOP_OVERRIDES"]) == {"dataloader.persistent_workers": True}
+    first, second = config.announcement()
+    assert "applying" in first and str(folder / "torchtop.toml") in first
+    assert "python train.py -> python train.py --workers 8" in first
+    assert second == (
+        "torchtop: environment: OMP_NUM_THREADS=1; overrides: dataloader.persistent_workers = True"
+    )
+
+
+def test_no_command_runs_the_files_command_and_another_command_runs_as_given(
+    folder: Path,
+) -> None:
+    assert resolve_config(None, False, [], folder).command == TUNED_COMMAND
+    other = resolve_config(None, False, ["python", "eval.py"], folder)
+    assert other.command == ("python", "eval.py")
+    assert "another one" in other.announcement()[0]
+    assert other.launch_env()["OMP_NUM_THREADS"] == "1"
+
+
+def test_no_config_applies_nothing_even_with_a_file_in_the_folder(folder: Path) -> None:
+    config = resolve_config(None, True, ORIGINAL, folder)
+    assert (config.path, config.command, config.launch_env()) == (None, tuple(ORIGINAL), {})
+    assert config.announcement() == []
+
+
+def test_a_folder_without_the_file_runs_the_command_as_given(tmp_path: Path) -> None:
+    config = resolve_config(None, False, ORIGINAL, tmp_path)
+    assert config.path is None and config.command == tuple(ORIGINAL)
+
+
+def test_a_config_given_by_path_is_applied_wherever_the_run_starts(
+    folder: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    config = resolve_config(str(folder / "torchtop.toml"), False, ORIGINAL, elsewhere)
+    assert config.command == TUNED_COMMAND
+
+
+def test_the_plan_for_relaunches_keeps_the_files_environment_and_overrides(folder: Path) -> None:
+    config = resolve_config(None, False, ORIGINAL, folder)
+    plan = config.plan(initial_plan(config.command, {"HOME": "/h"}, str(folder)))
+    assert plan.env == {"HOME": "/h", "OMP_NUM_THREADS": "1"}
+    assert plan.overrides == {"dataloader.persistent_workers": True}
+    assert plan.command == TUNED_COMMAND
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['command = "python train.py"\n', "[overrides\n", 'env = "OMP_NUM_THREADS=1"\n'],
+)
+def test_a_broken_file_exits_2_with_one_line_naming_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+) -> None:
+    (tmp_path / "torchtop.toml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--headless", "--", "python", "train.py"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"torchtop: {tmp_path / 'torchtop.toml'}: ")
+
+
+def test_a_missing_config_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"missing\.toml: no such file"):
+        resolve_config(str(tmp_path / "missing.toml"), False, ORIGINAL, tmp_path)
