@@ -1,4 +1,4 @@
-"""The warm-up rule on step sequences: past the DataLoader's queue, then until stationary, capped."""
+"""The warm-up rule on step sequences: past the DataLoader's queue, then until steady, capped."""
 
 from __future__ import annotations
 
