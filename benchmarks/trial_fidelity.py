@@ -20,7 +20,7 @@ job, short runs). The full run's estimated time is printed before it starts.
 Usage::
 
     python benchmarks/trial_fidelity.py [--long-s 120] [--order before,after,before]
-        [--jobs demo,sleepy-input,python-augment,threads] [--json FILE] [--quick]
+        [--jobs demo,sleepy-input,python-augment,threads] [--json FILE] [--keep DIR] [--quick]
 """
 
 from __future__ import annotations
@@ -204,6 +204,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-trials", type=int, default=1)
     parser.add_argument("--budget", type=float, default=300.0, help="seconds per tune")
     parser.add_argument("--json", type=Path, help="also write every row's evidence here")
+    parser.add_argument("--keep", type=Path, help="keep the runs in this folder")
     parser.add_argument("--quick", action="store_true", help="one job, short runs: a check")
     args = parser.parse_args()
     if args.quick:
@@ -229,8 +230,9 @@ def main() -> int:
     started = time.monotonic()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="trial-fidelity-") as folder:
+        root = args.keep or Path(folder)
         for job in args.jobs:
-            rows += one_job(job, args, Path(folder))
+            rows += one_job(job, args, root)
     markdown = table(rows)
     print(markdown)
     say(f"took {(time.monotonic() - started) / 60:.1f} minutes")
