@@ -33,6 +33,7 @@ def test_a_workers_fix_is_measured_past_its_queued_batches_with_its_predicted_ga
     written = json.loads((tmp_path / "run" / "trials" / "01.json").read_text())
     assert written["kept"] is True and written["speedup"] > 1.5
     assert written["predicted_gain"] == 6.25
+    assert written["measured_as"]["min_duration_s"] == 1.5  # one rule, for every run
     (measured_before,), (measured_after,) = written["runs"]["before"], written["runs"]["after"]
     assert measured_before["warmup"]["queued_batches"] == 0
     assert measured_after["warmup"]["queued_batches"] == 4 * 2  # workers * default prefetch

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +167,7 @@ def run_trial(
         plan_before=plan_before,
         plan_after=plan_after,
         duration_s=time.monotonic() - started,
+        extra={"measured_as": asdict(same)},
         predicted_gain=predicted_gain,
     )
     write_once(run_root / "trials" / f"{number:02d}.json", trial.as_json())
