@@ -101,7 +101,8 @@ class Span:
     """Stationary: the median of the last this many steps against the median of as many before."""
     settle_tolerance: float = 0.10
     """...within this fraction: under the 15% a trial's claim may miss its long run by, and
-    above the step-to-step wobble of a steady job on this shared machine (5-8% in medians of 5)."""
+    above the wobble of a steady job's medians of 5 on this shared machine (a sleep-bound job at
+    load 9 on 2 cores: 5% typically, 8% at the 75th percentile, 12% at the 90th)."""
     max_warmup_steps: int = 200
     """A job that never settles stops warming up here (after its queued batches)."""
     max_warmup_s: float = 10.0
