@@ -41,7 +41,7 @@ class TrialSettings:
     min_gain: float = 0.02
     """A kept fix is at least this much faster (0.05: 5%)."""
     alpha: float = 0.01
-    """The rank test's level: two identical variants pass for different once in a hundred."""
+    """The rank test's level: how often step times of one distribution pass for different."""
     decisive_loss: float = 1.0
     """A first round this much slower (1.0: half the speed) is reverted without a second."""
     max_rounds: int = 2
