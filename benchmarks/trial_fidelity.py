@@ -46,9 +46,9 @@ from torchtop.relaunch.tune import TuneOptions, tune
 
 JOBS_DIR = Path(__file__).resolve().parent / "jobs"
 TARGET_ERROR = 0.15
-TUNE_ESTIMATE_S = 75.0
+TUNE_ESTIMATE_S = 90.0
 """A tune of one trial: a baseline with its profiler window, then three measured runs (42 s for
-`sleepy-input` alone, about 80 s a job at load 5-9 on the 2-core machine)."""
+`sleepy-input` on its own, 80-100 s a job at load 5-9 on the 2-core machine)."""
 START_STOP_S = 3.0
 SKIP_SHARE, SKIP_MIN_S = 0.1, 10.0
 
