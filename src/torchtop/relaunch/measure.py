@@ -1,8 +1,10 @@
 """One measured run: launch a plan, time its steady-state steps, stop it.
 
 The run is a real launch into its own run folder, read back through `RunWatcher` as the live
-view reads it. The first `warmup_steps` steps (imports, allocator and cuDNN warm-up, compiles,
-DataLoader workers starting) are left out, the same number for every variant of a trial.
+view reads it. Its warm-up (imports, allocator and cuDNN warm-up, compiles, DataLoader workers
+starting and the batches they queued) is left out, found by the same rule for every variant of
+a trial (`warmup.end_of_warmup`: at least `warmup_steps` and the queued batches, then until step
+times are stationary, with a cap) and recorded with the measurement.
 
 The measurement is `steps` steps, and, with `min_duration_s`, as many more as fill that much
 time: a fast job's steps are short against its periodic costs (an epoch boundary restarting
@@ -24,6 +26,7 @@ from typing import Any
 from torchtop.advice.plan import LaunchPlan
 from torchtop.agent.window_plan import window_request_path
 from torchtop.relaunch.start import start_job, stop_job
+from torchtop.relaunch.warmup import Warmup, end_of_warmup, queued_batches
 from torchtop.runs.state import ProcessState, RunState, RunWatcher, load_run
 
 POLL_INTERVAL_S = 0.2
@@ -47,6 +50,8 @@ class Measurement:
     settings: dict[str, Any] = field(default_factory=dict)
     argv: tuple[str, ...] | None = None
     has_window: bool = False
+    warmup: Warmup | None = None
+    """The warm-up this run used (None for a measurement made without the rule)."""
 
     @property
     def duration_s(self) -> float:
@@ -75,17 +80,33 @@ class Measurement:
             "steps_per_s": round(self.steps_per_s, 4),
             "median_step_ms": round(self.median_step_ms, 3),
             "mad_step_ms": round(self.mad_step_ms, 3),
+            "duration_s": round(self.duration_s, 3),
+            "warmup": self.warmup.as_json() if self.warmup is not None else None,
             **steps,
         }
 
 
 @dataclass(frozen=True)
 class Span:
-    """How much of a run to measure."""
+    """How much of a run to leave out as warm-up, and how much to measure after it."""
 
     steps: int
+    """At least this many steady-state steps (enough for the rank test, about 8 a side)."""
     warmup_steps: int
+    """At least this many steps of warm-up, whatever the pipeline (imports, allocator, compiles)."""
     min_duration_s: float = 0.0
+    """And at least this long: a fast job's periodic costs (worker bursts, an epoch boundary)
+    fall outside a few steps."""
+    settle_steps: int = 5
+    """Stationary: the median of the last this many steps against the median of as many before."""
+    settle_tolerance: float = 0.10
+    """...within this fraction: under the 15% a trial's claim may miss its long run by, and
+    above the wobble of a steady job's medians of 5 on this shared machine (a sleep-bound job at
+    load 9 on 2 cores: 5% typically, 8% at the 75th percentile, 12% at the 90th)."""
+    max_warmup_steps: int = 200
+    """A job that never settles stops warming up here (after its queued batches)."""
+    max_warmup_s: float = 10.0
+    """...or after this long: a run must fit in a trial, several of them in tune's budget."""
 
 
 def measure(
@@ -106,18 +127,19 @@ def measure(
     finally:
         ending = stop_job(job)
     process = main_process(watcher.poll(final=True))
-    walls = _steady(process, span) if process else ()
+    walls, warmup = _steady(process, span) if process else ((), None)
     if len(walls) < span.steps:
         raise MeasureError(_shortfall(run_dir, len(walls), span, ending), ending)
     assert process is not None
     return Measurement(
         run_dir=run_dir,
         step_wall_s=walls,
-        warmup_steps=span.warmup_steps,
+        warmup_steps=warmup.steps if warmup is not None else span.warmup_steps,
         ending=ending,
         settings=dict(process.settings),
         argv=_argv(process),
         has_window=bool(process.windows),
+        warmup=warmup,
     )
 
 
@@ -127,17 +149,31 @@ def main_process(state: RunState) -> ProcessState | None:
     return processes[0] if processes else None
 
 
-def _steady(process: ProcessState, span: Span) -> tuple[float, ...]:
-    first = span.warmup_steps
+def _steady(process: ProcessState, span: Span) -> tuple[tuple[float, ...], Warmup | None]:
+    """The measured steps (after the warm-up, before any profiler window) and the warm-up."""
     end = process.windows[0].get("first_step") if process.windows else None
-    steady = [s for s in process.steps if s.step >= first and (end is None or s.step < end)]
+    timed = [s.wall_s for s in process.steps if end is None or s.step < end]
+    warmup = _warmup(process, timed, span)
+    if warmup is None:
+        return (), None
+    steady = timed[warmup.steps :]
     if span.min_duration_s <= 0:
         steady = steady[: span.steps]
-    return tuple(s.wall_s for s in steady)
+    return tuple(steady), warmup
+
+
+def _warmup(process: ProcessState, timed: list[float], span: Span) -> Warmup | None:
+    return end_of_warmup(timed, queued_batches(process.settings), span)
 
 
 def _measured_enough(process: ProcessState, span: Span) -> bool:
-    walls = [s.wall_s for s in process.steps if s.step >= span.warmup_steps]
+    if not process.settings:
+        return False  # the DataLoader's queue is not known yet, so neither is the warm-up
+    timed = [s.wall_s for s in process.steps]
+    warmup = _warmup(process, timed, span)
+    if warmup is None:
+        return False
+    walls = timed[warmup.steps :]
     return len(walls) >= span.steps and sum(walls) >= span.min_duration_s
 
 

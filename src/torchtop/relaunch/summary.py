@@ -89,5 +89,7 @@ def _trial_line(trial: Trial) -> str:
         if after is not None and trial.speedup is not None
         else f"{trial.baseline_steps_per_s:.2f} steps/s before; not measured after"
     )
+    if trial.predicted_gain is not None:
+        measured += f" against {trial.predicted_gain:.2f}x predicted"
     verdict = "kept" if trial.kept else "reverted"
     return f"trial {trial.number}: {changes}: {measured}: {verdict} ({trial.reason})"

@@ -1,8 +1,11 @@
 """The A/B trial: the job as it runs now, then with one fix, measured alike; keep or revert.
 
-Both variants run the same number of steady-state steps after the same warm-up, as separate
-launches into `RUN/trials/NN/{before,after}-K/`, one right after the other so both see the same
-machine. On a shared machine the load changes from one run to the next, and some jobs switch
+Both variants are measured alike, as separate launches into `RUN/trials/NN/{before,after}-K/`,
+one right after the other so both see the same machine: each run's warm-up ends by the same rule
+(`relaunch.warmup`: past the batches its DataLoader queued, then once step times are stationary;
+recorded in the run's entry), and each measures at least `steps` steps and at least
+`min_duration_s` of them, so a fast variant is measured over time as well as over steps.
+On a shared machine the load changes from one run to the next, and some jobs switch
 between a slow and a fast rhythm from one launch to the next (a DataLoader whose workers fight
 the training threads for cores): a step-level test within one pair of runs cannot see that, and
 two identical variants measured a minute apart have differed here by 25%, and by 7x, "beyond
@@ -11,19 +14,21 @@ noise". So a fix is never kept on one round: the pair is measured again in the o
 rounds pooled are faster beyond noise (Mann-Whitney, `alpha`) and each round on its own is
 faster by at least `min_gain`. Only a fix that halves the speed is reverted after one round.
 Each trial is written to `RUN/trials/NN.json`; its `as_json()` is the report's `trials` entry
-(CONTRACT.md), with the evidence added.
+(CONTRACT.md), with the evidence added, and the `predicted_gain` of its fix (the bound its
+finding put on the gain) beside the measured `speedup`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from torchtop.advice.plan import AppliedFix, LaunchPlan
 from torchtop.advice.show import env_changes, format_overrides
+from torchtop.model.report import Report
 from torchtop.relaunch.measure import MeasureError, Measurement, Span, measure
 from torchtop.relaunch.stats import compare
 from torchtop.runs.journal import write_once
@@ -36,12 +41,18 @@ class TrialSettings:
     min_gain: float = 0.02
     """A kept fix is at least this much faster (0.05: 5%)."""
     alpha: float = 0.01
+    """The rank test's level: how often step times of one distribution pass for different."""
     decisive_loss: float = 1.0
     """A first round this much slower (1.0: half the speed) is reverted without a second."""
     max_rounds: int = 2
-    min_duration_s: float = 3.0
-    """The baseline runs at least this long; the fix then runs as many steps as it did."""
+    min_duration_s: float = 5.0
+    """Every run (baseline and fix, every round) measures at least this long after its warm-up:
+    at 40 steps/s, 20 steps are half a second, shorter than a DataLoader's burst cycle."""
     capture_output: bool = True
+
+    def span(self, steps: int, warmup_steps: int) -> Span:
+        """What each run of a trial measures: the same for both variants."""
+        return Span(steps, warmup_steps, self.min_duration_s)
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,8 @@ class Trial:
     plan_after: LaunchPlan
     duration_s: float
     extra: dict[str, Any] = field(default_factory=dict)
+    predicted_gain: float | None = None
+    """The speedup bound its fix's finding predicted (None: not predicted)."""
 
     @property
     def baseline_steps_per_s(self) -> float:
@@ -79,6 +92,7 @@ class Trial:
             "baseline_steps_per_s": round(self.baseline_steps_per_s, 4),
             "trial_steps_per_s": round(after_rate, 4) if after_rate is not None else None,
             "speedup": round(speedup, 4) if speedup is not None else None,
+            "predicted_gain": _rounded(self.predicted_gain),
             "kept": self.kept,
             "number": self.number,
             "reason": self.reason,
@@ -111,6 +125,7 @@ def run_trial(
     settings: TrialSettings | None = None,
     window_after: bool = False,
     on_event: EventSink | None = None,
+    predicted_gain: float | None = None,
 ) -> Trial:
     """Measure both plans, decide, and write `run_root/trials/NN.json`."""
     settings = settings or TrialSettings()
@@ -126,10 +141,8 @@ def run_trial(
 
     if before is not None and not _long_enough(before, steps, settings.min_duration_s):
         before = None
-    befores = [
-        before or run(plan_before, "before-1", Span(steps, warmup_steps, settings.min_duration_s))
-    ]
-    same = Span(len(befores[0].step_wall_s), warmup_steps)
+    same = settings.span(steps, warmup_steps)
+    befores = [before or run(plan_before, "before-1", same)]
     afters: list[Measurement] = []
     decision: tuple[bool, str, float | None] | None = None
     try:
@@ -155,6 +168,8 @@ def run_trial(
         plan_before=plan_before,
         plan_after=plan_after,
         duration_s=time.monotonic() - started,
+        extra={"measured_as": asdict(same)},
+        predicted_gain=predicted_gain,
     )
     write_once(run_root / "trials" / f"{number:02d}.json", trial.as_json())
     return trial
@@ -190,6 +205,19 @@ def _decide(
 
 def _long_enough(measurement: Measurement, steps: int, min_duration_s: float) -> bool:
     return len(measurement.step_wall_s) >= steps and measurement.duration_s >= min_duration_s
+
+
+def predicted_gain(report: Report | None, knob: str) -> float | None:
+    """The predicted gain of the first finding that offers a fix to `knob` (None: none says)."""
+    for finding in report.verdict.findings if report is not None else ():
+        if any(fix.knob == knob for fix in finding.fixes):
+            gain = getattr(finding, "predicted_gain", None)
+            return float(gain) if isinstance(gain, int | float) else None
+    return None
+
+
+def _rounded(value: float | None) -> float | None:
+    return round(value, 4) if value is not None else None
 
 
 def next_trial_number(run_root: Path) -> int:

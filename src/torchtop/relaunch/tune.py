@@ -25,8 +25,8 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
 from torchtop.offline import analyze_run
-from torchtop.relaunch.measure import Measurement, Span, measure
-from torchtop.relaunch.trial import Trial, TrialSettings, run_trial
+from torchtop.relaunch.measure import Measurement, measure
+from torchtop.relaunch.trial import Trial, TrialSettings, predicted_gain, run_trial
 
 EventSink = Callable[[str], None]
 
@@ -48,8 +48,8 @@ class TuneOptions:
     """knob -> command-line flag, from `torchtop.toml` [bind]."""
     run_timeout_s: float = 120.0
     max_rounds: int = 2
-    min_duration_s: float = 3.0
-    """Each baseline runs at least this long (and `steps` steps)."""
+    min_duration_s: float = TrialSettings.min_duration_s
+    """Every measured run (baseline and trials) measures at least this long (and `steps` steps)."""
     capture_output: bool = True
 
     def trial_settings(self) -> TrialSettings:
@@ -115,7 +115,10 @@ def tune(
     started = time.monotonic()
     machine = machine or this_machine()
     original = initial_plan(command, os.environ if env is None else env, cwd or os.getcwd())
-    say(f"baseline: the job as given ({options.warmup_steps} warm-up + {options.steps} steps)")
+    say(
+        f"baseline: the job as given (a warm-up of at least {options.warmup_steps} steps, then "
+        f"{options.steps} steps and {options.min_duration_s:g} s)"
+    )
     baseline = _measure(original, run_dir / "baseline", options)
     say(f"baseline: {baseline.steps_per_s:.2f} steps/s ({baseline.median_step_ms:.1f} ms median)")
     progress = _Progress(original, baseline, baseline)
@@ -128,7 +131,8 @@ def tune(
             stopped = stopped or _nothing_left(report, options)
             break
         say(format_plan(progress.plan, candidate).rstrip())
-        trial = _trial(progress, candidate, options, run_dir, say)
+        gain = predicted_gain(report, candidate.fixes[-1].knob)
+        trial = _trial(progress, candidate, options, run_dir, say, gain)
         say(f"trial {trial.number}: {'kept' if trial.kept else 'reverted'}: {trial.reason}")
         progress.fresh = None
         if trial.kept:
@@ -207,6 +211,7 @@ def _trial(
     options: TuneOptions,
     run_dir: Path,
     say: EventSink,
+    gain: float | None = None,
 ) -> Trial:
     trial = run_trial(
         progress.plan,
@@ -219,6 +224,7 @@ def _trial(
         settings=options.trial_settings(),
         window_after=True,
         on_event=say,
+        predicted_gain=gain,
     )
     progress.trials.append(trial)
     runs = len(trial.before) + len(trial.after) - (1 if progress.fresh is not None else 0)
@@ -227,7 +233,7 @@ def _trial(
 
 
 def _measure(plan: LaunchPlan, run_dir: Path, options: TuneOptions) -> Measurement:
-    span = Span(options.steps, options.warmup_steps, options.min_duration_s)
+    span = options.trial_settings().span(options.steps, options.warmup_steps)
     return measure(
         plan,
         run_dir,

@@ -41,7 +41,13 @@ from torchtop.model.findings import Fix
 from torchtop.model.report import Report
 from torchtop.relaunch.measure import MeasureError, main_process
 from torchtop.relaunch.start import WindowAt, start_job, stop_job
-from torchtop.relaunch.trial import Trial, TrialSettings, next_trial_number, run_trial
+from torchtop.relaunch.trial import (
+    Trial,
+    TrialSettings,
+    next_trial_number,
+    predicted_gain,
+    run_trial,
+)
 from torchtop.relaunch.tune import TuneOptions
 from torchtop.runs.state import RunState
 
@@ -60,6 +66,7 @@ class Proposal:
     before: LaunchPlan
     after: LaunchPlan | None
     refusal: NotApplicable | None = None
+    predicted_gain: float | None = None
 
     @classmethod
     def of(cls, fix: Fix, before: LaunchPlan, planned: LaunchPlan | NotApplicable) -> Proposal:
@@ -143,7 +150,8 @@ class WatchedJob:
             metrics=report.job.metrics,
             argv=argv,
         )
-        return Proposal.of(fix, self.plan, planned)
+        gain = predicted_gain(report, fix.knob)
+        return replace(Proposal.of(fix, self.plan, planned), predicted_gain=gain)
 
     def try_fix(self, proposal: Proposal, on_event: Callable[[TrialEvent], None]) -> TrialOutcome:
         """Stop the job, run the A/B trial, start the job again (with the fix if kept)."""
@@ -155,7 +163,7 @@ class WatchedJob:
                 return TrialOutcome(None, None, None, cancelled=True)
             self._idle.clear()
         try:
-            return self._try(proposal.before, proposal.after, on_event)
+            return self._try(proposal.before, proposal.after, on_event, proposal.predicted_gain)
         finally:
             self._idle.set()
 
@@ -187,7 +195,11 @@ class WatchedJob:
         self.collectors = Collectors()
 
     def _try(
-        self, before: LaunchPlan, after: LaunchPlan, say: Callable[[TrialEvent], None]
+        self,
+        before: LaunchPlan,
+        after: LaunchPlan,
+        say: Callable[[TrialEvent], None],
+        gain: float | None = None,
     ) -> TrialOutcome:
         number = next_trial_number(self.run_root)
         self._trial_dir = self.run_root / "trials" / f"{number:02d}"
@@ -206,6 +218,7 @@ class WatchedJob:
                     self.options.run_timeout_s,
                     settings=self._trial_settings(),
                     on_event=self._relay(say),
+                    predicted_gain=gain,
                 )
         except TrialCancelled:
             pass

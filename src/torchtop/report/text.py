@@ -204,6 +204,8 @@ def _trials(trials: Iterable[Mapping[str, Any]], style: _Style) -> list[str]:
         speedup = _num(trial.get("speedup"))
         measured = f"{before or 0:.2f} -> " + (f"{after:.2f} steps/s" if after else "not measured")
         measured += f"  {speedup:.2f}x" if speedup is not None else ""
+        predicted = _num(trial.get("predicted_gain"))
+        measured += f" (predicted {predicted:.2f}x)" if predicted is not None else ""
         kept = trial.get("kept")
         outcome = style("kept", "1;32") if kept else style("reverted", "33")
         lines.append(f"  {trial.get('number', index)}  {named or 'no fix'}  {measured}  {outcome}")

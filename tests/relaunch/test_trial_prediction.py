@@ -1,0 +1,100 @@
+"""A trial keeps its fix's predicted gain beside its measured speedup, and every place that shows
+the trial (tune's summary, the report's JSON and text) shows both."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from torchtop.advice.plan import AppliedFix, initial_plan
+from torchtop.model.findings import Finding
+from torchtop.model.report import Report
+from torchtop.offline import analyze_paths
+from torchtop.relaunch.measure import Measurement
+from torchtop.relaunch.summary import render_summary
+from torchtop.relaunch.trial import Trial, predicted_gain
+from torchtop.relaunch.tune import TuneResult
+from torchtop.report import render_text, report_to_json
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
+
+
+class PredictedFinding(Finding, frozen=True):
+    """A finding as the verdict model gives it: with the gain its class could recover."""
+
+    predicted_gain: float | None = None
+
+
+@pytest.fixture(scope="module")
+def report() -> Report:
+    return analyze_paths([str(SAMPLES / "dataloader_starved")])
+
+
+def with_gains(report: Report, gains: list[float | None]) -> Report:
+    findings = tuple(
+        PredictedFinding(**msgspec.structs.asdict(f), predicted_gain=g)
+        for f, g in zip(report.verdict.findings, gains, strict=False)
+    )
+    return msgspec.structs.replace(
+        report, verdict=msgspec.structs.replace(report.verdict, findings=findings)
+    )
+
+
+def trial(gain: float | None) -> Trial:
+    plan = initial_plan(["python", "train.py"], {}, "/work")
+    fix = AppliedFix("dataloader.num_workers", 4, "arg", "Load batches in 4 worker processes.")
+    after = replace(plan, command=(*plan.command, "--num-workers", "4"), fixes=(fix,))
+    before = (Measurement(Path("b"), (0.2,) * 10, 8),)
+    faster = (Measurement(Path("a"), (0.05,) * 10, 8),)
+    return Trial(1, (fix,), True, "faster beyond noise: 4.00x", before, faster, 1e-6, plan, after,
+                 30.0, predicted_gain=gain)  # fmt: skip
+
+
+def test_the_trials_predicted_gain_is_that_of_the_first_finding_offering_its_knob(
+    report: Report,
+) -> None:
+    knobs = [fix.knob for finding in report.verdict.findings for fix in finding.fixes]
+    assert "dataloader.num_workers" in knobs
+    gains = [5.5 + i for i in range(len(report.verdict.findings))]
+    first = next(
+        i
+        for i, f in enumerate(report.verdict.findings)
+        if any(x.knob == "dataloader.num_workers" for x in f.fixes)
+    )
+    assert predicted_gain(with_gains(report, gains), "dataloader.num_workers") == gains[first]
+    assert predicted_gain(report, "dataloader.num_workers") is None  # a finding without one
+    assert predicted_gain(with_gains(report, gains), "no.such.knob") is None
+    assert predicted_gain(None, "dataloader.num_workers") is None
+
+
+def test_predicted_and_measured_stand_side_by_side_in_the_json_and_the_text(
+    report: Report,
+) -> None:
+    tried = msgspec.structs.replace(report, trials=(trial(6.2).as_json(with_steps=False),))
+    (entry,) = report_to_json(tried)["trials"]
+    assert entry["predicted_gain"] == 6.2 and entry["speedup"] == 4.0
+    text = render_text(tried)
+    assert "5.00 -> 20.00 steps/s  4.00x (predicted 6.20x)  kept" in text
+
+
+def test_a_trial_without_a_prediction_says_none_and_shows_only_its_measurement(
+    report: Report,
+) -> None:
+    tried = msgspec.structs.replace(report, trials=(trial(None).as_json(with_steps=False),))
+    (entry,) = report_to_json(tried)["trials"]
+    assert entry["predicted_gain"] is None
+    assert "predicted" not in render_text(tried)
+
+
+def test_tunes_summary_shows_each_trials_prediction_beside_its_measurement(
+    tmp_path: Path,
+) -> None:
+    made = trial(6.2)
+    result = TuneResult(tmp_path, made.plan_before, made.plan_after, (made,), (), made.before[0],
+                        None, "no untried fix applies")  # fmt: skip
+    assert "5.00 -> 20.00 steps/s (4.00x) against 6.20x predicted: kept" in render_summary(
+        result, None
+    )
