@@ -12,7 +12,7 @@ from tests.report.test_trials import trial
 from torchtop.diagnosis.rules import load_rules
 from torchtop.live.watch import LiveMonitor
 from torchtop.relaunch.holding import HoldingTest
-from torchtop.relaunch.tracked import REVERTS_FILE, FixTracker
+from torchtop.relaunch.tracked import REVERTS_FILE, SETTLE_STEPS, FixTracker, StepLog
 from torchtop.runs.journal import JournalReader, JournalWriter
 
 SPANS = HoldingTest(warmup_steps=2, recent_steps=5, recent_s=0.4)
@@ -97,3 +97,32 @@ def test_a_job_started_with_an_earlier_kept_fix_is_followed_for_that_fix(tmp_pat
     assert tracker.current is not None and tracker.current.trial is first
     tracker.started(first.plan_before, tmp_path / "jobs" / "03", [first, second])
     assert tracker.current is None
+
+
+def test_the_step_log_leaves_out_the_warm_up_and_the_steps_a_window_slowed() -> None:
+    log = StepLog(warmup_steps=3)
+    log.add([(n, 1.0 + n) for n in range(12)], windows=[])
+    # The window's record comes after its steps (10-13; step 14 wrote the trace).
+    log.add([(n, 1.0 + n) for n in range(12, 20)], windows=[(10, 13)])
+    walls, (steps, seconds) = log.walls()
+    assert walls == [1.0 + n for n in (3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19)]
+    assert steps == 12 and seconds == sum(walls)
+
+
+def test_the_step_log_keeps_each_step_once_across_overlapping_reads() -> None:
+    log = StepLog(warmup_steps=0)
+    log.add([(0, 0.1), (1, 0.2)], [])
+    log.add([(1, 0.2), (2, 0.3), (3, 0.4)], [])  # the live state still holds step 1
+    log.add([(2, 0.3)], [])
+    assert log.walls() == ([0.1, 0.2, 0.3, 0.4], (4, 1.0))
+
+
+def test_the_step_log_counts_the_whole_relaunch_but_keeps_only_the_newest_steps() -> None:
+    log = StepLog(warmup_steps=0, bound=100)
+    total = 1300  # several times SETTLE_STEPS, in 26 ticks of 50
+    for start in range(0, total, 50):  # a tick's worth of new records at a time
+        log.add([(n, 0.01) for n in range(start, start + 50)], windows=[(700, 703)])
+    walls, (steps, seconds) = log.walls()
+    assert steps == total - 5 and abs(seconds - 0.01 * steps) < 1e-9
+    assert len(walls) == 100 + SETTLE_STEPS and len(log.recent) == 100
+    assert log.slowed == set()  # the window's steps were settled: nothing left to remember

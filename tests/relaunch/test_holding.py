@@ -7,13 +7,7 @@ import random
 
 import pytest
 
-from torchtop.relaunch.holding import (
-    HoldingTest,
-    StepLog,
-    TrialClaim,
-    check_holding,
-    steady_walls,
-)
+from torchtop.relaunch.holding import HoldingTest, TrialClaim, check_holding
 
 TEST = HoldingTest(warmup_steps=0, recent_steps=30, recent_s=2.0)
 DEFAULT = HoldingTest(warmup_steps=0)
@@ -130,19 +124,13 @@ def test_too_few_steps_are_not_judged_and_say_what_is_needed() -> None:
     assert check_holding([], trial, TEST).steps_per_s is None
 
 
-def test_the_warm_up_and_the_steps_a_profiler_window_slowed_are_left_out() -> None:
-    steps = [(n, 1.0 + n) for n in range(20)]
-    walls = steady_walls(steps, windows=[(10, 13)], warmup_steps=3)
-    # Steps 10-13 were profiled and step 14 paid for writing the trace.
-    assert walls == [1.0 + n for n in (3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19)]
-
-
-def test_the_step_log_keeps_each_step_once_across_overlapping_reads() -> None:
-    log = StepLog()
-    log.add([(0, 0.1), (1, 0.2)])
-    log.add([(1, 0.2), (2, 0.3), (3, 0.4)])  # the live state still holds step 1
-    log.add([(2, 0.3)])
-    assert list(log.pairs()) == [(0, 0.1), (1, 0.2), (2, 0.3), (3, 0.4)]
+def test_the_whole_relaunch_figure_may_come_from_totals_beyond_the_judged_steps() -> None:
+    rng = random.Random(7)
+    trial = claim(rng)
+    newest = jittered(rng, AFTER_S, 200)
+    holding = check_holding(newest, trial, TEST, whole=(5000, 200.0))
+    assert holding.steps == 5000 and holding.steps_per_s == pytest.approx(25.0)
+    assert holding.holds is True and holding.recent_steps < 200
 
 
 def test_the_report_entry_names_its_units_and_when_it_was_checked() -> None:

@@ -119,7 +119,7 @@ async def test_a_kept_fix_is_followed_and_reverted_once_the_job_falls_short_of_i
 
         await wait_until(pilot, warned, "the falls-short warning", 30)
         text = panel(app)
-        assert "falls short beyond noise · r: revert" in text and "⚠" in text
+        assert "⚠ falls short beyond noise · r: revert · trial said " in text
         assert "falls short" in str(app.query_one(TrialPanel).border_title)
 
         # `r`, then Escape, changes nothing; `r`, then `y`, starts the job without the fix.

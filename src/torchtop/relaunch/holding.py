@@ -35,8 +35,7 @@ Pure: step times and the trial's numbers in, a `Holding` out; `relaunch.watched`
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from torchtop.relaunch.stats import mann_whitney_p
@@ -123,13 +122,22 @@ class Holding:
         }
 
 
-def check_holding(walls_s: Sequence[float], claim: TrialClaim, test: HoldingTest) -> Holding:
-    """Judge the relaunched job's steady-state step times (oldest first) against `claim`."""
-    rate = _rate(walls_s)
+def check_holding(
+    walls_s: Sequence[float],
+    claim: TrialClaim,
+    test: HoldingTest,
+    whole: tuple[int, float] | None = None,
+) -> Holding:
+    """Judge the relaunched job's steady-state step times (oldest first) against `claim`.
+
+    `whole`: (steps, seconds) of the whole relaunch, where `walls_s` holds only the newest
+    steps (a bounded buffer); by default `walls_s` is the whole relaunch."""
+    steps, duration_s = whole if whole is not None else (len(walls_s), sum(walls_s))
+    rate = steps / duration_s if steps and duration_s > 0 else None
     base = claim.baseline_steps_per_s
     head = Holding(
-        steps=len(walls_s),
-        duration_s=sum(walls_s),
+        steps=steps,
+        duration_s=duration_s,
         steps_per_s=rate,
         speedup=rate / base if rate is not None and base > 0 else None,
         claimed_speedup=claim.speedup,
@@ -170,35 +178,6 @@ def _judge(
     """(steps/s, share below the trial's rate, Mann-Whitney p against the trial's steps)."""
     rate = len(span) / sum(span)
     return rate, 1.0 - rate / claimed, mann_whitney_p(span, after_s)
-
-
-def steady_walls(
-    steps: Iterable[tuple[int, float]], windows: Iterable[tuple[int, int]], warmup_steps: int
-) -> list[float]:
-    """Step times after the warm-up, without the steps a profiler window slowed: its own, and
-    the one after it, which pays for writing the trace."""
-    slowed = {step for first, last in windows for step in range(first, last + 2)}
-    return [wall for step, wall in steps if step >= warmup_steps and step not in slowed]
-
-
-class StepLog:
-    """Every step of one process since the relaunch, each once, in order: the run folder's
-    live state keeps only its newest steps, and the whole relaunch is what the user is shown."""
-
-    def __init__(self) -> None:
-        self.numbers: array[int] = array("q")
-        self.walls_s: array[float] = array("d")
-
-    def add(self, steps: Iterable[tuple[int, float]]) -> None:
-        last = self.numbers[-1] if self.numbers else -1
-        for step, wall in steps:
-            if step > last:
-                self.numbers.append(step)
-                self.walls_s.append(wall)
-                last = step
-
-    def pairs(self) -> Iterable[tuple[int, float]]:
-        return zip(self.numbers, self.walls_s, strict=True)
 
 
 def _spans(walls_s: Sequence[float], test: HoldingTest) -> list[list[float]] | None:

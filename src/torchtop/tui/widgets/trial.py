@@ -139,7 +139,8 @@ def since_text(view: TrialView) -> Text:
             return Text("revert cancelled: torchtop is quitting", style=MUTED)
         return Text(f"reverted by you: the job runs without the fix again ({figures})", MUTED)
     if view.falls_short:
-        return Text(f"⚠ {figures}: falls short beyond noise · r: revert", SHORT_STYLE)
+        # The warning first: a narrow terminal cuts the end of the line.
+        return Text(f"⚠ falls short beyond noise · r: revert · {figures}", SHORT_STYLE)
     return Text(figures, style="" if view.holding and view.holding.holds else MUTED)
 
 
