@@ -14,10 +14,13 @@ long again to show in the whole-relaunch figure. A *span* is the newest steps th
 newest spans (back to back, no step in both),
 
 1. its rate is below the trial's pooled "after" rate by more than `margin`: the larger of
-   `min_margin` (10%: the collectors and periodic profiler windows the relaunched job pays for
-   and the trial's runs did not cost a few percent here) and the spread of the trial's own
-   "after" runs (max - min over their mean; two variants measured a minute apart have differed
-   by 25% on this machine, see `relaunch.trial`), and
+   `min_margin` and the spread of the trial's own "after" runs (max - min over their mean;
+   two variants measured a minute apart have differed by 25% on this machine, see
+   `relaunch.trial`). `min_margin` is 15%, the issue's own bar
+   for a trial's claim to count as honest; the relaunched job pays for what the trial's runs
+   did not (the collectors, the dashboard's own ticks and trace analysis on the same cores):
+   a planted starved job at 185 steps/s in its trial ran at 163 under the dashboard, 12% less,
+   its own printed rate agreeing), and
 2. its step times are slower than the trial's "after" step times beyond noise: Mann-Whitney's
    U at `alpha` (the trial's own test and alpha), so a burst of slow batches that leaves the
    typical step alone is not a shortfall.
@@ -26,7 +29,7 @@ Both must hold: the rank test alone flags a 3% drift over thousands of steps, th
 flags a bursty pipeline whose last seconds happened to hold one more slow batch. And both spans
 must fall short: the check runs every second for hours against one trial sample, and a lone
 span falls short by chance now and then (in noise with no shortfall, 2 s spans of a 25 steps/s
-job: 61 of 7,600 checks for one span, 1 for two; 10 s spans, the default: none of 17,100), while
+job: 22 of 7,600 checks for one span, none for two; 10 s spans, the default: none of 17,100), while
 a real shortfall lasts. The price is the delay: a fix that stops paying is named once two spans
 of slow steps were seen. Until two spans were
 recorded there is no judgement (`holds` is None), never a guess.
@@ -51,7 +54,7 @@ class HoldingTest:
     recent_s: float = 10.0
     """A judged span: the newest steps that fill both this many steps and seconds."""
     alpha: float = 0.01
-    min_margin: float = 0.10
+    min_margin: float = 0.15
 
 
 @dataclass(frozen=True)
