@@ -12,60 +12,32 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
-from textual.pilot import Pilot
 
-from tests.conftest import RULES_DIR
-from tests.tui.test_apply_live import QUICK, alive, open_apply, records, started_pids, wait_until
-from torchtop.diagnosis.rules import load_rules
-from torchtop.live.collect import start_collectors
-from torchtop.live.launch import launch
-from torchtop.live.watch import LiveMonitor
+from tests.tui.test_apply_live import (
+    KNOB,
+    QUICK,
+    alive,
+    demo_dashboard,
+    open_apply,
+    records,
+    started_pids,
+    wait_until,
+)
 from torchtop.relaunch.holding import HoldingTest
-from torchtop.relaunch.start import stop_job
-from torchtop.relaunch.watched import WatchedJob
 from torchtop.report import render_text, report_to_json
 from torchtop.runs.journal import JournalReader
 from torchtop.tui.app import Dashboard
 from torchtop.tui.revert import RevertScreen
-from torchtop.tui.ticking import IntervalPacer
 from torchtop.tui.widgets.trial import TrialPanel
 
 pytestmark = pytest.mark.slow
 
 JOB = [sys.executable, str(Path(__file__).parent / "jobs" / "slowing.py")]
-KNOB = "dataloader.num_workers"
 SPANS = HoldingTest(warmup_steps=QUICK.warmup_steps, recent_steps=10, recent_s=1.0)
 OWN_STEP = re.compile(r"^step (\d+) ([0-9.]+)$", re.M)
-
-
-@asynccontextmanager
-async def dashboard(run_dir: Path) -> AsyncIterator[tuple[Dashboard, Pilot[Any], WatchedJob]]:
-    """The job launched as `torchtop run` launches it, under the dashboard, once it offers the
-    workers fix; whatever happens, no launch is left running."""
-    job = launch(JOB, run_dir, "run", output=run_dir.parent / "job.log")
-    collectors = start_collectors(job.layout, job.pid, with_agent=True)
-    monitor = LiveMonitor(run_dir, load_rules(RULES_DIR), job=job)
-    watched = WatchedJob(monitor, job, collectors, JOB, run_dir, options=QUICK, holding_test=SPANS)
-    app = Dashboard(monitor, pacer=IntervalPacer(0.5), applier=watched)
-    try:
-        async with app.run_test(size=(120, 36)) as pilot:
-
-            def offered() -> bool:
-                return app.latest is not None and any(r.fix.knob == KNOB for r in app.latest.fixes)
-
-            await wait_until(pilot, offered, "num_workers fix", 60)
-            yield app, pilot, watched
-    finally:
-        watched.cancel(10)
-        if watched.job.poll() is None:
-            stop_job(watched.job)
-        watched.close()
 
 
 def panel(app: Dashboard) -> str:
@@ -92,7 +64,7 @@ async def test_a_kept_fix_is_followed_and_reverted_once_the_job_falls_short_of_i
     slow = tmp_path / "slow-now"
     monkeypatch.setenv("SLOW_WHEN", str(slow))
     run_dir = tmp_path / "run"
-    async with dashboard(run_dir) as (app, pilot, watched):
+    async with demo_dashboard(run_dir, JOB, "run", SPANS) as (app, pilot, watched):
         await open_apply(pilot, app, KNOB)
         await pilot.press("y")
         await wait_until(pilot, lambda: app.trial_outcomes, "trial outcome", 120)

@@ -13,6 +13,10 @@ the trial (`cancel`) stops the run being measured and starts nothing.
 
 `try_fix` blocks for the whole trial (tens of seconds): the dashboard calls it from a worker
 thread and hears of its progress through `on_event`.
+
+After a kept fix, `since_relaunch` holds the relaunched job's steps against the trial
+(`relaunch.tracked`, `relaunch.holding`) and `revert` takes the fix back: the job is stopped and
+started again with the plan it ran before the trial, recorded in `RUN/reverts.jsonl`.
 """
 
 from __future__ import annotations
