@@ -78,3 +78,26 @@ def test_the_text_report_lists_each_trial_with_its_rates_and_outcome(report: Rep
         "  1  dataloader.num_workers = 2 [arg]  5.00 -> 5.00 steps/s  1.00x  reverted",
         "     no difference beyond noise; reverted",
     ]
+
+
+def test_the_text_report_holds_each_kept_fix_against_its_relaunch(report: Report) -> None:
+    """What the relaunched job did since (`since_relaunch`) and a revert, under the trial."""
+    holding = {"steps": 412, "steps_per_s": 9.8, "speedup": 1.96, "holds": True, "reason": "x"}
+    why = "falls short of the trial beyond noise: the last 30 steps ran at 6.10"
+    short = {**holding, "steps_per_s": 6.1, "speedup": 1.22, "holds": False, "reason": why}
+    entry = trial(True, 0.2, 0.1).as_json(with_steps=False)
+    entries = (
+        {**entry, "since_relaunch": holding},
+        {**entry, "since_relaunch": short},
+        {**entry, "since_relaunch": short, "reverted": {"at": "T", "run_dir": "RUN/jobs/02"}},
+    )
+    text = render_text(msgspec.structs.replace(report, trials=entries))
+    section = text[text.index("TRIALS") :].splitlines()
+    said = "     trial said 2.00x, since relaunch"
+    assert section[3] == f"{said} 1.96x (9.80 steps/s over 412 steps): holds"
+    assert section[6:9] == [
+        f"{said} 1.22x (6.10 steps/s over 412 steps): FALLS SHORT",
+        f"     {why}",
+        "     not reverted: the job ran on with the fix",
+    ]
+    assert section[-1] == "     reverted by the user at T: RUN/jobs/02"

@@ -26,6 +26,7 @@ from torchtop.live.collect import start_collectors
 from torchtop.live.launch import launch
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.report import Report
+from torchtop.relaunch.holding import HoldingTest
 from torchtop.relaunch.start import job_tree, stop_job
 from torchtop.relaunch.tune import TuneOptions
 from torchtop.relaunch.watched import WatchedJob
@@ -97,13 +98,21 @@ async def open_apply(pilot: Pilot[Any], app: Dashboard, knob: str) -> ApplyScree
 
 
 @asynccontextmanager
-async def demo_dashboard(run_dir: Path) -> AsyncIterator[tuple[Dashboard, Pilot[Any], WatchedJob]]:
-    """The demo job launched as `torchtop demo` launches it, under the dashboard, once it
-    offers the workers fix (highlighted); whatever happens, no launch is left running."""
-    job = launch(DEMO, run_dir, "demo", output=run_dir.parent / "job.log")
+async def demo_dashboard(
+    run_dir: Path,
+    command: list[str] = DEMO,
+    kind: str = "demo",
+    holding_test: HoldingTest | None = None,
+) -> AsyncIterator[tuple[Dashboard, Pilot[Any], WatchedJob]]:
+    """The demo job (or `command`) launched as `torchtop demo` (or `kind`) launches it, under
+    the dashboard, once it offers the workers fix (highlighted); whatever happens, no launch is
+    left running."""
+    job = launch(command, run_dir, kind, output=run_dir.parent / "job.log")
     collectors = start_collectors(job.layout, job.pid, with_agent=True)
-    monitor = LiveMonitor(run_dir, load_rules(RULES_DIR), job=job, kind="demo")
-    watched = WatchedJob(monitor, job, collectors, DEMO, run_dir, "demo", options=QUICK)
+    monitor = LiveMonitor(run_dir, load_rules(RULES_DIR), job=job, kind=kind)
+    watched = WatchedJob(
+        monitor, job, collectors, command, run_dir, kind, options=QUICK, holding_test=holding_test
+    )
     app = Dashboard(monitor, pacer=IntervalPacer(0.5), applier=watched)
     try:
         async with app.run_test(size=(120, 36)) as pilot:

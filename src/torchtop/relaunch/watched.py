@@ -13,6 +13,10 @@ the trial (`cancel`) stops the run being measured and starts nothing.
 
 `try_fix` blocks for the whole trial (tens of seconds): the dashboard calls it from a worker
 thread and hears of its progress through `on_event`.
+
+After a kept fix, `since_relaunch` holds the relaunched job's steps against the trial
+(`relaunch.tracked`, `relaunch.holding`) and `revert` takes the fix back: the job is stopped and
+started again with the plan it ran before the trial, recorded in `RUN/reverts.jsonl`.
 """
 
 from __future__ import annotations
@@ -39,8 +43,10 @@ from torchtop.live.launch import Job
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
+from torchtop.relaunch.holding import Holding, HoldingTest
 from torchtop.relaunch.measure import MeasureError, main_process
 from torchtop.relaunch.start import WindowAt, start_job, stop_job
+from torchtop.relaunch.tracked import FixTracker
 from torchtop.relaunch.trial import (
     Trial,
     TrialSettings,
@@ -102,6 +108,19 @@ class TrialOutcome:
         return self.trial is not None and self.trial.kept
 
 
+@dataclass(frozen=True)
+class RevertOutcome:
+    """A kept fix taken back by the user: the job started again with the plan before it."""
+
+    trial: Trial
+    plan: LaunchPlan | None
+    """What the job runs with now; None when nothing was started (cancelled)."""
+    run_dir: Path | None
+    holding: Holding | None
+    """The relaunched job's last figures, on which the user reverted."""
+    cancelled: bool = False
+
+
 class TrialCancelled(Exception):
     """Raised through `run_trial` (from its event hook) to end a trial the user quit."""
 
@@ -119,6 +138,7 @@ class WatchedJob:
         kind: str = "run",
         options: TuneOptions | None = None,
         machine: Machine | None = None,
+        holding_test: HoldingTest | None = None,
     ) -> None:
         self.monitor = monitor
         self.job = job
@@ -135,6 +155,7 @@ class WatchedJob:
         self._idle.set()
         self._trial_dir: Path | None = None
         self._signalled: dict[int, float] = {}
+        self.tracker = FixTracker(run_root, holding_test or self._holding_test())
 
     def propose(self, fix: Fix, report: Report) -> Proposal:
         """Plan `fix` on the job as it runs now, as `tune` would."""
@@ -163,9 +184,13 @@ class WatchedJob:
                 return TrialOutcome(None, None, None, cancelled=True)
             self._idle.clear()
         try:
-            return self._try(proposal.before, proposal.after, on_event, proposal.predicted_gain)
+            outcome = self._try(
+                proposal.before, proposal.after, on_event, proposal.predicted_gain
+            )
         finally:
             self._idle.set()
+        self._track(outcome.plan, outcome.run_dir)
+        return outcome
 
     def cancel(self, timeout_s: float = CANCEL_WAIT_S) -> bool:
         """End a trial in progress: stop the run being measured, start nothing; wait for it.
@@ -185,9 +210,54 @@ class WatchedJob:
         """`report` with the trials decided here, as the contract's `trials` entries."""
         if not self.trials:
             return report
+        self.since_relaunch()
         return msgspec.structs.replace(
-            report, trials=tuple(t.as_json(with_steps=False) for t in self.trials)
+            report,
+            trials=tuple(self.tracker.entry(t, t.as_json(with_steps=False)) for t in self.trials),
         )
+
+    def since_relaunch(self) -> Holding | None:
+        """The job with a kept fix, judged against its trial so far; None when none runs."""
+        return self.tracker.check(self.monitor)
+
+    @property
+    def revertible(self) -> Trial | None:
+        """The kept trial whose fix the job runs with now, which `revert` would take back."""
+        relaunch = self.tracker.current
+        return relaunch.trial if relaunch is not None else None
+
+    def revert(self, on_event: Callable[[TrialEvent], None]) -> RevertOutcome:
+        """Stop the job and start it again with the plan it ran before the kept fix."""
+        relaunch = self.tracker.current
+        if relaunch is None or relaunch.trial.plan_after != self.plan:
+            raise ValueError("the job does not run with a kept fix")
+        with self._lock:
+            if self._cancelled.is_set():
+                return RevertOutcome(relaunch.trial, None, None, None, cancelled=True)
+            self._idle.clear()
+        try:
+            holding = self.since_relaunch()
+            on_event(TrialEvent("stopping the job, to start it again without the fix"))
+            self._stop_watched()
+            if self._cancelled.is_set():
+                return RevertOutcome(relaunch.trial, None, None, holding, cancelled=True)
+            plan = relaunch.trial.plan_before
+            on_event(TrialEvent("starting the job without the fix"))
+            folder = self._start(plan)
+            self.tracker.revert(relaunch, holding, folder)
+        finally:
+            self._idle.set()
+        self._track(plan, folder)
+        return RevertOutcome(relaunch.trial, plan, folder, holding)
+
+    def _track(self, plan: LaunchPlan | None, run_dir: Path | None) -> None:
+        if plan is not None and run_dir is not None:
+            self.tracker.started(plan, run_dir, self.trials)
+
+    def _holding_test(self) -> HoldingTest:
+        # The relaunched job is judged with the trial's own warm-up and alpha.
+        settings = self.options.trial_settings()
+        return HoldingTest(warmup_steps=self.options.warmup_steps, alpha=settings.alpha)
 
     def close(self) -> None:
         """Stop the collectors of the job that runs now (the monitor stops the job itself)."""

@@ -211,6 +211,34 @@ def _trials(trials: Iterable[Mapping[str, Any]], style: _Style) -> list[str]:
         lines.append(f"  {trial.get('number', index)}  {named or 'no fix'}  {measured}  {outcome}")
         if trial.get("reason"):
             lines.append(f"     {trial['reason']}")
+        lines += _since_relaunch(trial, speedup, style)
+    return lines
+
+
+def _since_relaunch(trial: Mapping[str, Any], claimed: float | None, style: _Style) -> list[str]:
+    """`since relaunch 2.05x (11.6 steps/s over 412 steps): holds`, its reason, the revert."""
+    since = trial.get("since_relaunch")
+    lines = []
+    if isinstance(since, Mapping):
+        rate, speedup = _num(since.get("steps_per_s")), _num(since.get("speedup"))
+        figures = (
+            f"{speedup or 0:.2f}x ({rate:.2f} steps/s over {since.get('steps')} steps)"
+            if rate is not None
+            else "no steady-state step"
+        )
+        said = f"trial said {claimed:.2f}x, " if claimed is not None else ""
+        holds = since.get("holds")
+        word = {True: "holds", False: style("FALLS SHORT", "1;31"), None: "not judged"}
+        lines.append(f"     {said}since relaunch {figures}: {word.get(holds, 'not judged')}")
+        if holds is False and since.get("reason"):
+            lines.append(f"     {since['reason']}")
+    reverted = trial.get("reverted")
+    if isinstance(reverted, Mapping):
+        lines.append(
+            f"     reverted by the user at {reverted.get('at')}: {reverted.get('run_dir')}"
+        )
+    elif isinstance(since, Mapping) and since.get("holds") is False:
+        lines.append("     not reverted: the job ran on with the fix")
     return lines
 
 

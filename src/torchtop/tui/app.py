@@ -9,6 +9,9 @@ source or collectors; only the tick thread does.
 With an `applier` (under `run` and `demo`), `a` applies the highlighted fix: the proposal is
 planned and the trial run in thread workers (`tui.apply`), one trial at a time, while ticks go
 on; quitting during a trial cancels it (its measured run is stopped) before the final report.
+When the applier is also a `Reverter` and a fix was kept, each tick also judges the relaunched
+job against the trial (`HoldingUpdate` to the trial panel), and `r` takes the fix back
+(`tui.revert`), confirmed first, in a thread worker as a trial is.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from torchtop.tui.apply import Applier, ApplyScreen, ProposalReady, TrialDone, T
 from torchtop.tui.details import FixDetailsScreen
 from torchtop.tui.frame import Frame, FrameBuilder, offline_frame
 from torchtop.tui.helpscreen import HelpScreen
+from torchtop.tui.revert import HoldingUpdate, RevertDone, Reverter, RevertScreen
 from torchtop.tui.styles import CSS
 from torchtop.tui.ticking import FrameMessage, IntervalPacer, Pacer, SnapshotSource
 from torchtop.tui.widgets.devices import DevicesPanel
@@ -54,6 +58,7 @@ class DashboardScreen(Screen[None]):
         Binding("tab", "app.focus_next", "Next panel"),
         Binding("shift+tab", "app.focus_previous", "Previous panel", show=False),
         Binding("a", "app.apply", "Apply fix"),
+        Binding("r", "app.revert", "Revert fix"),
     ]
 
 
@@ -150,6 +155,7 @@ class Dashboard(App[Report | None]):
                 if self.applier is not None and frame.fixes:
                     frame = replace(frame, proposals=self.plan_fixes(frame))
                 self.post_message(FrameMessage(frame))
+                self.track_relaunch()
                 if frame.finished:
                     break
         finally:
@@ -167,6 +173,66 @@ class Dashboard(App[Report | None]):
             except Exception:  # the tick thread must go on: such a fix is listed as its rule says
                 continue
         return planned
+
+    @property
+    def reverter(self) -> Reverter | None:
+        return self.applier if isinstance(self.applier, Reverter) else None
+
+    def track_relaunch(self) -> None:
+        """In the tick thread: the job with a kept fix, judged against its trial."""
+        reverter = self.reverter
+        if reverter is None:
+            return
+        try:
+            holding = reverter.since_relaunch()
+        except Exception:  # the tick thread must go on: the panel keeps its last figures
+            return
+        if holding is not None:
+            self.post_message(HoldingUpdate(holding))
+
+    def on_holding_update(self, message: HoldingUpdate) -> None:
+        panel = self.query_one(TrialPanel)
+        if panel.view is not None:
+            panel.view = panel.view.tracked(message.holding)
+
+    def action_revert(self) -> None:
+        reverter = self.reverter
+        trial = reverter.revertible if reverter is not None else None
+        if trial is None or not self.can_apply:
+            return
+        view = self.query_one(TrialPanel).view
+        holding = view.holding if view is not None else None
+        self.push_screen(RevertScreen(trial, holding), callback=self.start_revert)
+
+    def start_revert(self, confirmed: bool | None) -> None:
+        if not confirmed or not self.can_apply:
+            return
+        self.trial_idle.clear()
+        self.refresh_bindings()
+        self.run_revert()
+
+    @work(thread=True, exclusive=True, group="trial", name="revert")
+    def run_revert(self) -> None:
+        """Stop the job and start it without the kept fix; the outcome comes back as a message."""
+        reverter = self.reverter
+        assert reverter is not None
+
+        def say(event: TrialEvent) -> None:
+            self.post_message(TrialUpdate(event))
+
+        try:
+            done = RevertDone(reverter.revert(say))
+        except Exception as exc:  # the dashboard must outlive a failed revert, and say why
+            done = RevertDone(None, f"{exc}")
+        finally:
+            self.trial_idle.set()
+        self.post_message(done)
+
+    def on_revert_done(self, message: RevertDone) -> None:
+        panel = self.query_one(TrialPanel)
+        if panel.view is not None:
+            panel.view = panel.view.reverted(message.outcome, message.error)
+        self.refresh_bindings()
 
     def on_unmount(self) -> None:
         # However the app ends, the tick thread must not wait for a tick that never comes.
@@ -203,6 +269,11 @@ class Dashboard(App[Report | None]):
             return self.live
         if action == "apply":
             return None if self.applier is not None and self.trial_running else self.can_apply
+        if action == "revert":
+            reverter = self.reverter
+            if reverter is None or reverter.revertible is None:
+                return False
+            return True if self.can_apply else None
         return True
 
     @property

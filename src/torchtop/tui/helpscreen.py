@@ -27,6 +27,7 @@ KEYS = (
     ("up / down", "move in a list"),
     ("enter", "details of the highlighted fix"),
     ("a", "`run`/`demo`: apply the highlighted fix: see the change, confirm, watch the A/B trial"),
+    ("r", "after a kept fix: take it back (the job starts again as it ran before the trial)"),
     ("left / right", "offline: pick a step in Step time; a: all steps"),
 )
 

@@ -3,7 +3,10 @@
 Hidden until the user applies a fix. While the trial runs it shows the change, what is being
 done, and each measured run's steps/s in two columns (the job as it ran, and with the fix);
 at the end the pooled rates, the speedup and whether the fix was kept (the job now runs with
-it) or reverted (the job runs as before). `TrialView` is the state; the panel draws it.
+it) or reverted (the job runs as before). After a kept fix a fourth line follows the relaunched
+job: what the trial said against what the job has done since (`relaunch.holding`), in the
+warning colour with `r: revert` when it falls short of the trial beyond noise, until the user
+reverts. `TrialView` is the state; the panel draws it.
 """
 
 from __future__ import annotations
@@ -14,11 +17,14 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from torchtop.relaunch.watched import TrialEvent, TrialOutcome
+from torchtop.relaunch.holding import Holding
+from torchtop.relaunch.watched import RevertOutcome, TrialEvent, TrialOutcome
 from torchtop.tui.palette import MUTED
+from torchtop.tui.revert import holding_line
 
 KEPT_STYLE = "bold #5fc75f"
 REVERTED_STYLE = "bold #e0b000"
+SHORT_STYLE = "bold #ff5f5f"
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,10 @@ class TrialView:
     after: tuple[float, ...] = ()
     outcome: TrialOutcome | None = None
     events: tuple[str, ...] = field(default_factory=tuple)
+    holding: Holding | None = None
+    """The relaunched job with the kept fix, against the trial; None before (or without) one."""
+    revert: RevertOutcome | None = None
+    revert_error: str | None = None
 
     def updated(self, event: TrialEvent) -> TrialView:
         if event.label is None or event.steps_per_s is None:
@@ -43,6 +53,26 @@ class TrialView:
 
     def finished(self, outcome: TrialOutcome) -> TrialView:
         return replace(self, outcome=outcome, stage=outcome_line(outcome))
+
+    def tracked(self, holding: Holding) -> TrialView:
+        """The relaunched job's newest figures; frozen once the fix was taken back."""
+        if not self.kept_and_running:
+            return self
+        return replace(self, holding=holding)
+
+    def reverted(self, outcome: RevertOutcome | None, error: str | None = None) -> TrialView:
+        stage = outcome_line(self.outcome) if self.outcome is not None else self.stage
+        return replace(self, revert=outcome, revert_error=error or None, stage=stage)
+
+    @property
+    def kept_and_running(self) -> bool:
+        """The job runs with the fix this trial kept (not taken back, nor tried to be)."""
+        kept = self.outcome is not None and self.outcome.kept
+        return kept and self.revert is None and self.revert_error is None
+
+    @property
+    def falls_short(self) -> bool:
+        return self.holding is not None and self.holding.holds is False
 
 
 def outcome_line(outcome: TrialOutcome) -> str:
@@ -93,7 +123,25 @@ def trial_text(view: TrialView) -> Text:
     if view.outcome is not None:
         style = KEPT_STYLE if view.outcome.kept else REVERTED_STYLE
     text.append(view.stage, style=style)
+    if view.holding is not None or view.revert is not None or view.revert_error is not None:
+        text.append("\n")
+        text.append_text(since_text(view))
     return text
+
+
+def since_text(view: TrialView) -> Text:
+    """The fourth line: the relaunched job against the trial, its warning, or the revert."""
+    figures = holding_line(view.holding) if view.holding is not None else ""
+    if view.revert_error is not None:
+        return Text(f"revert failed: {view.revert_error}", style=SHORT_STYLE)
+    if view.revert is not None:
+        if view.revert.cancelled:
+            return Text("revert cancelled: torchtop is quitting", style=MUTED)
+        return Text(f"reverted by you: the job runs without the fix again ({figures})", MUTED)
+    if view.falls_short:
+        # The warning first: a narrow terminal cuts the end of the line.
+        return Text(f"⚠ falls short beyond noise · r: revert · {figures}", SHORT_STYLE)
+    return Text(figures, style="" if view.holding and view.holding.holds else MUTED)
 
 
 class TrialPanel(Static):
@@ -111,6 +159,11 @@ class TrialPanel(Static):
         outcome = view.outcome
         if outcome is None:
             self.border_title, self.border_subtitle = "Trial · running", "q: quit (ends the trial)"
+        elif view.revert is not None and not view.revert.cancelled:
+            self.border_title, self.border_subtitle = "Trial · kept, then reverted by you", ""
+        elif view.falls_short and view.kept_and_running:
+            self.border_title = f"Trial · {outcome_word(outcome)} · falls short since relaunch"
+            self.border_subtitle = "r: revert"
         else:
             self.border_title, self.border_subtitle = f"Trial · {outcome_word(outcome)}", ""
         self.update(trial_text(view))
