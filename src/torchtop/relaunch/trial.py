@@ -211,8 +211,7 @@ def predicted_gain(report: Report | None, knob: str) -> float | None:
     """The predicted gain of the first finding that offers a fix to `knob` (None: none says)."""
     for finding in report.verdict.findings if report is not None else ():
         if any(fix.knob == knob for fix in finding.fixes):
-            gain = getattr(finding, "predicted_gain", None)
-            return float(gain) if isinstance(gain, int | float) else None
+            return finding.predicted_gain
     return None
 
 

@@ -184,9 +184,7 @@ class WatchedJob:
                 return TrialOutcome(None, None, None, cancelled=True)
             self._idle.clear()
         try:
-            outcome = self._try(
-                proposal.before, proposal.after, on_event, proposal.predicted_gain
-            )
+            outcome = self._try(proposal.before, proposal.after, on_event, proposal.predicted_gain)
         finally:
             self._idle.set()
         self._track(outcome.plan, outcome.run_dir)
