@@ -41,6 +41,13 @@ def test_the_diagnosis_of_a_v100_finding_carries_no_tf32_and_no_bf16() -> None:
         "has_gpu": True,
         "compute_capability": 7.0,
         "kernel_share": 0.9,
+        "memcpy_share": 0.0,
+        "memset_share": 0.0,
+        "communication_share": 0.0,
+        "runtime_share": 0.03,
+        "dataloader_share": 0.0,
+        "cpu_exec_share": 0.05,
+        "other_share": 0.02,
         "gpu_utilization": 0.95,
         "tc_used_share": 0.0,
         "tc_eligible_share": 0.7,
@@ -58,7 +65,7 @@ def test_a_fix_condition_naming_an_unknown_metric_fails_the_load(tmp_path: Path)
             class = "gpu"
             title = "GPU"
             when = "kernel_share > 0.5"
-            score = "kernel_share"
+            recoverable = "kernel_share"
             why = "x"
 
             [[fixes]]

@@ -10,7 +10,6 @@ import msgspec
 import pytest
 
 from torchtop.advice.plan import AppliedFix, initial_plan
-from torchtop.model.findings import Finding
 from torchtop.model.report import Report
 from torchtop.offline import analyze_paths
 from torchtop.relaunch.measure import Measurement
@@ -22,12 +21,6 @@ from torchtop.report import render_text, report_to_json
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 
 
-class PredictedFinding(Finding, frozen=True):
-    """A finding as the verdict model gives it: with the gain its class could recover."""
-
-    predicted_gain: float | None = None
-
-
 @pytest.fixture(scope="module")
 def report() -> Report:
     return analyze_paths([str(SAMPLES / "dataloader_starved")])
@@ -35,7 +28,7 @@ def report() -> Report:
 
 def with_gains(report: Report, gains: list[float | None]) -> Report:
     findings = tuple(
-        PredictedFinding(**msgspec.structs.asdict(f), predicted_gain=g)
+        msgspec.structs.replace(f, predicted_gain=g)
         for f, g in zip(report.verdict.findings, gains, strict=False)
     )
     return msgspec.structs.replace(
@@ -65,7 +58,7 @@ def test_the_trials_predicted_gain_is_that_of_the_first_finding_offering_its_kno
         if any(x.knob == "dataloader.num_workers" for x in f.fixes)
     )
     assert predicted_gain(with_gains(report, gains), "dataloader.num_workers") == gains[first]
-    assert predicted_gain(report, "dataloader.num_workers") is None  # a finding without one
+    assert predicted_gain(with_gains(report, [None] * len(gains)), "dataloader.num_workers") is None
     assert predicted_gain(with_gains(report, gains), "no.such.knob") is None
     assert predicted_gain(None, "dataloader.num_workers") is None
 
