@@ -4,6 +4,7 @@ warning when it falls short, and the revert. Views built from real values (a `Tr
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from tests.report.test_trials import trial
@@ -67,3 +68,13 @@ def test_the_revert_modal_says_what_it_takes_back_and_the_command_it_runs() -> N
     assert text.startswith(holding_line(holding) + "\n" + holding.reason)
     assert "take back: " in text
     assert "old command: python train.py --num-workers 2\nnew command: python train.py\n" in text
+
+
+def test_the_finished_trial_shows_the_predicted_bound_beside_the_measured_speedup() -> None:
+    predicted = dataclasses.replace(KEPT, predicted_gain=2.5)
+    shown = TrialView("option --num-workers: 0 -> 2").finished(
+        TrialOutcome(predicted, predicted.plan_after, Path("run/jobs/01"))
+    )
+    line = trial_text(shown).plain.splitlines()[1]
+    assert "2.00x (predicted up to 2.50x)" in line
+    assert "predicted" not in trial_text(kept_view()).plain  # no prediction: none is shown

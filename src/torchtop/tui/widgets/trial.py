@@ -114,6 +114,9 @@ def trial_text(view: TrialView) -> Text:
         if trial.speedup is not None:
             text.append("  │  ", style=MUTED)
             text.append(f"{trial.speedup:.2f}x", style="bold")
+        if trial.predicted_gain is not None:
+            # The verdict's bound beside the measurement: the report keeps both.
+            text.append(f" (predicted up to {trial.predicted_gain:.2f}x)", style=MUTED)
         text.append(f"   (runs: {rates_text(view.before)} │ {rates_text(view.after)})\n", MUTED)
     else:
         text.append(f"before {rates_text(view.before)} steps/s")
