@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from torchtop.model.analysis import PythonCalls
+
 Frame = tuple[str, int]
 """A file and a line number."""
 WeightedStack = tuple[Sequence[Frame], float]
@@ -133,20 +135,44 @@ def dump_stacks(records: Iterable[Mapping[str, Any]]) -> list[WeightedStack]:
 def trace_stacks(events: Iterable[Mapping[str, Any]]) -> list[WeightedStack]:
     """The stacks of a trace's `python_function` events: one per innermost event, weighted by
     its duration, its callers found through the `Python parent id` links."""
-    frames: dict[int, tuple[Frame, int | None, float]] = {}
-    parents: set[int] = set()
+    calls: list[Call] = []
     for event in events:
         if event.get("cat") != "python_function":
             continue
         args = event.get("args") or {}
-        match = _EVENT_NAME.match(str(event.get("name", "")))
-        ident = args.get("Python id")
-        if match is None or not isinstance(ident, int):
+        ident, parent = args.get("Python id"), args.get("Python parent id")
+        if isinstance(ident, int):
+            parent = parent if isinstance(parent, int) else None
+            calls.append((str(event.get("name", "")), float(event.get("dur") or 0), ident, parent))
+    return _call_stacks(calls)
+
+
+def python_call_stacks(calls: PythonCalls) -> list[WeightedStack]:
+    """The stacks of one trace's `python_function` events as the trace reader keeps them
+    (`PythonCalls`): the same as `trace_stacks` of the events themselves."""
+    names = calls.names
+    columns = (calls.name, calls.dur_us, calls.ident, calls.parent)
+    rows = zip(*(column.tolist() for column in columns), strict=True)
+    return _call_stacks(
+        (names[name], dur, ident, None if parent < 0 else parent)
+        for name, dur, ident, parent in rows
+        if ident >= 0
+    )
+
+
+Call = tuple[str, float, int, int | None]
+"""A `python_function` event: its name, duration, `Python id` and `Python parent id`."""
+
+
+def _call_stacks(calls: Iterable[Call]) -> list[WeightedStack]:
+    frames: dict[int, tuple[Frame, int | None, float]] = {}
+    parents: set[int] = set()
+    for name, duration, ident, parent in calls:
+        match = _EVENT_NAME.match(name)
+        if match is None:
             continue
-        parent = args.get("Python parent id")
-        frame = (match["file"], int(match["line"]))
-        frames[ident] = (frame, parent if isinstance(parent, int) else None, float(event["dur"]))
-        if isinstance(parent, int):
+        frames[ident] = ((match["file"], int(match["line"])), parent, duration)
+        if parent is not None:
             parents.add(parent)
     stacks: list[WeightedStack] = []
     for ident, (_, _, duration) in frames.items():
