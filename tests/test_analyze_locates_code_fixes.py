@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -130,3 +131,27 @@ def test_a_trace_with_no_code_fix_is_reported_without_any_where(
     assert not code_fixes(report)
     assert report["findings"]
     assert all("where" not in f for finding in report["findings"] for f in finding["fixes"])
+
+
+def test_each_stack_is_the_walk_up_its_leafs_parent_links(shared: Path) -> None:
+    # Built-in calls (`<built-in function perf_counter_ns>`) name no file and line: no frame.
+    events = [
+        e
+        for e in events_of(shared / WITH_STACKS)
+        if e.get("cat") == "python_function" and re.match(r".+\(\d+\): ", e["name"])
+    ]
+    by_id = {e["args"]["Python id"]: e for e in events}
+    callers = {e["args"].get("Python parent id") for e in events}
+    walked = []
+    for event in events:
+        if event["args"]["Python id"] in callers:
+            continue
+        frames: list[tuple[str, int]] = []
+        node: dict[str, Any] | None = event
+        while node is not None and len(frames) < 256:
+            file, line = re.findall(r"^(.+)\((\d+)\): ", node["name"])[0]
+            frames.append((file, int(line)))
+            node = by_id.get(node["args"].get("Python parent id"))
+        walked.append((frames, float(event["dur"])))
+    assert len(walked) > 100
+    assert trace_stacks(events) == walked
