@@ -16,6 +16,7 @@ from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree, load_rules
 from torchtop.fanout import analyze_files
 from torchtop.model.analysis import RankAnalysis
+from torchtop.model.findings import Verdict
 from torchtop.model.report import RankReport, Report
 from torchtop.runs.layout import RunLayout, is_run_folder
 from torchtop.traces import find_trace_files
@@ -41,15 +42,36 @@ def analyze_paths(
     ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.label))
     job = job_analysis(ranks)
     rank_reports = (
-        tuple(RankReport(r, diagnose(tree, r.metrics)) for r in ranks) if len(ranks) > 1 else ()
+        tuple(RankReport(r, _diagnosed(tree, r)) for r in ranks) if len(ranks) > 1 else ()
     )
     return Report(
         source_kind="trace",
         paths=tuple(str(p) for p in files),
         job=job,
-        verdict=diagnose(tree, job.metrics),
+        verdict=_diagnosed(tree, job),
         ranks=rank_reports,
     )
+
+
+NO_STACKS = (
+    "could not locate the line: the trace has no Python stacks (profile with "
+    "with_stack=True, or watch the job with `torchtop run`)"
+)
+
+
+def _diagnosed(tree: RuleTree, analysis: RankAnalysis) -> Verdict:
+    """The verdict on `analysis`, its code fixes located in the traces' Python stacks: built
+    only when a code fix is offered, so most reports pay nothing for them."""
+    verdict = diagnose(tree, analysis.metrics)
+    if all(fix.apply != "code" for finding in verdict.findings for fix in finding.fixes):
+        return verdict
+    from torchtop.advice.locate import python_call_stacks  # only for a code fix
+    from torchtop.advice.resolve import located_verdict
+
+    if not analysis.python_calls:
+        return located_verdict(verdict, NO_STACKS)
+    stacks = [s for calls in analysis.python_calls for s in python_call_stacks(calls)]
+    return located_verdict(verdict, stacks)
 
 
 def analyze_run(root: Path, tree: RuleTree) -> Report | None:

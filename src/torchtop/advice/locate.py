@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from torchtop.model.analysis import PythonCalls
+
 Frame = tuple[str, int]
 """A file and a line number."""
 WeightedStack = tuple[Sequence[Frame], float]
@@ -51,6 +53,8 @@ _LIBRARY_PACKAGES = frozenset(
      "accelerate", "datasets", "huggingface_hub", "tokenizers", "lightning", "pytorch_lightning",
      "lightning_fabric", "timm", "deepspeed", "numpy", "tqdm", "torchtop")
 )  # fmt: skip
+_DEPTH = 256
+"""The deepest stack kept (a cycle of parent ids ends there too)."""
 _EVENT_NAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): ")
 
 LineReader = Callable[[str, int], str | None]
@@ -92,14 +96,23 @@ def locate(
     pattern = _PATTERNS.get(knob)
     weights: defaultdict[Frame, float] = defaultdict(float)
     unreadable = False
+    # A trace's stacks repeat the same few files and lines thousands of times: each is
+    # classified and read once.
+    users: dict[str, bool] = {}
+    texts: dict[Frame, str | None] = {}
     for frames, weight in stacks:
         for file, line in frames:
-            if not is_user_file(file):
+            user = users.get(file)
+            if user is None:
+                user = users[file] = is_user_file(file)
+            if not user:
                 continue
             if pattern is None:
                 weights[(file, line)] += weight
                 break
-            text = reader(file, line)
+            if (file, line) not in texts:
+                texts[(file, line)] = reader(file, line)
+            text = texts[(file, line)]
             unreadable = unreadable or text is None
             if text is not None and pattern.search(text):
                 weights[(file, line)] += weight
@@ -133,29 +146,75 @@ def dump_stacks(records: Iterable[Mapping[str, Any]]) -> list[WeightedStack]:
 def trace_stacks(events: Iterable[Mapping[str, Any]]) -> list[WeightedStack]:
     """The stacks of a trace's `python_function` events: one per innermost event, weighted by
     its duration, its callers found through the `Python parent id` links."""
-    frames: dict[int, tuple[Frame, int | None, float]] = {}
-    parents: set[int] = set()
+    calls: list[Call] = []
     for event in events:
         if event.get("cat") != "python_function":
             continue
         args = event.get("args") or {}
-        match = _EVENT_NAME.match(str(event.get("name", "")))
-        ident = args.get("Python id")
-        if match is None or not isinstance(ident, int):
+        ident, parent = args.get("Python id"), args.get("Python parent id")
+        if isinstance(ident, int):
+            parent = parent if isinstance(parent, int) else None
+            calls.append((str(event.get("name", "")), float(event.get("dur") or 0), ident, parent))
+    return _call_stacks(calls)
+
+
+def python_call_stacks(calls: PythonCalls) -> list[WeightedStack]:
+    """The stacks of one trace's `python_function` events as the trace reader keeps them
+    (`PythonCalls`): the same as `trace_stacks` of the events themselves."""
+    names = calls.names
+    columns = (calls.name, calls.dur_us, calls.ident, calls.parent)
+    rows = zip(*(column.tolist() for column in columns), strict=True)
+    stacks = _call_stacks(
+        (names[name], dur, ident, None if parent < 0 else parent)
+        for name, dur, ident, parent in rows
+        if ident >= 0
+    )
+    # Every step repeats the same stacks: one entry each, weights summed, first seen first
+    # (so `locate` weighs and breaks ties as it would on them all).
+    merged: defaultdict[tuple[Frame, ...], float] = defaultdict(float)
+    for frames, weight in stacks:
+        merged[tuple(frames)] += weight
+    return list(merged.items())
+
+
+Call = tuple[str, float, int, int | None]
+"""A `python_function` event: its name, duration, `Python id` and `Python parent id`."""
+
+
+def _call_stacks(calls: Iterable[Call]) -> list[WeightedStack]:
+    frames: dict[int, tuple[Frame, int | None, float]] = {}
+    parents: set[int] = set()
+    parsed: dict[str, Frame | None] = {}  # a trace names the same few functions over and over
+    for name, duration, ident, parent in calls:
+        if name not in parsed:
+            match = _EVENT_NAME.match(name)
+            parsed[name] = None if match is None else (match["file"], int(match["line"]))
+        frame = parsed[name]
+        if frame is None:
             continue
-        parent = args.get("Python parent id")
-        frame = (match["file"], int(match["line"]))
-        frames[ident] = (frame, parent if isinstance(parent, int) else None, float(event["dur"]))
-        if isinstance(parent, int):
+        frames[ident] = (frame, parent, duration)
+        if parent is not None:
             parents.add(parent)
-    stacks: list[WeightedStack] = []
-    for ident, (_, _, duration) in frames.items():
-        if ident in parents:
-            continue
-        chain: list[Frame] = []
+    chains = _chains(frames)
+    return [
+        (list(chains[ident]), duration)
+        for ident, (_, _, duration) in frames.items()
+        if ident not in parents
+    ]
+
+
+def _chains(frames: Mapping[int, tuple[Frame, int | None, float]]) -> dict[int, tuple[Frame, ...]]:
+    """Each call's stack, innermost first and at most `_DEPTH` deep, built once per call from
+    its caller's (the leaves of one step share nearly all their callers)."""
+    chains: dict[int, tuple[Frame, ...]] = {}
+    for ident in frames:
+        path: list[int] = []
         node: int | None = ident
-        while node is not None and node in frames and len(chain) < 256:
-            frame, node, _ = frames[node]
-            chain.append(frame)
-        stacks.append((chain, duration))
-    return stacks
+        while node is not None and node in frames and node not in chains and len(path) < _DEPTH:
+            path.append(node)
+            node = frames[node][1]
+        tail = chains.get(node, ()) if node is not None else ()
+        for call in reversed(path):
+            tail = (frames[call][0], *tail[: _DEPTH - 1])
+            chains[call] = tail
+    return chains

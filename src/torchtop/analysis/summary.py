@@ -63,6 +63,7 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         top_ops=host.top_ops(trace),
         copies=device.copy_stats(trace),
         notes=_notes(trace, steps.has_markers, steps.dropped_tail),
+        python_calls=() if trace.python is None else (trace.python,),
     )
 
 
@@ -155,6 +156,7 @@ def merge_rank(parts: Sequence[RankAnalysis]) -> RankAnalysis:
         top_ops=max(parts, key=lambda p: len(p.steps)).top_ops,
         copies=max(parts, key=lambda p: len(p.steps)).copies,
         notes=tuple(dict.fromkeys(n for p in parts for n in p.notes)),
+        python_calls=tuple(c for p in parts for c in p.python_calls),
     )
 
 
@@ -192,6 +194,7 @@ def job_analysis(
             job,
             infos=tuple(i for r in ranks for i in r.infos),
             notes=tuple(dict.fromkeys(n for r in ranks for n in r.notes)),
+            python_calls=tuple(c for r in ranks for c in r.python_calls),
         )
     return job
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 
 from torchtop.model.trace import DeviceInfo, TraceInfo
 
@@ -41,6 +43,19 @@ class CopyStat(msgspec.Struct, frozen=True):
     gb_per_s: float | None
 
 
+class PythonCalls(msgspec.Struct, frozen=True):
+    """One trace's `python_function` events (Kineto `with_stack=True`), only what locating a
+    code fix needs: each call's `name` (a code into `names`, "file(line): function"), its
+    duration and its `Python id` / `Python parent id` (-1 where missing). Arrays, not events,
+    so a pool worker sends them back cheaply; the stacks are built only for a code fix."""
+
+    names: list[str]
+    name: npt.NDArray[np.int64]
+    dur_us: npt.NDArray[np.float64]
+    ident: npt.NDArray[np.int64]
+    parent: npt.NDArray[np.int64]
+
+
 class RankAnalysis(msgspec.Struct, frozen=True):
     """Everything measured for one rank (one or several trace files of the same worker)."""
 
@@ -55,3 +70,5 @@ class RankAnalysis(msgspec.Struct, frozen=True):
     top_ops: tuple[NamedTime, ...] = ()
     copies: tuple[CopyStat, ...] = ()
     notes: tuple[str, ...] = msgspec.field(default_factory=tuple)
+    python_calls: tuple[PythonCalls, ...] = ()
+    """Each file's Python calls, for locating code fixes; () where the traces have none."""

@@ -13,6 +13,7 @@ from operator import attrgetter
 
 import numpy as np
 
+from torchtop.model.analysis import PythonCalls
 from torchtop.traces.data import (
     NO_ID,
     Copies,
@@ -31,9 +32,10 @@ _TS, _DUR, _NAME, _TID, _ARGS = (attrgetter(f) for f in ("ts", "dur", "name", "t
 _CAT = attrgetter("cat")
 _EXT_UPPER, _EXT_LOWER = attrgetter("external_id_upper"), attrgetter("external_id_lower")
 _CORRELATION, _DEVICE, _BYTES = attrgetter("correlation"), attrgetter("device"), attrgetter("bytes")
+_PYTHON_ID, _PYTHON_PARENT = attrgetter("python_id"), attrgetter("python_parent_id")
 STEP_PREFIX = "ProfilerStep#"
 
-KERNEL, COPY, MEMSET, RUNTIME, OP, ANNOTATION, SYNC, TRACE_SPAN, IGNORED = range(9)
+KERNEL, COPY, MEMSET, RUNTIME, OP, ANNOTATION, SYNC, TRACE_SPAN, IGNORED, PYTHON = range(10)
 
 # Categories across schemas: 2021 (`Operator`, `Runtime`, ...), 2022 and current (`cpu_op`, ...).
 _KIND_BY_CATEGORY = {
@@ -51,6 +53,7 @@ _KIND_BY_CATEGORY = {
     "user_annotation": ANNOTATION,
     "cuda_sync": SYNC,
     "trace": TRACE_SPAN,
+    "python_function": PYTHON,
 }
 _KIND_BY_CATEGORY.update({k.capitalize(): v for k, v in list(_KIND_BY_CATEGORY.items())})
 
@@ -198,6 +201,8 @@ class ColumnBuilder:
         self.kinds: dict[int, SpanColumns] = defaultdict(SpanColumns)
         self.step_columns = SpanColumns()
         self.memory = SpanColumns()
+        self.python = SpanColumns()
+        self.python_names = Interner()
         self.profiler_span: tuple[float, float] | None = None
         self.profiler_span_piece = -1
         self.events_total = 0
@@ -232,6 +237,9 @@ class ColumnBuilder:
                 self._add_spans(kind, objects[group].tolist(), piece)
 
     def _add_spans(self, kind: int, events: list[SpanEvent], piece: int) -> None:
+        if kind == PYTHON:
+            self._add_python(events, piece)
+            return
         start = floats(list(map(_TS, events)))
         dur = floats(list(map(_DUR, events)))
         dur[np.isnan(dur)] = 0.0
@@ -293,6 +301,32 @@ class ColumnBuilder:
                 self.profiler_span = (ts, ts + length)
                 self.profiler_span_piece = piece
 
+    def _add_python(self, events: list[SpanEvent], piece: int) -> None:
+        """Keep what locating a code fix needs of `python_function` events, apart from the
+        other kinds: they count towards no time, origin or dropped event (as before they
+        were kept), so a report differs only by the located line."""
+        args = [a if a is not None else NO_ARGS for a in map(_ARGS, events)]
+        dur = floats(list(map(_DUR, events)))
+        dur[~np.isfinite(dur)] = 0.0
+        columns = {
+            "name": self.python_names.code_all(list(map(_NAME, events))),
+            "dur": dur,
+            "ident": ids(list(map(_PYTHON_ID, args))),
+            "parent": ids(list(map(_PYTHON_PARENT, args))),
+        }
+        self.python.add(columns, piece)
+
+    def python_calls(self) -> PythonCalls | None:
+        if not self.python.pieces:
+            return None
+        return PythonCalls(
+            names=self.python_names.values,
+            name=self.python.column("name", ints=True),
+            dur_us=self.python.column("dur"),
+            ident=self.python.column("ident", ints=True),
+            parent=self.python.column("parent", ints=True),
+        )
+
     def _add_memory(self, events: list[InstantEvent], piece: int) -> None:
         """Keep `[memory]` events of CUDA devices (Device Type 1)."""
         args = [a if a is not None else NO_ARGS for a in map(_ARGS, events)]
@@ -318,6 +352,9 @@ class ColumnBuilder:
             self.kinds[kind].extend(columns, remap)
         self.step_columns.extend(other.step_columns, remap)
         self.memory.extend(other.memory, {})
+        self.python.extend(
+            other.python, {"name": self.python_names.code_all(other.python_names.values_raw)}
+        )
         if other.profiler_span_piece > self.profiler_span_piece:
             self.profiler_span = other.profiler_span
             self.profiler_span_piece = other.profiler_span_piece

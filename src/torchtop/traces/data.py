@@ -11,6 +11,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from torchtop.model.analysis import PythonCalls
 from torchtop.model.trace import DeviceInfo, TraceInfo
 
 Floats = npt.NDArray[np.float64]
@@ -104,6 +105,8 @@ class TraceData(msgspec.Struct):
     memory: MemoryTrack
     profiler_span: tuple[float, float] | None
     devices: list[DeviceInfo] = msgspec.field(default_factory=list)
+    python: PythonCalls | None = None
+    """`python_function` events (with_stack=True), for locating code fixes; None: none."""
 
     def name_of(self, code: int) -> str:
         return self.names[code]

@@ -34,6 +34,8 @@ class EventArgs(msgspec.Struct, gc=False):
     labels: Scalar = None
     collective_name: Scalar = msgspec.field(name="Collective name", default=None)
     process_group_backend: Scalar = msgspec.field(name="Process Group Backend", default=None)
+    python_id: Scalar = msgspec.field(name="Python id", default=None)
+    python_parent_id: Scalar = msgspec.field(name="Python parent id", default=None)
 
 
 class SpanEvent(msgspec.Struct, gc=False, tag="X", tag_field="ph"):
