@@ -138,7 +138,7 @@ async def test_a_kept_fix_is_followed_and_reverted_once_the_job_falls_short_of_i
     (record,) = JournalReader(run_dir / "reverts.jsonl").read_new(final=True)
     assert record["trial"] == trial.number and record["run_dir"] == str(again)
     assert record["from_run_dir"] == str(relaunched)
-    assert record["since_relaunch"]["holds"] is False
+    assert record["since_relaunch"]["holds"] is False, json.dumps(record["since_relaunch"])
     # ...and in the final report, beside the trial's claim.
     report = report_to_json(watched.with_trials(app.return_value))
     (entry,) = report["trials"]

@@ -90,6 +90,8 @@ class Relaunch:
     trial: Trial
     run_dir: Path
     log: StepLog
+    short: bool = False
+    """The last judgement found the job short of its trial (the warning is up)."""
 
 
 class FixTracker:
@@ -125,7 +127,10 @@ class FixTracker:
             relaunch.log.add(steps, windows)
             walls, whole = relaunch.log.walls()
             test = self._test_for(relaunch.trial)
-            holding = check_holding(walls, claim_of(relaunch.trial), test, whole)
+            holding = check_holding(
+                walls, claim_of(relaunch.trial), test, whole, was_short=relaunch.short
+            )
+            relaunch.short = holding.holds is False
             self.seen[relaunch.trial.number] = holding.as_json(_now_iso())
             return holding
 
