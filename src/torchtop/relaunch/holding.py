@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from torchtop.relaunch.stats import mann_whitney_p
+from torchtop.relaunch.stats import mann_whitney_p, steps_per_s
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class TrialClaim:
 
     @property
     def after_steps_per_s(self) -> float | None:
-        return _rate(self.after_wall_s)
+        return steps_per_s(self.after_wall_s)
 
     @property
     def speedup(self) -> float | None:
@@ -82,7 +82,7 @@ class TrialClaim:
     @property
     def spread(self) -> float:
         """(max - min) / mean of the "after" runs' rates; 0 with one run."""
-        rates = [r for r in (_rate(run) for run in self.after_runs_wall_s) if r is not None]
+        rates = [r for r in (steps_per_s(run) for run in self.after_runs_wall_s) if r is not None]
         if len(rates) < 2:
             return 0.0
         return (max(rates) - min(rates)) / (sum(rates) / len(rates))
@@ -217,11 +217,6 @@ def _too_few(head: Holding, test: HoldingTest) -> Holding:
 
 def _below(share: float) -> str:
     return f"{share:.0%} below" if share >= 0 else f"{-share:.0%} above"
-
-
-def _rate(walls_s: Sequence[float]) -> float | None:
-    total = sum(walls_s)
-    return len(walls_s) / total if walls_s and total > 0 else None
 
 
 def _round(value: float | None) -> float | None:

@@ -28,6 +28,12 @@ class Comparison:
         return self.p_value < alpha and self.speedup < 1.0
 
 
+def steps_per_s(walls_s: Sequence[float]) -> float | None:
+    """The rate of step times (seconds): their count over their sum; None when there is none."""
+    total_s = sum(walls_s)
+    return len(walls_s) / total_s if walls_s and total_s > 0 else None
+
+
 def compare(before_s: Sequence[float], after_s: Sequence[float]) -> Comparison:
     """Compare two samples of step times (seconds)."""
     before_rate = len(before_s) / sum(before_s)

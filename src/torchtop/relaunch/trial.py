@@ -30,7 +30,7 @@ from torchtop.advice.plan import AppliedFix, LaunchPlan
 from torchtop.advice.show import env_changes, format_overrides
 from torchtop.model.report import Report
 from torchtop.relaunch.measure import MeasureError, Measurement, Span, measure
-from torchtop.relaunch.stats import compare
+from torchtop.relaunch.stats import compare, steps_per_s
 from torchtop.runs.journal import write_once
 
 EventSink = Callable[[str], None]
@@ -230,8 +230,7 @@ def _walls(measurements: list[Measurement]) -> list[float]:
 
 
 def _pooled_rate(measurements: tuple[Measurement, ...]) -> float:
-    walls = [s for m in measurements for s in m.step_wall_s]
-    return len(walls) / sum(walls) if walls and sum(walls) > 0 else 0.0
+    return steps_per_s(_walls(list(measurements))) or 0.0
 
 
 def _median_ms(measurements: tuple[Measurement, ...]) -> float | None:
