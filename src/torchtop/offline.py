@@ -65,8 +65,8 @@ def _diagnosed(tree: RuleTree, analysis: RankAnalysis) -> Verdict:
     verdict = diagnose(tree, analysis.metrics)
     if all(fix.apply != "code" for finding in verdict.findings for fix in finding.fixes):
         return verdict
-    from torchtop.advice.locate import python_call_stacks  # only for a code fix
-    from torchtop.advice.resolve import located_verdict
+    # Only for a code fix; `locate` needs nothing of the planner (psutil, subprocess).
+    from torchtop.advice.locate import located_verdict, python_call_stacks
 
     if not analysis.python_calls:
         return located_verdict(verdict, NO_STACKS)

@@ -7,7 +7,8 @@ import sys
 
 PROBE = """
 import sys
-import torchtop.advice, torchtop.relaunch.session, torchtop.relaunch.start
+import torchtop.advice.plan, torchtop.advice.show, torchtop.advice.machine
+import torchtop.relaunch.session, torchtop.relaunch.start
 print('torch' in sys.modules)
 """
 

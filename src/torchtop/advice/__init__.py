@@ -5,23 +5,7 @@ convergence, the routes by which it applies); `plan.plan_fix` turns a rule's fix
 `LaunchPlan` (command, environment, agent overrides) or says why it does not apply; `show`
 prints a plan's changes before a relaunch. Pure: no processes are started here (that is
 `relaunch/`), and torch is never imported.
+
+Nothing is imported here: `analyze` reaches `locate` and the model's fixes without the
+planner, whose machine probe brings psutil and subprocess (a tenth of its start-up).
 """
-
-from torchtop.advice.knobs import CATALOGUE, Knob, find_knob
-from torchtop.advice.machine import Machine, this_machine
-from torchtop.advice.plan import AppliedFix, LaunchPlan, NotApplicable, initial_plan, plan_fix
-from torchtop.advice.show import format_plan
-
-__all__ = [
-    "CATALOGUE",
-    "AppliedFix",
-    "Knob",
-    "LaunchPlan",
-    "Machine",
-    "NotApplicable",
-    "find_knob",
-    "format_plan",
-    "initial_plan",
-    "plan_fix",
-    "this_machine",
-]

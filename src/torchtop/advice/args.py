@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchtop.advice.knobs import Knob
+from torchtop.model.findings import format_value
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,3 @@ def _insert(args: list[str], words: list[str]) -> list[str]:
         at = args.index("--")
         return [*args[:at], *words, *args[at:]]
     return [*args, *words]
-
-
-def format_value(value: object) -> str:
-    if isinstance(value, float) and value == int(value):
-        return str(int(value))
-    return str(value)

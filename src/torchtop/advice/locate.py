@@ -28,7 +28,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from torchtop.model.analysis import PythonCalls
+from torchtop.model.findings import Finding, Verdict
 
 Frame = tuple[str, int]
 """A file and a line number."""
@@ -218,3 +221,26 @@ def _chains(frames: Mapping[int, tuple[Frame, int | None, float]]) -> dict[int, 
             tail = (frames[call][0], *tail[: _DEPTH - 1])
             chains[call] = tail
     return chains
+
+
+def located_verdict(verdict: Verdict, stacks: Sequence[WeightedStack] | str) -> Verdict:
+    """`verdict` with every code fix located in `stacks`, or given `stacks` as the reason
+    where the source recorded none."""
+    findings = tuple(located(finding, stacks) for finding in verdict.findings)
+    return msgspec.structs.replace(verdict, findings=findings)
+
+
+def located(finding: Finding, stacks: Sequence[WeightedStack] | str | None) -> Finding:
+    """`finding` with each code fix's `where`: its line in the job's code, or why not found
+    (`stacks` as a string: why no stack was recorded)."""
+    if stacks is None or all(fix.apply != "code" for fix in finding.fixes):
+        return finding
+    fixes = tuple(
+        msgspec.structs.replace(
+            fix, where=stacks if isinstance(stacks, str) else str(locate(fix.knob, stacks))
+        )
+        if fix.apply == "code"
+        else fix
+        for fix in finding.fixes
+    )
+    return msgspec.structs.replace(finding, fixes=fixes)

@@ -15,13 +15,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from torchtop.advice.args import ScriptOption, find_option, format_value, set_option
+from torchtop.advice.args import ScriptOption, find_option, set_option
 from torchtop.advice.job import JobView
 from torchtop.advice.knobs import Knob, env_variable, find_knob
 from torchtop.advice.machine import Machine
 from torchtop.advice.patches import code_patch
 from torchtop.advice.values import Unresolvable, resolve_value, same_value
-from torchtop.model.findings import Fix
+from torchtop.model.findings import Fix, format_value
 
 
 @dataclass(frozen=True)

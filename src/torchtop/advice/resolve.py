@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from torchtop.advice.knobs import ALLOW_GROUPS, find_knob
-from torchtop.advice.locate import WeightedStack, locate
+from torchtop.advice.locate import WeightedStack, located
 from torchtop.advice.machine import Machine
 from torchtop.advice.plan import NotApplicable, initial_plan, plan_fix
 from torchtop.model.findings import Finding, Fix, Verdict
@@ -68,29 +68,6 @@ def resolve_verdict(
         for finding in verdict.findings
     )
     return msgspec.structs.replace(verdict, findings=findings)
-
-
-def located_verdict(verdict: Verdict, stacks: Sequence[WeightedStack] | str) -> Verdict:
-    """`verdict` with every code fix located in `stacks`, or given `stacks` as the reason
-    where the source recorded none."""
-    findings = tuple(located(finding, stacks) for finding in verdict.findings)
-    return msgspec.structs.replace(verdict, findings=findings)
-
-
-def located(finding: Finding, stacks: Sequence[WeightedStack] | str | None) -> Finding:
-    """`finding` with each code fix's `where`: its line in the job's code, or why not found
-    (`stacks` as a string: why no stack was recorded)."""
-    if stacks is None or all(fix.apply != "code" for fix in finding.fixes):
-        return finding
-    fixes = tuple(
-        msgspec.structs.replace(
-            fix, where=stacks if isinstance(stacks, str) else str(locate(fix.knob, stacks))
-        )
-        if fix.apply == "code"
-        else fix
-        for fix in finding.fixes
-    )
-    return msgspec.structs.replace(finding, fixes=fixes)
 
 
 def _resolved_finding(

@@ -10,8 +10,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from torchtop.advice.args import format_value
 from torchtop.advice.plan import LaunchPlan
+from torchtop.model.findings import format_value
 
 
 def format_plan(before: LaunchPlan, after: LaunchPlan) -> str:

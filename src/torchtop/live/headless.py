@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from torchtop.advice.args import format_value
-from torchtop.model.findings import Verdict
+from torchtop.model.findings import Verdict, format_value
 from torchtop.model.report import Report
 from torchtop.report import report_to_json
 from torchtop.report.contract import steps_per_s

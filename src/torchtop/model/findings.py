@@ -69,3 +69,10 @@ def gain_text(finding: Finding) -> str:
     share = finding.recoverable_share
     of_step = "" if share is None else f" ({share:.0%} of the step recovered)"
     return f"could be up to {finding.predicted_gain:.2f}x faster{of_step}"
+
+
+def format_value(value: object) -> str:
+    """A fix's value as a command line or a report writes it: 4.0 as 4."""
+    if isinstance(value, float) and value == int(value):
+        return str(int(value))
+    return str(value)

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from torchtop.advice.args import format_value
 from torchtop.model.analysis import RankAnalysis
-from torchtop.model.findings import Finding, gain_text
+from torchtop.model.findings import Finding, format_value, gain_text
 from torchtop.model.report import Report
 from torchtop.report.contract import breakdown_steps, steps_per_s
 

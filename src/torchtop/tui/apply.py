@@ -21,9 +21,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from torchtop.advice.args import format_value
 from torchtop.advice.show import format_plan
-from torchtop.model.findings import Fix
+from torchtop.model.findings import Fix, format_value
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import Proposal, TrialEvent, TrialOutcome
 from torchtop.tui.palette import MUTED

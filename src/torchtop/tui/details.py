@@ -17,9 +17,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from torchtop.advice.args import format_value
 from torchtop.advice.patches import code_patch
-from torchtop.model.findings import gain_text
+from torchtop.model.findings import format_value, gain_text
 from torchtop.relaunch.watched import Proposal
 from torchtop.tui.apply import PATCH_STYLE, planned_value, proposal_text
 from torchtop.tui.change import describe_change

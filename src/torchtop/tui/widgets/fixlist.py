@@ -18,8 +18,7 @@ from textual.reactive import reactive
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from torchtop.advice.args import format_value
-from torchtop.model.findings import Fix
+from torchtop.model.findings import Fix, format_value
 from torchtop.relaunch.watched import Proposal
 from torchtop.tui.apply import planned_value
 from torchtop.tui.details import change_text
