@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torchtop.advice.plan import LaunchPlan
 from torchtop.diagnosis.rules import load_rules
+from torchtop.model.plan import LaunchPlan
 from torchtop.relaunch.start import launch_environment
 from torchtop.relaunch.trial import Trial
 from torchtop.relaunch.tune import TuneOptions, tune

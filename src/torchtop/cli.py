@@ -253,7 +253,7 @@ def _analyze_paths(args: argparse.Namespace) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from torchtop.relaunch.session import TuneCommand, parse_allow, parse_budget, tune_session
+    from torchtop.sessions.tune import TuneCommand, parse_allow, parse_budget, tune_session
 
     options = TuneCommand(
         allow=parse_allow(args.allow),
@@ -279,7 +279,7 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from torchtop.live.session import WatchOptions, run_session
+    from torchtop.sessions.watching import WatchOptions, run_session
 
     tree = _load_tree(args.rules)
     options = WatchOptions(
@@ -289,13 +289,13 @@ def _watch(args: argparse.Namespace) -> int:
         run_dir=Path(args.run_dir) if args.run_dir else None,
     )
     if args.verb == "attach":
-        from torchtop.live.session import attach_session
+        from torchtop.sessions.watching import attach_session
 
         return attach_session(args.pid, options, tree)
     if args.verb == "demo":
         command = [sys.executable, "-m", "torchtop.demo.train", *_after_dashes(args.job_args)]
     else:
-        from torchtop.live.run_config import resolve_config
+        from torchtop.sessions.run_config import resolve_config
 
         config = resolve_config(
             args.config, args.no_config, _after_dashes(args.command), Path.cwd()

@@ -79,8 +79,8 @@ def analyze_run(root: Path, tree: RuleTree) -> Report | None:
 
     None when no agent reported steps (the job never imported torch): then only its profiler
     windows, if any, can be analysed, as plain traces."""
-    from torchtop.live.assess import assess
-    from torchtop.live.watch import WindowCache
+    from torchtop.assess.run import assess
+    from torchtop.assess.windows import WindowCache
     from torchtop.runs.state import load_run  # only for run folders: traces skip its import
 
     state = load_run(root)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from torchtop.advice.machine import Machine
-from torchtop.advice.plan import LaunchPlan, NotApplicable, initial_plan, merge_env, plan_fix
+from torchtop.advice.plan import initial_plan, merge_env, plan_fix
 from torchtop.advice.show import format_plan
 from torchtop.model.findings import Fix
+from torchtop.model.plan import LaunchPlan, NotApplicable
 
 TWO_CORES = Machine(logical_cores=2, physical_cores=2)
 WORKERS = Fix("dataloader.num_workers", 4, "override", "Load batches in 4 worker processes.")

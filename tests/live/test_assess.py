@@ -8,8 +8,8 @@ import pytest
 
 from tests.live.conftest import FakeRun
 from torchtop.analysis.summary import analyze_trace
+from torchtop.assess.run import MIN_STEPS, WARMUP_STEPS, assess, step_metrics
 from torchtop.diagnosis.rules import load_rules
-from torchtop.live.assess import MIN_STEPS, WARMUP_STEPS, assess, step_metrics
 from torchtop.runs.state import RunWatcher, load_run
 from torchtop.traces import read_trace
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.live.conftest import FakeRun
+from torchtop.assess.run import NO_STEP_HINT_S, assess
 from torchtop.diagnosis.rules import load_rules
-from torchtop.live.assess import NO_STEP_HINT_S, assess
 from torchtop.runs.journal import JournalWriter, write_once
 from torchtop.runs.layout import RUN_SCHEMA, RunLayout
 from torchtop.runs.state import load_run

@@ -11,7 +11,7 @@ import pytest
 from torchtop.advice.plan import initial_plan
 from torchtop.cli import main
 from torchtop.errors import InputError
-from torchtop.live.run_config import resolve_config
+from torchtop.sessions.run_config import resolve_config
 
 TUNED = """\
 command = ["python", "train.py", "--workers", "8"]

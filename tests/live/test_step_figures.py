@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from tests.live.conftest import FakeRun
+from torchtop.assess.run import RECENT_STEPS, WARMUP_STEPS, assess, wall_metrics
 from torchtop.diagnosis.rules import load_rules
-from torchtop.live.assess import RECENT_STEPS, WARMUP_STEPS, assess, wall_metrics
 from torchtop.report import render_text, report_to_json
 from torchtop.runs.state import MAX_STEPS, StepWalls, load_run
 

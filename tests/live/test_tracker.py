@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchtop.live.tracker import VerdictTracker
+from torchtop.assess.tracker import VerdictTracker
 from torchtop.model.findings import Verdict
 
 

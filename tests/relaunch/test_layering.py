@@ -8,7 +8,7 @@ import sys
 PROBE = """
 import sys
 import torchtop.advice.plan, torchtop.advice.show, torchtop.advice.machine
-import torchtop.relaunch.session, torchtop.relaunch.start
+import torchtop.sessions.tune, torchtop.relaunch.start
 print('torch' in sys.modules)
 """
 

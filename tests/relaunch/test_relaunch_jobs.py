@@ -14,8 +14,9 @@ import pytest
 
 from tests.relaunch.running import JOBS, agent_records, job
 from torchtop.advice.plan import initial_plan
-from torchtop.relaunch.measure import MeasureError, Span, measure
+from torchtop.relaunch.measure import MeasureError, measure
 from torchtop.relaunch.start import job_tree, start_job, stop_job
+from torchtop.relaunch.warmup import Span
 from torchtop.runs.state import RunWatcher
 
 TORCHRUN = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]

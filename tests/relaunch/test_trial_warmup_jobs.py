@@ -12,8 +12,9 @@ import pytest
 
 from tests.relaunch.running import job
 from torchtop.advice.machine import this_machine
-from torchtop.advice.plan import LaunchPlan, initial_plan, plan_fix
+from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.model.findings import Fix
+from torchtop.model.plan import LaunchPlan
 from torchtop.relaunch.trial import TrialSettings, run_trial
 
 pytestmark = pytest.mark.slow

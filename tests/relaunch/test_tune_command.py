@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from torchtop.cli import main
-from torchtop.relaunch import session
-from torchtop.relaunch.session import DEFAULT_BUDGET_S, TuneCommand
+from torchtop.sessions import tune as session
+from torchtop.sessions.tune import DEFAULT_BUDGET_S, TuneCommand
 
 EXIT_BAD_INPUT = 2
 COMMAND = ["--", "python", "train.py", "--epochs", "1"]

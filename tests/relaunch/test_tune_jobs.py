@@ -17,12 +17,13 @@ import pytest
 from tests.conftest import RULES_DIR
 from tests.relaunch.running import QUICK, agent_records, job
 from torchtop.advice.machine import this_machine
-from torchtop.advice.plan import LaunchPlan, initial_plan, plan_fix
+from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.diagnosis.rules import load_rules
 from torchtop.model.findings import Fix
-from torchtop.relaunch.session import TuneCommand, tune_session
+from torchtop.model.plan import LaunchPlan
 from torchtop.relaunch.trial import TrialSettings, run_trial
 from torchtop.relaunch.tune import TuneResult, tune
+from torchtop.sessions.tune import TuneCommand, tune_session
 
 pytestmark = pytest.mark.slow
 TREE = load_rules(RULES_DIR)

@@ -7,7 +7,8 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
-from torchtop.advice.plan import AppliedFix, initial_plan
+from torchtop.advice.plan import initial_plan
+from torchtop.model.plan import AppliedFix
 from torchtop.relaunch.measure import Measurement
 from torchtop.relaunch.summary import render_summary, tune_report
 from torchtop.relaunch.trial import Trial

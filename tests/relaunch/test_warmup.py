@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import random
 
-from torchtop.relaunch.measure import Span
-from torchtop.relaunch.warmup import end_of_warmup, queued_batches
+from torchtop.relaunch.warmup import Span, end_of_warmup, queued_batches
 
 SPAN = Span(steps=20, warmup_steps=8)
 

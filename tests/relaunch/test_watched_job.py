@@ -10,12 +10,13 @@ from pathlib import Path
 from tests.conftest import RULES_DIR
 from tests.relaunch.running import QUICK
 from torchtop.advice.machine import Machine
-from torchtop.advice.plan import LaunchPlan, plan_fix
+from torchtop.advice.plan import plan_fix
 from torchtop.diagnosis.rules import load_rules
 from torchtop.live.collect import Collectors
 from torchtop.live.launch import launch
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.findings import Fix
+from torchtop.model.plan import LaunchPlan
 from torchtop.relaunch.start import stop_job
 from torchtop.relaunch.watched import Proposal, TrialEvent, WatchedJob
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.tui.replay import LOADER_STACKS
+from torchtop.assess.attached import assess_attached
 from torchtop.diagnosis.rules import load_rules
-from torchtop.live.attach import assess_attached
 from torchtop.offline import analyze_paths
 from torchtop.report import render_markdown, render_text, report_to_json
 from torchtop.runs.journal import JournalWriter, write_once

@@ -10,7 +10,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from torchtop.advice.plan import AppliedFix, initial_plan
+from torchtop.advice.plan import initial_plan
+from torchtop.model.plan import AppliedFix
 from torchtop.model.report import Report
 from torchtop.offline import analyze_paths
 from torchtop.relaunch.measure import Measurement

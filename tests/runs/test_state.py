@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchtop.live.attach import RECENT_DUMPS
+from torchtop.assess.attached import RECENT_DUMPS
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.state import MAX_SAMPLES, MAX_STACK_DUMPS, load_run

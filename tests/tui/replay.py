@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from torchtop.analysis.summary import analyze_trace
+from torchtop.assess.run import assess
+from torchtop.assess.snapshot import Snapshot
+from torchtop.assess.tracker import VerdictTracker
 from torchtop.diagnosis.rules import RuleTree, load_rules
-from torchtop.live.assess import assess
-from torchtop.live.tracker import VerdictTracker
-from torchtop.live.watch import Snapshot
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.report import Report
 from torchtop.runs.journal import JournalWriter, write_once

@@ -23,8 +23,9 @@ import msgspec
 from torchtop.advice.knobs import ALLOW_GROUPS, find_knob
 from torchtop.advice.locate import WeightedStack, located
 from torchtop.advice.machine import Machine
-from torchtop.advice.plan import NotApplicable, initial_plan, plan_fix
+from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.model.findings import Finding, Fix, Verdict
+from torchtop.model.plan import NotApplicable
 
 
 def resolve_fix(

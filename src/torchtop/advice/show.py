@@ -10,8 +10,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from torchtop.advice.plan import LaunchPlan
 from torchtop.model.findings import format_value
+from torchtop.model.plan import LaunchPlan
 
 
 def format_plan(before: LaunchPlan, after: LaunchPlan) -> str:

@@ -28,12 +28,20 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from torchtop.agent.agent import Agent
+from typing import Any, Protocol
 
 OVERRIDES_ENV = "TORCHTOP_OVERRIDES"
+
+
+class Reporter(Protocol):
+    """Where an override's notes and failures go: the agent's journal (kept a protocol so the
+    agent imports this module and nothing here imports the agent)."""
+
+    def note(self, message: str, key: str | None = None) -> None: ...
+
+    def fail(self, where: str, exc: BaseException, stop: bool = False) -> None: ...
+
+
 LOADER_KNOBS = {
     "dataloader.num_workers": "num_workers",
     "dataloader.pin_memory": "pin_memory",
@@ -67,7 +75,7 @@ def requested(env: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
 class Announcer:
     """Says each override once: a note in the journal and a line on the job's stderr."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Reporter) -> None:
         self.agent = agent
         self.said: set[str] = set()
         self.pid = os.getpid()
@@ -88,7 +96,7 @@ class Announcer:
             return
 
 
-def install(agent: Agent) -> None:
+def install(agent: Reporter) -> None:
     """Apply the overrides in `TORCHTOP_OVERRIDES` (called by the agent once torch is imported)."""
     wanted, problems = requested(os.environ)
     for problem in problems:

@@ -3,7 +3,7 @@
 A folder may hold several files of one worker (one per profiled span) and files of several
 ranks. Files of one rank are analysed one by one and their steps pooled; the job's metrics are
 the ranks' means, with the spread of their step times added to name stragglers. `job_analysis`
-is shared by traces (`analyze`) and live runs (`live.assess`), which differ only in its keywords.
+is shared by traces (`analyze`) and live runs (`assess.run`), which differ only in its keywords.
 """
 
 from __future__ import annotations

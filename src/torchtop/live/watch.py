@@ -19,61 +19,23 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from torchtop.analysis.summary import analyze_trace
+from torchtop.assess.run import assess
+from torchtop.assess.snapshot import Snapshot
+from torchtop.assess.tracker import VerdictTracker
+from torchtop.assess.windows import WindowCache
 from torchtop.diagnosis.rules import RuleTree
-from torchtop.errors import InputError
-from torchtop.live.assess import assess
 from torchtop.live.launch import Job
-from torchtop.live.tracker import VerdictTracker
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
 from torchtop.runs.state import RunState, RunWatcher
-from torchtop.traces import read_trace
 
 UpdateSink = Callable[[Report, Verdict, float], None]
 Assessor = Callable[[RunState, Mapping[int, RankAnalysis], RuleTree, str], Report]
 T = TypeVar("T")
-
-
-@dataclass
-class WindowCache:
-    """The analysis of each process's newest profiler window, each file analysed once."""
-
-    analysed: dict[Path, RankAnalysis | None] = field(default_factory=dict)
-
-    def latest(self, state: RunState) -> dict[int, RankAnalysis]:
-        result: dict[int, RankAnalysis] = {}
-        for process in state.processes.values():
-            for record in reversed(process.windows):
-                analysis = self._analysis(state.layout.root / str(record.get("path", "")))
-                if analysis is not None:
-                    result[process.pid] = analysis
-                    break
-        return result
-
-    def _analysis(self, path: Path) -> RankAnalysis | None:
-        if path not in self.analysed:
-            try:
-                self.analysed[path] = analyze_trace(read_trace(path)) if path.is_file() else None
-            except InputError:
-                self.analysed[path] = None
-        return self.analysed[path]
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """The run as of one tick: the full report, the verdict to show, the raw state."""
-
-    report: Report
-    shown: Verdict
-    state: RunState
-    elapsed_s: float
-    finished: bool
 
 
 class LiveMonitor:

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torchtop.advice.plan import LaunchPlan
 from torchtop.agent.window_plan import window_request_path
+from torchtop.model.plan import LaunchPlan
 from torchtop.relaunch.start import start_job, stop_job
-from torchtop.relaunch.warmup import Warmup, end_of_warmup, queued_batches
+from torchtop.relaunch.warmup import Span, Warmup, end_of_warmup, queued_batches
 from torchtop.runs.state import ProcessState, RunState, RunWatcher, load_run
 
 POLL_INTERVAL_S = 0.2
@@ -84,29 +84,6 @@ class Measurement:
             "warmup": self.warmup.as_json() if self.warmup is not None else None,
             **steps,
         }
-
-
-@dataclass(frozen=True)
-class Span:
-    """How much of a run to leave out as warm-up, and how much to measure after it."""
-
-    steps: int
-    """At least this many steady-state steps (enough for the rank test, about 8 a side)."""
-    warmup_steps: int
-    """At least this many steps of warm-up, whatever the pipeline (imports, allocator, compiles)."""
-    min_duration_s: float = 0.0
-    """And at least this long: a fast job's periodic costs (worker bursts, an epoch boundary)
-    fall outside a few steps."""
-    settle_steps: int = 5
-    """Stationary: the median of the last this many steps against the median of as many before."""
-    settle_tolerance: float = 0.10
-    """...within this fraction: under the 15% a trial's claim may miss its long run by, and
-    above the wobble of a steady job's medians of 5 on this shared machine (a sleep-bound job at
-    load 9 on 2 cores: 5% typically, 8% at the 75th percentile, 12% at the 90th)."""
-    max_warmup_steps: int = 200
-    """A job that never settles stops warming up here (after its queued batches)."""
-    max_warmup_s: float = 10.0
-    """...or after this long: a run must fit in a trial, several of them in tune's budget."""
 
 
 def measure(

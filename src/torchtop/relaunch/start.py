@@ -25,10 +25,10 @@ from pathlib import Path
 
 import psutil
 
-from torchtop.advice.plan import LaunchPlan
 from torchtop.agent.config import WINDOW_EVERY_ENV, WINDOW_FIRST_STEP_ENV, WINDOW_STEPS_ENV
 from torchtop.agent.overrides import OVERRIDES_ENV
 from torchtop.live.launch import STOP_GRACE_S, Job, job_environment
+from torchtop.model.plan import LaunchPlan
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RUN_SCHEMA, RunLayout
 

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from torchtop.advice.plan import LaunchPlan
 from torchtop.live.watch import LiveMonitor
+from torchtop.model.plan import LaunchPlan
 from torchtop.relaunch.holding import Holding, HoldingTest, TrialClaim, check_holding
 from torchtop.relaunch.measure import main_process
 from torchtop.relaunch.trial import Trial

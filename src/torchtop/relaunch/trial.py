@@ -26,11 +26,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torchtop.advice.plan import AppliedFix, LaunchPlan
 from torchtop.advice.show import env_changes, format_overrides
+from torchtop.model.plan import AppliedFix, LaunchPlan
 from torchtop.model.report import Report
-from torchtop.relaunch.measure import MeasureError, Measurement, Span, measure
+from torchtop.relaunch.measure import MeasureError, Measurement, measure
 from torchtop.relaunch.stats import compare, steps_per_s
+from torchtop.relaunch.warmup import Span
 from torchtop.runs.journal import write_once
 
 EventSink = Callable[[str], None]

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchtop.advice.machine import Machine, this_machine
-from torchtop.advice.plan import LaunchPlan, NotApplicable, initial_plan, plan_fix
+from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.advice.show import format_plan
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.findings import Fix
+from torchtop.model.plan import LaunchPlan, NotApplicable
 from torchtop.model.report import Report
 from torchtop.offline import analyze_run
 from torchtop.relaunch.measure import Measurement, measure

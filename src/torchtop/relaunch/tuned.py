@@ -14,7 +14,7 @@ OMP_NUM_THREADS = "1"
 "train.batch_size" = "--bs"
 ```
 
-`torchtop run` applies the file (`live/run_config.py`): given `original_command` (or no command)
+`torchtop run` applies the file (`sessions/run_config.py`): given `original_command` (or no command)
 it runs `command`, and it sets `[env]` and passes `[overrides]` to the agent; so the line tune
 prints, `torchtop run --config FILE -- COMMAND`, reproduces the tuned job. The file is written
 by hand-rolled TOML (the standard library reads TOML but cannot write it):

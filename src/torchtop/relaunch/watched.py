@@ -36,12 +36,13 @@ from typing import Any
 import msgspec
 
 from torchtop.advice.machine import Machine, this_machine
-from torchtop.advice.plan import LaunchPlan, NotApplicable, initial_plan, plan_fix
+from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.agent.config import DEFAULT_WINDOW_FIRST_STEP, DEFAULT_WINDOW_STEPS
 from torchtop.live.collect import Collectors, start_collectors
 from torchtop.live.launch import Job
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.findings import Fix
+from torchtop.model.plan import LaunchPlan, NotApplicable
 from torchtop.model.report import Report
 from torchtop.relaunch.holding import Holding, HoldingTest
 from torchtop.relaunch.measure import MeasureError, main_process

@@ -25,7 +25,7 @@ MAX_STEPS = 4096
 STEP_NUMBER_MAX = 2**31 - 1
 MAX_SAMPLES = 3600
 # A py-spy dump holds every thread's whole stack, and only the newest are read: attach's
-# assessment attributes the last 60 records (live.attach.RECENT_DUMPS), the hot-stacks panel
+# assessment attributes the last 60 records (assess.attached.RECENT_DUMPS), the hot-stacks panel
 # counts the last 10 (tui.hotstacks.DUMPS_COUNTED). tests/runs/test_state.py holds this bound to
 # the larger of the two, so a reader that wants more fails a test instead of reading fewer.
 MAX_STACK_DUMPS = 60

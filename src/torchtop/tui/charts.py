@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 
+from torchtop.model.analysis import MetricValue
 from torchtop.tui.palette import CATEGORIES, CATEGORY, MUTED
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -136,3 +137,19 @@ def number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def metric_text(name: str, value: MetricValue) -> str:
+    """A metric as a person reads it: shares and utilisation as %, milliseconds with ms."""
+    measured = number(value)
+    if value is None:
+        return f"{name} n/a"
+    if measured is None:
+        return f"{name} {value}"
+    if name.endswith(("_share", "utilization")):
+        return f"{name} {measured:.0%}"
+    if name.endswith("_pct"):
+        return f"{name} {measured:.0f}%"
+    if name.endswith("_ms"):
+        return f"{name} {measured:.1f} ms"
+    return f"{name} {measured:.3g}" if isinstance(value, float) else f"{name} {value}"

@@ -22,6 +22,7 @@ from torchtop.model.findings import format_value, gain_text
 from torchtop.relaunch.watched import Proposal
 from torchtop.tui.apply import PATCH_STYLE, planned_value, proposal_text
 from torchtop.tui.change import describe_change
+from torchtop.tui.charts import metric_text
 from torchtop.tui.palette import (
     APPLY_COLOUR,
     APPLY_MEANING,
@@ -30,7 +31,6 @@ from torchtop.tui.palette import (
     SEVERITY_WORD,
 )
 from torchtop.tui.ranking import SEVERITY_WEIGHT, RankedFix
-from torchtop.tui.widgets.verdict import metric_text
 
 LINE_STYLE = {"old": "#ff8787", "new": "#87d787", "patch": "#87d787", "note": ""}
 LINE_MARK = {"old": "- ", "new": "+ ", "patch": "+ ", "note": "  "}

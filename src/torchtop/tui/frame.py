@@ -15,7 +15,7 @@ from itertools import islice
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from torchtop.live.watch import Snapshot
+from torchtop.assess.snapshot import Snapshot
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
 from torchtop.report.contract import steps_per_s as report_steps_per_s

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from textual.message import Message
 
-from torchtop.live.watch import Snapshot
+from torchtop.assess.snapshot import Snapshot
 from torchtop.model.report import Report
 from torchtop.tui.frame import Frame
 

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from torchtop.model.analysis import MetricValue
 from torchtop.model.findings import Finding, Verdict, gain_text
-from torchtop.tui.charts import number
+from torchtop.tui.charts import metric_text
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import (
     MUTED,
@@ -26,22 +26,6 @@ from torchtop.tui.palette import (
 from torchtop.tui.widgets.panel import Panel, lines_to_text
 
 EVIDENCE_SHOWN = 3
-
-
-def metric_text(name: str, value: MetricValue) -> str:
-    """A metric as a person reads it: shares and utilisation as %, milliseconds with ms."""
-    measured = number(value)
-    if value is None:
-        return f"{name} n/a"
-    if measured is None:
-        return f"{name} {value}"
-    if name.endswith(("_share", "utilization")):
-        return f"{name} {measured:.0%}"
-    if name.endswith("_pct"):
-        return f"{name} {measured:.0f}%"
-    if name.endswith("_ms"):
-        return f"{name} {measured:.1f} ms"
-    return f"{name} {measured:.3g}" if isinstance(value, float) else f"{name} {value}"
 
 
 def evidence_line(evidence: Mapping[str, MetricValue]) -> Text:

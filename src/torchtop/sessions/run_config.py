@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from torchtop.advice.plan import LaunchPlan
 from torchtop.errors import InputError
+from torchtop.model.plan import LaunchPlan
 from torchtop.relaunch.tuned import TUNED_FILE, Tuned, load_tuned
 
 

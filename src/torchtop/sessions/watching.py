@@ -17,19 +17,20 @@ from pathlib import Path
 
 import psutil
 
+from torchtop.assess.attached import assess_attached
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
-from torchtop.live.attach import agent_run_dir, assess_attached, check_target, print_target
+from torchtop.live.attach import agent_run_dir, check_target, print_target
 from torchtop.live.collect import start_collectors
 from torchtop.live.headless import ProgressPrinter, save_report
 from torchtop.live.launch import default_run_dir, launch, write_run_record
-from torchtop.live.run_config import RunConfig
 from torchtop.live.watch import LiveMonitor, watch
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import WatchedJob
 from torchtop.report import render_text
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
+from torchtop.sessions.run_config import RunConfig
 
 
 @dataclass(frozen=True)
