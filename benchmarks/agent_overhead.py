@@ -45,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from torchtop.agent.launch_env import agent_env
+from torchtop.jobs.env import Windows, job_environment
 from torchtop.runs.journal import JournalReader
 
 WARMUP_STEPS = 3
@@ -94,7 +94,7 @@ def measure(variant: str, steps: int, window_every_s: float, scratch: Path) -> d
     env = None
     if variant != "bare":
         every_s = 0.0 if variant == "steps only" else window_every_s
-        env = agent_env(run_dir, window_every_s=every_s)
+        env = job_environment(run_dir, windows=Windows(every_s=every_s))
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     line = next(x for x in result.stdout.splitlines() if x.startswith("steps_per_s="))
     measured = {k: float(v) for k, v in (pair.split("=") for pair in line.split())}

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -180,11 +179,13 @@ def replay(args: argparse.Namespace) -> Result:
 
 
 def demo(args: argparse.Namespace) -> Result:
+    from torchtop.jobs.job import Output, start
     from torchtop.live.collect import start_collectors
-    from torchtop.live.launch import launch
 
     run_dir = Path(tempfile.mkdtemp(prefix="dashboard-cost-")) / "run"
-    job = launch_quietly(launch, [sys.executable, "-m", "torchtop.demo.train"], run_dir)
+    # The job's output in a log file, as under the dashboard it must be.
+    output = Output.log(run_dir.parent / "job.log")
+    job = start([sys.executable, "-m", "torchtop.demo.train"], run_dir, "demo", output=output)
     collectors = start_collectors(job.layout, job.pid, with_agent=True)
     try:
         monitor = LiveMonitor(run_dir, load_rules(), job=job, kind="demo")
@@ -196,21 +197,6 @@ def demo(args: argparse.Namespace) -> Result:
         collectors.stop()
         if job.poll() is None:
             job.stop()
-
-
-def launch_quietly(launch: Callable[..., Any], command: list[str], run_dir: Path) -> Any:
-    """Launch with the job's output sent to a log file, as under the dashboard it must be."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    log = os.open(run_dir.parent / "job.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    saved = os.dup(1), os.dup(2)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    try:
-        return launch(command, run_dir, "demo")
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        os.close(log)
 
 
 def print_result(result: Result) -> None:

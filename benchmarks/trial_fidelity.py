@@ -27,10 +27,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -41,8 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from torchtop.diagnosis.rules import load_rules
+from torchtop.jobs.env import ON_REQUEST
+from torchtop.jobs.job import Output, start
 from torchtop.model.plan import LaunchPlan
-from torchtop.relaunch.start import launch_environment
 from torchtop.relaunch.trial import Trial
 from torchtop.relaunch.tune import TuneOptions, tune
 
@@ -101,21 +102,14 @@ def bare_run(
     `with_agent`: a fix that only the agent can apply (an override) is measured with the agent
     on in both variants, with no profiler window, so both pay the same (under 1%) for it."""
     folder.mkdir(parents=True)
-    env = launch_environment(plan, folder / "run", None) if with_agent else dict(plan.env)
-    with (folder / "stdout.log").open("w") as out, (folder / "stderr.log").open("w") as err:
-        process = subprocess.Popen(
-            list(plan.command), env=env, cwd=plan.cwd, stdout=out, stderr=err,
-            start_new_session=True,
-        )  # fmt: skip
-        try:
-            process.wait(timeout=long_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGINT)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+    job = start(
+        plan.command, folder / "run", "benchmark", env=plan.env, cwd=plan.cwd,
+        overrides=plan.overrides, windows=ON_REQUEST,
+        output=Output(folder / "stdout.log", folder / "stderr.log"), agent=with_agent,
+    )  # fmt: skip
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        job.process.wait(timeout=long_s)
+    job.finish(grace_s=15)
     points = own_times((folder / "stdout.log").read_text())
     rate = own_rate(points, max(SKIP_MIN_S, SKIP_SHARE * long_s))
     return {

@@ -1,4 +1,7 @@
-"""Run a real job under the agent (or bare) in a subprocess and read what it left behind."""
+"""Run a real job under the agent (or bare) in a subprocess and read what it left behind.
+
+The job gets the environment `torchtop run` gives it (`jobs.env.job_environment`); it runs as a
+plain child, its output captured, so the run folder holds only what the agent wrote."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchtop.agent.launch_env import BOOTSTRAP_DIR, agent_env
+from torchtop.jobs.env import BOOTSTRAP_DIR, job_environment
 from torchtop.runs.journal import JournalReader
 
 JOBS = Path(__file__).resolve().parent / "jobs"
@@ -49,8 +52,8 @@ def run_job(
 ) -> Finished:
     """`python jobs/<job>.py ARGS` (or `python -c ...` for a list), under the agent by default."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTOP_")}
-    env = agent_env(run_dir, base) if with_agent else base
-    env.update(extra_env or {})
+    base.update(extra_env or {})
+    env = job_environment(run_dir, base) if with_agent else base
     command = (
         [sys.executable, *job]
         if isinstance(job, list)

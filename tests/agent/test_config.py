@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchtop.agent.config import AgentConfig, read_config
-from torchtop.agent.launch_env import BOOTSTRAP_DIR, agent_env
 
 
 def test_without_a_run_folder_there_is_no_agent() -> None:
@@ -24,12 +23,3 @@ def test_a_bad_value_falls_back_to_its_default_and_is_reported() -> None:
     assert config is not None
     assert (config.window_every_s, config.window_steps) == (30.0, 4)
     assert len(problems) == 2
-
-
-def test_the_launch_environment_puts_the_bootstrap_first_and_keeps_the_rest(tmp_path: Path) -> None:
-    env = agent_env(tmp_path, {"PYTHONPATH": "/a:/b", "HOME": "/h"}, window_every_s=0)
-    assert env["PYTHONPATH"] == f"{BOOTSTRAP_DIR}:/a:/b"
-    assert env["TORCHTOP_RUN_DIR"] == str(tmp_path.resolve())
-    assert env["TORCHTOP_WINDOW_EVERY_S"] == "0"
-    assert env["HOME"] == "/h"
-    assert (BOOTSTRAP_DIR / "sitecustomize.py").is_file()

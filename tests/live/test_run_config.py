@@ -11,6 +11,7 @@ import pytest
 from torchtop.advice.plan import initial_plan
 from torchtop.cli import main
 from torchtop.errors import InputError
+from torchtop.jobs.env import job_environment
 from torchtop.sessions.run_config import resolve_config
 
 TUNED = """\
@@ -39,7 +40,7 @@ def test_the_file_in_the_working_folder_turns_the_original_command_into_the_tune
     config = resolve_config(None, False, ORIGINAL, folder)
     assert config.path == folder / "torchtop.toml"
     assert config.command == TUNED_COMMAND
-    env = config.launch_env()
+    env = job_environment(folder / "run", config.tuned.env, config.tuned.overrides)
     assert env["OMP_NUM_THREADS"] == "1"
     assert json.loads(env["TORCHTOP_OVERRIDES"]) == {"dataloader.persistent_workers": True}
     first, second = config.announcement()
@@ -57,12 +58,13 @@ def test_no_command_runs_the_files_command_and_another_command_runs_as_given(
     other = resolve_config(None, False, ["python", "eval.py"], folder)
     assert other.command == ("python", "eval.py")
     assert "another one" in other.announcement()[0]
-    assert other.launch_env()["OMP_NUM_THREADS"] == "1"
+    assert other.tuned.env["OMP_NUM_THREADS"] == "1"
 
 
 def test_no_config_applies_nothing_even_with_a_file_in_the_folder(folder: Path) -> None:
     config = resolve_config(None, True, ORIGINAL, folder)
-    assert (config.path, config.command, config.launch_env()) == (None, tuple(ORIGINAL), {})
+    assert (config.path, config.command) == (None, tuple(ORIGINAL))
+    assert (config.tuned.env, config.tuned.overrides) == ({}, {})
     assert config.announcement() == []
 
 

@@ -146,7 +146,7 @@ def test_the_report_the_headless_line_and_the_dashboard_header_show_the_same_rat
 def test_after_a_relaunch_the_figures_are_the_new_jobs_alone(fake_run: FakeRun) -> None:
     import time
 
-    from torchtop.live.launch import launch
+    from torchtop.jobs.job import Output, start
     from torchtop.live.watch import LiveMonitor
 
     # The job as it ran before: many slow steps, which must not leak into the new figures.
@@ -156,9 +156,8 @@ def test_after_a_relaunch_the_figures_are_the_new_jobs_alone(fake_run: FakeRun) 
     assert monitor.tick().report.job.metrics["steps_count"] == 300 - WARMUP_STEPS
     relaunched = fake_run.layout.root.parent / "jobs" / "01"
     log = relaunched.parent / "01.log"
-    job = launch(
-        [sys.executable, str(JOB), "--steps", "60", "--batch-size", "16"], relaunched, output=log
-    )
+    command = [sys.executable, str(JOB), "--steps", "60", "--batch-size", "16"]
+    job = start(command, relaunched, "run", output=Output.log(log))
     monitor.detach()
     monitor.follow(relaunched, job)
     deadline = time.monotonic() + 120

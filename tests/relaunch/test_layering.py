@@ -8,7 +8,7 @@ import sys
 PROBE = """
 import sys
 import torchtop.advice.plan, torchtop.advice.show, torchtop.advice.machine
-import torchtop.sessions.tune, torchtop.relaunch.start
+import torchtop.sessions.tune, torchtop.jobs.job
 print('torch' in sys.modules)
 """
 

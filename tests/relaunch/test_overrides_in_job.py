@@ -11,7 +11,7 @@ from tests.relaunch.running import agent_records
 from torchtop.advice.plan import initial_plan
 from torchtop.agent import hooks
 from torchtop.agent.overrides import _loader_changes, requested
-from torchtop.relaunch.start import start_job
+from torchtop.jobs.job import start_plan
 
 PROBE = """
 import torch
@@ -46,7 +46,7 @@ def test_each_supported_override_takes_effect_in_the_job_and_is_said(tmp_path: P
     }
     plan = initial_plan([sys.executable, "-c", PROBE], os.environ, str(tmp_path))
     plan = replace(plan, overrides=overrides)
-    started = start_job(plan, tmp_path / "run")
+    started = start_plan(plan, tmp_path / "run")
     assert started.process.wait(timeout=120) == 0, (tmp_path / "run" / "stderr.log").read_text()
     out = (tmp_path / "run" / "stdout.log").read_text().splitlines()
     assert out == [

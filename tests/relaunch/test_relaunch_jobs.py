@@ -9,13 +9,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import psutil
 import pytest
 
 from tests.relaunch.running import JOBS, agent_records, job
 from torchtop.advice.plan import initial_plan
+from torchtop.jobs.job import start_plan
+from torchtop.jobs.processes import is_alive, job_tree
 from torchtop.relaunch.measure import MeasureError, measure
-from torchtop.relaunch.start import job_tree, start_job, stop_job
 from torchtop.relaunch.warmup import Span
 from torchtop.runs.state import RunWatcher
 
@@ -35,7 +35,7 @@ def test_a_relaunch_with_an_override_changes_the_knob_and_nothing_else(tmp_path:
     command = [*job("starved_options", *args), "--out", str(tmp_path / "relaunched.txt")]
     plan = initial_plan(command, bare_env(), str(tmp_path))
     plan = replace(plan, overrides={"dataloader.num_workers": 2})
-    relaunched = start_job(plan, tmp_path / "run")
+    relaunched = start_plan(plan, tmp_path / "run")
     assert relaunched.process.wait(timeout=120) == bare.returncode == 3
 
     run = tmp_path / "run"
@@ -66,13 +66,13 @@ def test_stopping_a_torchrun_job_leaves_no_process_of_it_behind(
     plan = initial_plan(
         [sys.executable, *TORCHRUN, str(JOBS / "ddp_forever.py")], env, str(tmp_path)
     )
-    started = start_job(plan, tmp_path / "run")
+    started = start_plan(plan, tmp_path / "run")
     wait_for_steps(tmp_path / "run", processes=2)
     tree = job_tree(started.pid)
     assert len(tree) >= 3  # torchrun and its two workers
-    ending = stop_job(started, grace_s=2.0)
+    ending = started.finish(grace_s=2.0)
     assert ending["how"] == "stopped"
-    survivors = [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    survivors = [p for p in tree if is_alive(p)]
     assert survivors == []
 
 

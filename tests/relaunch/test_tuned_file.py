@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from torchtop.advice.plan import initial_plan
+from torchtop.jobs.env import job_environment
 from torchtop.model.plan import AppliedFix
 from torchtop.relaunch.measure import Measurement
 from torchtop.relaunch.summary import render_summary, tune_report
@@ -67,7 +68,7 @@ def test_the_tuned_setup_relaunches_with_its_env_and_overrides_for_the_agent(
 ) -> None:
     path = tmp_path / "torchtop.toml"
     tuned = write_tuned(path, result(tmp_path))
-    extra = tuned.launch_env()
+    extra = job_environment(tmp_path / "run", tuned.env, tuned.overrides)
     assert extra["OMP_NUM_THREADS"] == "1"
     assert json.loads(extra["TORCHTOP_OVERRIDES"]) == {"dataloader.persistent_workers": True}
     # The file sets the environment too: `torchtop run` with it reproduces the whole setup.

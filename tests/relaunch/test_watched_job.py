@@ -12,12 +12,11 @@ from tests.relaunch.running import QUICK
 from torchtop.advice.machine import Machine
 from torchtop.advice.plan import plan_fix
 from torchtop.diagnosis.rules import load_rules
+from torchtop.jobs.job import Output, start
 from torchtop.live.collect import Collectors
-from torchtop.live.launch import launch
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
-from torchtop.relaunch.start import stop_job
 from torchtop.relaunch.watched import Proposal, TrialEvent, WatchedJob
 
 # Ends after 12 steps: fewer than a trial's warm-up (3) and steps (10) need.
@@ -28,7 +27,7 @@ WORKERS = Fix("dataloader.num_workers", 2, "override", "Load batches in 2 worker
 
 def test_a_job_too_short_to_measure_is_started_again_as_it_ran(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    job = launch(SHORT, run_dir, "run", output=tmp_path / "job.log")
+    job = start(SHORT, run_dir, "run", output=Output.log(tmp_path / "job.log"))
     monitor = LiveMonitor(run_dir, load_rules(RULES_DIR), job=job)
     watched = WatchedJob(monitor, job, Collectors(), SHORT, run_dir, options=QUICK)
     after = plan_fix(WORKERS, watched.plan, {"dataloader": {"num_workers": 0}}, Machine(2, 2))
@@ -37,7 +36,7 @@ def test_a_job_too_short_to_measure_is_started_again_as_it_ran(tmp_path: Path) -
     try:
         outcome = watched.try_fix(Proposal(WORKERS, watched.plan, after), events.append)
     finally:
-        stop_job(watched.job)
+        watched.job.finish()
         watched.close()
 
     assert outcome.trial is None and watched.trials == []

@@ -15,19 +15,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 
 from tests.conftest import RULES_DIR
 from torchtop.diagnosis.rules import load_rules
+from torchtop.jobs.job import Output, start
+from torchtop.jobs.processes import is_alive, job_tree
 from torchtop.live.collect import start_collectors
-from torchtop.live.launch import launch
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.report import Report
 from torchtop.relaunch.holding import HoldingTest
-from torchtop.relaunch.start import job_tree, stop_job
 from torchtop.relaunch.tune import TuneOptions
 from torchtop.relaunch.watched import WatchedJob
 from torchtop.report import report_to_json
@@ -57,13 +56,6 @@ def records(run_dir: Path, kind: str) -> list[dict[str, Any]]:
     for path in sorted((run_dir / "events").glob("agent-*.jsonl")):
         found += [r for r in JournalReader(path).read_new(final=True) if r["kind"] == kind]
     return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def started_pids(run_dir: Path) -> list[int]:
@@ -107,7 +99,7 @@ async def demo_dashboard(
     """The demo job (or `command`) launched as `torchtop demo` (or `kind`) launches it, under
     the dashboard, once it offers the workers fix (highlighted); whatever happens, no launch is
     left running."""
-    job = launch(command, run_dir, kind, output=run_dir.parent / "job.log")
+    job = start(command, run_dir, kind, output=Output.log(run_dir.parent / "job.log"))
     collectors = start_collectors(job.layout, job.pid, with_agent=True)
     monitor = LiveMonitor(run_dir, load_rules(RULES_DIR), job=job, kind=kind)
     watched = WatchedJob(
@@ -125,7 +117,7 @@ async def demo_dashboard(
     finally:
         watched.cancel(10)
         if watched.job.poll() is None:
-            stop_job(watched.job)
+            watched.job.finish()
         watched.close()
 
 
@@ -161,7 +153,7 @@ async def test_applying_the_workers_fix_trials_it_and_the_dashboard_follows_the_
         assert f"{trial.speedup:.2f}x" in panel
         assert ("kept: measured" if trial.kept else "reverted: measured") in panel
         # No process of the job as it ran before the trial is left.
-        assert not [pid for pid in old_tree if alive(pid)]
+        assert not [pid for pid in old_tree if is_alive(pid)]
 
         relaunched = outcome.run_dir
         await wait_until(pilot, lambda: records(relaunched, "hello"), "the new job's agent", 60)
@@ -202,7 +194,7 @@ async def test_applying_the_workers_fix_trials_it_and_the_dashboard_follows_the_
 
     # Quitting stopped the relaunched job; no launch of this test is left running.
     assert json.loads((relaunched / "exit.json").read_text())["how"] == "stopped"
-    assert not [pid for pid in started_pids(run_dir) if alive(pid)]
+    assert not [pid for pid in started_pids(run_dir) if is_alive(pid)]
 
 
 async def test_quitting_during_a_trial_stops_its_run_and_leaves_no_process(
@@ -214,7 +206,7 @@ async def test_quitting_during_a_trial_stops_its_run_and_leaves_no_process(
         await pilot.press("y")
         measured = run_dir / "trials" / "01" / "before-1" / "run.json"
         await wait_until(pilot, measured.is_file, "the trial's first run", 30)
-        assert alive(json.loads(measured.read_text())["pid"])
+        assert is_alive(json.loads(measured.read_text())["pid"])
         asked = time.monotonic()
         await pilot.press("q")
         await app.workers.wait_for_complete()
@@ -225,4 +217,4 @@ async def test_quitting_during_a_trial_stops_its_run_and_leaves_no_process(
     assert app.trial_outcomes == [] or app.trial_outcomes[0].cancelled
     assert watched.trials == [] and watched.with_trials(app.return_value).trials == ()
     assert not (run_dir / "jobs").exists()
-    assert not [pid for pid in started_pids(run_dir) if alive(pid)]
+    assert not [pid for pid in started_pids(run_dir) if is_alive(pid)]

@@ -19,13 +19,13 @@ import pytest
 from tests.tui.test_apply_live import (
     KNOB,
     QUICK,
-    alive,
     demo_dashboard,
     open_apply,
     records,
     started_pids,
     wait_until,
 )
+from torchtop.jobs.processes import is_alive
 from torchtop.relaunch.holding import HoldingTest
 from torchtop.report import render_text, report_to_json
 from torchtop.runs.journal import JournalReader
@@ -146,4 +146,4 @@ async def test_a_kept_fix_is_followed_and_reverted_once_the_job_falls_short_of_i
     assert entry["since_relaunch"]["holds"] is False
     assert entry["since_relaunch"]["steps"] >= 2 * SPANS.recent_steps
     assert "falls short of the trial" in render_text(watched.with_trials(app.return_value))
-    assert not [pid for pid in started_pids(run_dir) if alive(pid)]
+    assert not [pid for pid in started_pids(run_dir) if is_alive(pid)]

@@ -1,1 +1,1 @@
-"""Watching a running job: launch, tail the run folder, assess, hysteresis."""
+"""Watching a running job: tail its run folder, assess, hysteresis (`jobs` launches it)."""

@@ -20,18 +20,20 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from torchtop.assess.run import assess
 from torchtop.assess.snapshot import Snapshot
 from torchtop.assess.tracker import VerdictTracker
 from torchtop.assess.windows import WindowCache
 from torchtop.diagnosis.rules import RuleTree
-from torchtop.live.launch import Job
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
 from torchtop.runs.state import RunState, RunWatcher
+
+if TYPE_CHECKING:
+    from torchtop.jobs.job import Job
 
 UpdateSink = Callable[[Report, Verdict, float], None]
 Assessor = Callable[[RunState, Mapping[int, RankAnalysis], RuleTree, str], Report]

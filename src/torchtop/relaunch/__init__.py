@@ -1,8 +1,6 @@
-"""Relaunch: start a job from a launch plan, stop it cleanly, A/B trials, and `tune`.
+"""Relaunch: measured runs of a launch plan, A/B trials, and `tune` (jobs start and stop
+through `torchtop.jobs`).
 
-- `start`: launch a `LaunchPlan` (command, cwd, environment, agent overrides) into a run
-  folder; stop it with SIGINT, SIGTERM, SIGKILL to its process group and kill what survives of
-  its tree (torchrun's workers live in sessions of their own).
 - `measure`: one run, timed over its steady-state steps (warm-up left out).
 - `trial`: `run_trial(before, after, ...)`: both variants measured alike, repeated when within
   noise, kept only when faster beyond noise; written to `RUN/trials/NN.json`.

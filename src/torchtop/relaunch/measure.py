@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from torchtop.agent.window_plan import window_request_path
+from torchtop.jobs.env import ON_REQUEST
+from torchtop.jobs.job import TERMINAL, start_plan
 from torchtop.model.plan import LaunchPlan
-from torchtop.relaunch.start import start_job, stop_job
 from torchtop.relaunch.warmup import Span, Warmup, end_of_warmup, queued_batches
 from torchtop.runs.state import ProcessState, RunState, RunWatcher, load_run
 
@@ -95,14 +96,15 @@ def measure(
     capture_output: bool = True,
 ) -> Measurement:
     """Run `plan` until `span` is recorded (and the window, if asked), then stop it."""
-    job = start_job(plan, run_dir, None, capture_output)
+    output = None if capture_output else TERMINAL
+    job = start_plan(plan, run_dir, "tune", ON_REQUEST, output)
     watcher = RunWatcher(run_dir)
     deadline_s = time.monotonic() + timeout_s
     try:
         if _wait_for_steps(job.poll, watcher, span, deadline_s) and window:
             _wait_for_window(job.poll, watcher, run_dir, deadline_s)
     finally:
-        ending = stop_job(job)
+        ending = job.finish()
     process = main_process(watcher.poll(final=True))
     walls, warmup = _steady(process, span) if process else ((), None)
     if len(walls) < span.steps:

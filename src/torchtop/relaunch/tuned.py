@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchtop.advice.show import env_changes
-from torchtop.agent.overrides import OVERRIDES_ENV
 from torchtop.errors import InputError
 from torchtop.relaunch.tune import TuneResult
 
@@ -51,13 +50,6 @@ class Tuned:
     bind: dict[str, str] = field(default_factory=dict)
     original_command: tuple[str, ...] = ()
     """The command tune was given (absent from files written before it was recorded)."""
-
-    def launch_env(self) -> dict[str, str]:
-        """The variables to add to a job's environment: `[env]`, and the overrides for the agent."""
-        extra = dict(self.env)
-        if self.overrides:
-            extra[OVERRIDES_ENV] = json.dumps(self.overrides, sort_keys=True)
-        return extra
 
 
 def load_tuned(path: Path) -> Tuned:

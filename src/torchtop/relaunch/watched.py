@@ -37,16 +37,15 @@ import msgspec
 
 from torchtop.advice.machine import Machine, this_machine
 from torchtop.advice.plan import initial_plan, plan_fix
-from torchtop.agent.config import DEFAULT_WINDOW_FIRST_STEP, DEFAULT_WINDOW_STEPS
+from torchtop.jobs.env import PERIODIC
+from torchtop.jobs.job import Job, start_plan
 from torchtop.live.collect import Collectors, start_collectors
-from torchtop.live.launch import Job
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan, NotApplicable
 from torchtop.model.report import Report
 from torchtop.relaunch.holding import Holding, HoldingTest
 from torchtop.relaunch.measure import MeasureError, main_process
-from torchtop.relaunch.start import WindowAt, start_job, stop_job
 from torchtop.relaunch.tracked import FixTracker
 from torchtop.relaunch.trial import (
     Trial,
@@ -326,13 +325,12 @@ class WatchedJob:
     def _stop_watched(self) -> None:
         self.monitor.detach()
         self.close()
-        stop_job(self.job)
+        self.job.finish()
 
     def _start(self, plan: LaunchPlan) -> Path:
         """Start `plan` as `torchtop run` would (periodic profiler windows, output to files)."""
         folder = _next_folder(self.run_root / "jobs")
-        window = WindowAt(DEFAULT_WINDOW_FIRST_STEP, DEFAULT_WINDOW_STEPS)
-        job = start_job(plan, folder, window, capture_output=True, kind=self.kind)
+        job = start_plan(plan, folder, self.kind, PERIODIC)
         self.job, self.plan = job, plan
         self.collectors = start_collectors(job.layout, job.pid, with_agent=True)
         self.monitor.follow(folder, job)

@@ -28,11 +28,9 @@ class RunConfig:
     path: Path | None
     command: tuple[str, ...]
     tuned: Tuned = field(default_factory=Tuned)
+    """The file as read (empty when none applies): `run` starts the job with its `env` and
+    `overrides`."""
     command_note: str = ""
-
-    def launch_env(self) -> dict[str, str]:
-        """Variables to add to the job's environment (the overrides travel as one of them)."""
-        return self.tuned.launch_env() if self.path is not None else {}
 
     def plan(self, base: LaunchPlan) -> LaunchPlan:
         """The plan the job was launched with, for trials and relaunches from the dashboard."""

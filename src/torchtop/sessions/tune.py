@@ -22,7 +22,7 @@ from pathlib import Path
 from torchtop.advice.knobs import ALLOW_GROUPS
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError, positive_seconds
-from torchtop.live.launch import default_run_dir
+from torchtop.jobs.records import default_run_dir
 from torchtop.relaunch.measure import MeasureError
 from torchtop.relaunch.summary import render_summary, tune_report
 from torchtop.relaunch.tune import DEFAULT_BUDGET_S, TuneOptions, tune

@@ -9,26 +9,26 @@ as it ran in the end, with the trials.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
-
 from torchtop.assess.attached import assess_attached
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
+from torchtop.jobs.job import TERMINAL, Output, start
+from torchtop.jobs.processes import is_alive
+from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_record
 from torchtop.live.attach import agent_run_dir, check_target, print_target
 from torchtop.live.collect import start_collectors
 from torchtop.live.headless import ProgressPrinter, save_report
-from torchtop.live.launch import default_run_dir, launch, write_run_record
 from torchtop.live.watch import LiveMonitor, watch
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import WatchedJob
 from torchtop.report import render_text
-from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
 from torchtop.sessions.run_config import RunConfig
 
@@ -58,8 +58,12 @@ def run_session(
         print(line, file=sys.stderr)
     run_dir = options.run_dir or default_run_dir()
     job_log = None if options.headless else run_dir / "job.log"
+    env = {**os.environ, **config.tuned.env}
+    output = TERMINAL if job_log is None else Output.log(job_log)
     try:
-        job = launch(command, run_dir, kind, output=job_log, extra_env=config.launch_env())
+        job = start(
+            command, run_dir, kind, env=env, overrides=config.tuned.overrides, output=output
+        )
     except FileNotFoundError:
         raise InputError(command[0], "command not found") from None
     except PermissionError:
@@ -95,10 +99,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
     print_target(process, agent_dir)
 
     def alive() -> bool:
-        try:
-            return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return False
+        return is_alive(process)
 
     if agent_dir is not None:
         monitor = LiveMonitor(agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive)
@@ -120,16 +121,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
         report = _follow(monitor, options.headless)
     finally:
         collectors.stop()
-    write_once(
-        layout.exit_json,
-        {
-            "kind": "exit",
-            "ended_at": time.time(),
-            "how": "detached" if alive() else "exited",
-            "exit_status": None,
-            "signal": None,
-        },
-    )
+    write_exit_record(layout, "detached" if alive() else "exited")
     save_report(report, run_dir, options.report)
     sys.stdout.write(render_text(report, colour=False))
     return 0

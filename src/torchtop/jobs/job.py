@@ -1,0 +1,188 @@
+"""Start a job with the agent inside it, and stop it without leaving a process behind.
+
+`start` runs a command in a process group of its own (so `torchrun` and every worker it
+starts can be signalled together), in the caller's environment with the agent on
+(`jobs.env`), its output on the user's own streams or in files, and records the launch
+(`run.json`). `start_plan` does the same for a `LaunchPlan`: its command, working directory,
+whole environment, overrides and the fixes applied on the way to it.
+
+`Job.stop` is SIGINT to the group (a KeyboardInterrupt lets the job's own cleanup run), then
+SIGTERM, then SIGKILL, each after a grace period; then the survivors of the tree listed before
+the first signal are killed (`jobs.processes`). `Job.record_exit` writes how the job ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from torchtop.jobs.env import ON_REQUEST, PERIODIC, Windows, job_environment
+from torchtop.jobs.processes import job_tree, kill_survivors, signal_group
+from torchtop.jobs.records import write_exit_record, write_run_record
+from torchtop.model.plan import AppliedFix, LaunchPlan
+from torchtop.runs.layout import RunLayout
+
+STOP_GRACE_S = 5.0
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where the job's stdout and stderr go (appended); neither file: the user's own streams."""
+
+    stdout: Path | None = None
+    stderr: Path | None = None
+    """None while `stdout` is set: stderr goes into the same file."""
+
+    @classmethod
+    def log(cls, path: Path) -> Output:
+        """Both streams in one file (`run` and `demo` under the dashboard, which owns the
+        terminal)."""
+        return cls(path)
+
+    @classmethod
+    def in_folder(cls, run_dir: Path) -> Output:
+        """`run_dir/stdout.log` and `run_dir/stderr.log` (measured runs, relaunched jobs)."""
+        return cls(run_dir / "stdout.log", run_dir / "stderr.log")
+
+
+TERMINAL = Output()
+
+
+@dataclass
+class Job:
+    """A launched command and how it ended."""
+
+    command: list[str]
+    layout: RunLayout
+    process: subprocess.Popen[bytes]
+    started_at: float
+    stopped_by_us: bool = False
+    ending: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Stop the job and everything it started. A job that already ended by itself is not
+        counted as stopped; what it left in its process group (a DataLoader worker that
+        outlived it) is killed."""
+        tree = []
+        if self.process.poll() is None:
+            self.stopped_by_us = True
+            tree = job_tree(self.pid)
+            for sig in STOP_SIGNALS:
+                if self.process.poll() is not None:
+                    break
+                signal_group(self.pid, sig)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(timeout=grace_s)
+        signal_group(self.pid, signal.SIGKILL)
+        kill_survivors(tree)
+
+    def record_exit(self) -> dict[str, object]:
+        """Wait for the job, write `exit.json` and return it."""
+        status = self.process.wait()
+        signal_name = signal.Signals(-status).name if status < 0 else None
+        if self.stopped_by_us:
+            how = "stopped"
+        elif signal_name:
+            how = "killed"
+        else:
+            how = "exited" if status == 0 else "crashed"
+        exit_status = status if status >= 0 else None
+        duration_s = time.time() - self.started_at
+        self.ending = write_exit_record(self.layout, how, exit_status, signal_name, duration_s)
+        return self.ending
+
+    def finish(self, grace_s: float = STOP_GRACE_S) -> dict[str, object]:
+        """Stop the job (if it still runs) and record how it ended."""
+        self.stop(grace_s)
+        return self.record_exit()
+
+    def shell_status(self) -> int:
+        """The status a shell would report for the job: its code, or 128 + the signal."""
+        status = self.process.wait()
+        return status if status >= 0 else 128 - status
+
+
+def start(
+    command: Sequence[str],
+    run_dir: Path,
+    kind: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    overrides: Mapping[str, object] | None = None,
+    fixes: Sequence[AppliedFix] = (),
+    windows: Windows = PERIODIC,
+    output: Output = TERMINAL,
+    agent: bool = True,
+) -> Job:
+    """Start `command` recorded into `run_dir` as a launch of `kind` (`run`, `demo`, `tune`).
+
+    `env`: the job's whole environment before the agent's variables (default: this process's);
+    `cwd`: where it runs (default: here). Without `agent` the job runs bare (a benchmark's
+    baseline), still in its own group and still recorded. Raises `FileNotFoundError` or
+    `PermissionError` when the command cannot be run."""
+    layout = RunLayout(run_dir)
+    layout.create()
+    base = dict(env) if env is not None else None
+    job_env = job_environment(run_dir, base, overrides, windows) if agent else base
+    with contextlib.ExitStack() as files:
+        out = _open(files, output.stdout)
+        err = _open(files, output.stderr)
+        if out is not None and err is None:
+            err_target: IO[bytes] | int | None = subprocess.STDOUT
+        else:
+            err_target = err
+        started_at = time.time()
+        process = subprocess.Popen(
+            list(command),
+            env=job_env,
+            cwd=cwd,
+            stdout=out,
+            stderr=err_target,
+            start_new_session=True,
+        )
+    write_run_record(layout, kind, command, process.pid, started_at, cwd, overrides, fixes)
+    return Job(list(command), layout, process, started_at)
+
+
+def start_plan(
+    plan: LaunchPlan,
+    run_dir: Path,
+    kind: str = "tune",
+    windows: Windows = ON_REQUEST,
+    output: Output | None = None,
+) -> Job:
+    """Start `plan` (its command, cwd, whole environment and overrides) into `run_dir`; its
+    output goes to `run_dir/{stdout,stderr}.log` unless `output` says otherwise."""
+    return start(
+        plan.command,
+        run_dir,
+        kind,
+        env=plan.env,
+        cwd=plan.cwd,
+        overrides=plan.overrides,
+        fixes=plan.fixes,
+        windows=windows,
+        output=Output.in_folder(run_dir) if output is None else output,
+    )
+
+
+def _open(files: contextlib.ExitStack, path: Path | None) -> IO[bytes] | None:
+    if path is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return files.enter_context(path.open("ab"))

@@ -1,0 +1,87 @@
+"""What a launch leaves in its run folder: `run.json` as it starts, `exit.json` as it ends.
+
+One writer for `run.json`, whoever launches (`run`, `demo`, `attach`, `tune`, a trial's runs,
+a relaunch from the dashboard), so every run folder has the same fields: `overrides` and
+`fixes` are empty for a command launched as typed, and the host is named as the agent names it
+in its `hello` record (`socket.gethostname()`). Both documents are dicts written once,
+atomically (`runs.journal.write_once`); docs/run-folder.md lists their fields.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from torchtop import __version__
+from torchtop.model.plan import AppliedFix
+from torchtop.runs.journal import write_once
+from torchtop.runs.layout import RUN_SCHEMA, RunLayout
+
+RUNS_FOLDER = "torchtop-runs"
+
+
+def write_run_record(
+    layout: RunLayout,
+    kind: str,
+    command: Sequence[str],
+    pid: int,
+    started_at: float | None = None,
+    cwd: str | None = None,
+    overrides: Mapping[str, object] | None = None,
+    fixes: Sequence[AppliedFix] = (),
+) -> dict[str, object]:
+    """Write `run.json` for the process `pid` running `command` (`cwd`: torchtop's own when
+    None; `started_at`: now when None) and return what was written."""
+    record: dict[str, object] = {
+        "schema": RUN_SCHEMA,
+        "kind": kind,
+        "command": list(command),
+        "cwd": cwd if cwd is not None else os.getcwd(),
+        "pid": pid,
+        "started_at": started_at if started_at is not None else time.time(),
+        "host": socket.gethostname(),
+        "cpu_count": os.cpu_count(),
+        "torchtop": __version__,
+        "overrides": dict(overrides or {}),
+        "fixes": [fix.as_json() for fix in fixes],
+    }
+    write_once(layout.run_json, record)
+    return record
+
+
+def write_exit_record(
+    layout: RunLayout,
+    how: str,
+    exit_status: int | None = None,
+    signal_name: str | None = None,
+    duration_s: float | None = None,
+) -> dict[str, object]:
+    """Write `exit.json`: `how` the job ended (`exited`, `crashed`, `killed`, `stopped`,
+    `detached`), its status or the signal that ended it, and how long it ran (None where
+    torchtop did not see it start)."""
+    record: dict[str, object] = {
+        "kind": "exit",
+        "ended_at": time.time(),
+        "how": how,
+        "exit_status": exit_status,
+        "signal": signal_name,
+        "duration_s": duration_s,
+    }
+    write_once(layout.exit_json, record)
+    return record
+
+
+def default_run_dir(base: Path | None = None) -> Path:
+    """A new folder `./torchtop-runs/<timestamp>` (or under `base`), suffixed `-2`, `-3`, ...
+    when a run started in the same second already took the name."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    root = (base or Path.cwd() / RUNS_FOLDER) / stamp
+    suffix = 1
+    candidate = root
+    while candidate.exists():
+        suffix += 1
+        candidate = root.with_name(f"{stamp}-{suffix}")
+    return candidate
