@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchtop.jobs.env import BOOTSTRAP_DIR, job_environment
+from torchtop.jobs.env import job_environment, with_bootstrap
 from torchtop.runs.journal import JournalReader
 
 JOBS = Path(__file__).resolve().parent / "jobs"
@@ -74,5 +74,5 @@ def run_job(
 def bootstrap_only_env(extra_path: list[Path]) -> dict[str, str]:
     """PYTHONPATH with the bootstrap first, and no TORCHTOP_ variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTOP_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(BOOTSTRAP_DIR), *map(str, extra_path)])
+    env["PYTHONPATH"] = with_bootstrap(os.pathsep.join(map(str, extra_path)))
     return env

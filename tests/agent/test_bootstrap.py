@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from tests.agent.running import bootstrap_only_env, run_job
-from torchtop.agent.config import RUN_DIR_ENV
+from torchtop.jobs.env import job_environment
 
 NO_TORCH = """
 import argparse, sys
@@ -61,7 +61,7 @@ def test_the_sitecustomize_it_hides_still_runs(tmp_path: Path) -> None:
     for env_run_dir in (None, tmp_path / "run"):
         env = bootstrap_only_env([user])
         if env_run_dir is not None:
-            env[RUN_DIR_ENV] = str(env_run_dir)
+            env = job_environment(env_run_dir, env)
         result = subprocess.run(
             [sys.executable, "-c", probe],
             env=env,

@@ -31,6 +31,9 @@ from torchtop.runs.layout import RunLayout
 STOP_GRACE_S = 5.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 
+Stream = IO[bytes] | int | None
+"""A standard stream as `subprocess.Popen` takes it: a file, `subprocess.STDOUT`, or inherited."""
+
 
 @dataclass(frozen=True)
 class Output:
@@ -51,8 +54,22 @@ class Output:
         """`run_dir/stdout.log` and `run_dir/stderr.log` (measured runs, relaunched jobs)."""
         return cls(run_dir / "stdout.log", run_dir / "stderr.log")
 
+    def open(self, files: contextlib.ExitStack) -> tuple[Stream, Stream]:
+        """What `Popen` takes as stdout and stderr; the files stay open while `files` does."""
+        stdout = _append(files, self.stdout)
+        if stdout is not None and self.stderr is None:
+            return stdout, subprocess.STDOUT
+        return stdout, _append(files, self.stderr)
+
 
 TERMINAL = Output()
+
+
+def _append(files: contextlib.ExitStack, path: Path | None) -> IO[bytes] | None:
+    if path is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return files.enter_context(path.open("ab"))
 
 
 @dataclass
@@ -140,22 +157,18 @@ def start(
     base = dict(env) if env is not None else None
     job_env = job_environment(run_dir, base, overrides, windows) if agent else base
     with contextlib.ExitStack() as files:
-        out = _open(files, output.stdout)
-        err = _open(files, output.stderr)
-        if out is not None and err is None:
-            err_target: IO[bytes] | int | None = subprocess.STDOUT
-        else:
-            err_target = err
+        stdout, stderr = output.open(files)
         started_at = time.time()
         process = subprocess.Popen(
             list(command),
             env=job_env,
             cwd=cwd,
-            stdout=out,
-            stderr=err_target,
+            stdout=stdout,
+            stderr=stderr,
             start_new_session=True,
         )
-    write_run_record(layout, kind, command, process.pid, started_at, cwd, overrides, fixes)
+    passed = overrides if agent else None
+    write_run_record(layout, kind, command, process.pid, started_at, cwd, passed, fixes)
     return Job(list(command), layout, process, started_at)
 
 
@@ -179,10 +192,3 @@ def start_plan(
         windows=windows,
         output=Output.in_folder(run_dir) if output is None else output,
     )
-
-
-def _open(files: contextlib.ExitStack, path: Path | None) -> IO[bytes] | None:
-    if path is None:
-        return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return files.enter_context(path.open("ab"))
