@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import RULES_DIR
-from torchtop.advice.knobs import ALLOW_GROUPS, CATALOGUE, ROUTES, find_knob
 from torchtop.agent.overrides import _APPLIERS, LOADER_KNOBS
 from torchtop.diagnosis.rules import load_rules
+from torchtop.model.knobs import ALLOW_GROUPS, CATALOGUE, ROUTES, find_knob
 
 RULE_FIXES = [fix for rule in load_rules(RULES_DIR).rules.values() for fix in rule.fixes]
 

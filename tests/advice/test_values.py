@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from torchtop.advice.job import JobView
-from torchtop.advice.knobs import CATALOGUE
 from torchtop.advice.machine import Machine
 from torchtop.advice.values import Unresolvable, resolve_value, same_value, size_workers
+from torchtop.model.knobs import CATALOGUE
 
 TWO_CORES = Machine(logical_cores=2, physical_cores=2)
 SIXTEEN_THREADS = Machine(logical_cores=16, physical_cores=8)

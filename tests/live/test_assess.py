@@ -8,7 +8,7 @@ import pytest
 
 from tests.live.conftest import FakeRun
 from torchtop.analysis.summary import analyze_trace
-from torchtop.assess.run import MIN_STEPS, WARMUP_STEPS, assess, step_metrics
+from torchtop.assess.run import WARMUP_STEPS, assess, step_metrics
 from torchtop.diagnosis.rules import load_rules
 from torchtop.runs.state import RunWatcher, load_run
 from torchtop.traces import read_trace
@@ -32,12 +32,13 @@ def test_a_run_waiting_on_its_dataloader_is_named_dataloader_from_step_timing_al
 
 
 def test_the_verdict_stays_unknown_until_enough_steps_are_seen(fake_run: FakeRun) -> None:
+    needed = load_rules().settings.live_min_steps  # `_verdict.toml`'s, 5
     fake_run.hello(100)
-    fake_run.steps(100, WARMUP_STEPS + MIN_STEPS - 1, wall_s=0.1, data_wait_s=0.09)
+    fake_run.steps(100, WARMUP_STEPS + needed - 1, wall_s=0.1, data_wait_s=0.09)
     report = assess(load_run(fake_run.layout.root), {}, load_rules())
     assert report.verdict.bottleneck == "unknown"
     assert "steps needed" in report.verdict.reason
-    fake_run.steps(100, 1, wall_s=0.1, data_wait_s=0.09, first=WARMUP_STEPS + MIN_STEPS - 1)
+    fake_run.steps(100, 1, wall_s=0.1, data_wait_s=0.09, first=WARMUP_STEPS + needed - 1)
     assert (
         assess(load_run(fake_run.layout.root), {}, load_rules()).verdict.bottleneck == "dataloader"
     )
