@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import RULES_DIR
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleError, load_rules
-from torchtop.diagnosis.schema import Confidence, VerdictFile
+from torchtop.diagnosis.schema import Confidence, ExampleEntry, FixEntry, RuleFile, VerdictFile
 from torchtop.model.analysis import Metrics
 
 
@@ -213,3 +213,12 @@ def test_the_confidence_factors_are_read_from_the_verdict_file(tmp_path: Path) -
     folder = shipped_copy(tmp_path)
     edit(folder, "_verdict.toml", "one_step = 0.65", "one_step = 1.0")
     assert diagnose(load_rules(folder), one_gpu_step(1)).confidence == three.confidence
+
+
+def test_docs_rules_md_lists_exactly_the_keys_of_the_schema() -> None:
+    text = (RULES_DIR.parent / "docs" / "rules.md").read_text()
+    rows = {line.split("`")[1] for line in text.splitlines() if line.startswith("| `")}
+    tables = (RuleFile, FixEntry, ExampleEntry, VerdictFile)
+    assert rows == {f.encode_name for table in tables for f in msgspec.structs.fields(table)}
+    for factor in msgspec.structs.fields(Confidence):
+        assert f"`{factor.name}`" in text

@@ -9,6 +9,7 @@ knobs, severities, the tree) is checked by `diagnosis.rules`.
 
 from __future__ import annotations
 
+import functools
 import re
 import types
 import typing
@@ -80,8 +81,8 @@ class Confidence(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class VerdictFile(msgspec.Struct, forbid_unknown_fields=True):
-    """`_verdict.toml`. A folder without one, or a key left out, gets these values; the
-    shipped file states every one (a test checks), so the policy reads from the data."""
+    """`_verdict.toml`. The shipped file states every value (a test checks), so the shipped
+    policy reads from the data; a folder without one, or a key left out, gets these."""
 
     min_steps: _Count = 1
     live_min_steps: _Count = 5
@@ -108,7 +109,7 @@ def _unknown_key(
     data: Mapping[str, object], schema: type[msgspec.Struct], where: str
 ) -> str | None:
     """The first key of `data` (or of a table within it) that `schema` does not name."""
-    fields = {field.encode_name: field.type for field in msgspec.structs.fields(schema)}
+    fields = _fields(schema)
     for key, value in data.items():
         if key not in fields:
             if not where and key in _RETIRED:
@@ -124,6 +125,12 @@ def _unknown_key(
             if problem is not None:
                 return problem
     return None
+
+
+@functools.cache
+def _fields(schema: type[msgspec.Struct]) -> dict[str, object]:
+    """Each key of `schema` and its type (resolving the types took ~0.2 ms a call)."""
+    return {field.encode_name: field.type for field in msgspec.structs.fields(schema)}
 
 
 def _struct_in(annotation: object) -> type[msgspec.Struct] | None:
