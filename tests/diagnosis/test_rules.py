@@ -161,6 +161,12 @@ def test_a_minimal_rule_folder_loads(tmp_path: Path) -> None:
             id="child that claims to be the work",
         ),
         pytest.param(
+            {"gpu": ROOT, "gpu-busy": CHILD + 'class = "dataloader"\n'},
+            "gpu-busy",
+            "class: only a root rule names its class",
+            id="child that names a class",
+        ),
+        pytest.param(
             {"gpu": ROOT, "gpu-busy": CHILD + 'recoverable = "kernel_shar"\n'},
             "gpu-busy",
             "recoverable names unknown metric",

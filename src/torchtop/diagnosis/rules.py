@@ -290,8 +290,8 @@ def _parse_example(path: Path, where: str, entry: ExampleEntry, knobs: set[str])
 
 
 def _resolve_classes(rules: dict[str, Rule], raw_class: dict[str, str | None]) -> dict[str, Rule]:
-    """Roots must name a class and its recoverable share; children inherit their root's class;
-    only a root may say when its class is the work itself."""
+    """Roots must name a class and its recoverable share; children inherit their root's class
+    (and may not name one); only a root may say when its class is the work itself."""
     resolved: dict[str, Rule] = {}
     for rule_id, rule in rules.items():
         seen = {rule_id}
@@ -310,6 +310,8 @@ def _resolve_classes(rules: dict[str, Rule], raw_class: dict[str, str | None]) -
             raise RuleError(f"{node.path}: a root rule needs recoverable (an expression)")
         if rule.parent is not None and rule.work is not None:
             raise RuleError(f"{rule.path}: only a root rule may say when its class is the work")
+        if rule.parent is not None and raw_class.get(rule_id) is not None:
+            raise RuleError(f"{rule.path}: class: only a root rule names its class")
         resolved[rule_id] = msgspec.structs.replace(rule, bottleneck_class=cls)
     return resolved
 
