@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from torchtop.advice.args import ScriptOption, find_option, script_start, set_option
-from torchtop.advice.knobs import CATALOGUE
+from torchtop.model.knobs import CATALOGUE
 
 WORKERS = ScriptOption(("--num-workers",), "num_workers", "int", 0, 0)
 PY = ["python", "train.py"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from torchtop.advice.job import JobView
-from torchtop.advice.knobs import CATALOGUE
 from torchtop.advice.machine import Machine
 from torchtop.advice.values import Unresolvable, resolve_value, same_value, size_workers
+from torchtop.model.fix_values import value_problem
+from torchtop.model.knobs import CATALOGUE
 
 TWO_CORES = Machine(logical_cores=2, physical_cores=2)
 SIXTEEN_THREADS = Machine(logical_cores=16, physical_cores=8)
@@ -80,3 +81,33 @@ def test_settings_from_the_environment_compare_equal_to_numbers() -> None:
     assert same_value(True, "true")
     assert not same_value(None, None)
     assert not same_value("close", "spread")
+
+
+@pytest.mark.parametrize(
+    ("knob", "raw"),
+    [
+        ("env.OMP_NUM_THREADS", "physical cores"),
+        ("env.OMP_NUM_THREADS", " Logical Cores"),
+        ("env.OMP_NUM_THREADS", "cores / (workers + 1)"),
+        ("env.OMP_NUM_THREADS", "cores/(workers+1)"),
+        ("env.OMP_NUM_THREADS", 2.5),
+        ("env.OMP_NUM_THREADS", "3"),
+        ("train.batch_size", "2x"),
+        ("train.lr", "0.5x"),
+        ("dataloader.pin_memory", "yes"),
+        ("dataloader.pin_memory", "maybe"),
+        ("env.OMP_PROC_BIND", "close"),
+        ("env.OMP_PROC_BIND", "near"),
+        ("env.KMP_BLOCKTIME", "fast"),
+    ],
+)
+def test_the_rule_loader_accepts_exactly_the_values_the_planner_resolves(
+    knob: str, raw: object
+) -> None:
+    """The loader refuses a fix's value with `value_problem`; the planner resolves it here."""
+    try:
+        resolve(knob, raw, current=32, machine=SIXTEEN_THREADS)
+        resolved = True
+    except Unresolvable:
+        resolved = False
+    assert (value_problem(CATALOGUE[knob], raw) is None) is resolved

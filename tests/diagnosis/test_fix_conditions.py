@@ -76,7 +76,7 @@ def test_a_fix_condition_naming_an_unknown_metric_fails_the_load(tmp_path: Path)
             """
         )
     )
-    with pytest.raises(RuleError, match=r"gpu\.toml: fix torch\.float32_matmul_precision: when"):
+    with pytest.raises(RuleError, match=r"gpu\.toml: fixes\[0\]\.when names unknown metric"):
         load_rules(tmp_path)
 
 

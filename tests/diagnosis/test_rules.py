@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import RULES_DIR
+from tests.conftest import RULES_DIR, python_run
 from torchtop.analysis.metric_names import CLASSES, METRICS
+from torchtop.diagnosis import rule_cache
 from torchtop.diagnosis import rules as rules_module
 from torchtop.diagnosis.engine import fired_rules
 from torchtop.diagnosis.rules import RuleError, RuleTree, load_rules
@@ -156,6 +159,12 @@ def test_a_minimal_rule_folder_loads(tmp_path: Path) -> None:
             "gpu-busy",
             "only a root rule may say when its class is the work",
             id="child that claims to be the work",
+        ),
+        pytest.param(
+            {"gpu": ROOT, "gpu-busy": CHILD + 'class = "dataloader"\n'},
+            "gpu-busy",
+            "class: only a root rule names its class",
+            id="child that names a class",
         ),
         pytest.param(
             {"gpu": ROOT, "gpu-busy": CHILD + 'recoverable = "kernel_shar"\n'},
@@ -310,3 +319,56 @@ def test_a_rule_file_that_is_not_utf8_is_named(cache: Path, tmp_path: Path) -> N
     (folder / "gpu.toml").write_bytes(b'id = "gpu"\ntitle = "\xff"\n')
     with pytest.raises(RuleError, match=r"gpu\.toml: not UTF-8"):
         load_rules(folder)
+
+
+def test_a_metric_removed_after_a_cached_load_fails_the_rules_that_name_it(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_rules(RULES_DIR)
+    assert len(list(cache.glob("rules-*.pickle"))) == 1
+    monkeypatch.delitem(METRICS, "dataloader_share")  # as if metric_names.py no longer had it
+    with pytest.raises(RuleError, match=r"unknown metric\(s\) dataloader_share"):
+        load_rules(RULES_DIR)
+
+
+def test_a_changed_module_of_the_loader_builds_the_tree_anew(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builder = tmp_path / "metric_names.py"
+    builder.write_text('METRICS = {"kernel_share": "..."}\n')
+    monkeypatch.setattr(rule_cache, "BUILDERS", (*rule_cache.BUILDERS, str(builder)))
+    builds: list[int] = []
+    build = rules_module._build
+
+    def counted(*args: Any) -> RuleTree:
+        builds.append(1)
+        return build(*args)
+
+    monkeypatch.setattr(rules_module, "_build", counted)
+    load_rules(RULES_DIR)
+    load_rules(RULES_DIR)
+    assert len(builds) == 1
+    builder.write_text('METRICS = {"kernel_share": "...", "new_share": "..."}\n')
+    load_rules(RULES_DIR)
+    assert len(builds) == 2
+
+
+def test_the_cache_key_covers_every_module_that_building_the_tree_imports(
+    tmp_path: Path,
+) -> None:
+    code = (
+        "import sys, torchtop\n"
+        "before = set(sys.modules)\n"
+        "from torchtop.diagnosis.rules import load_rules\n"
+        "load_rules()\n"
+        "print('\\n'.join(m for m in set(sys.modules) - before if m.startswith('torchtop')))\n"
+    )
+    out = python_run(code, env={**os.environ, "TORCHTOP_CACHE_DIR": str(tmp_path)}).stdout
+    package = Path(rules_module.__file__).resolve().parents[1]
+    loaded = {
+        name.removeprefix("torchtop.").replace(".", "/") + ".py"
+        for name in out.split()
+        if not (package / name.removeprefix("torchtop.").replace(".", "/")).is_dir()
+    }
+    assert loaded <= set(rule_cache.BUILDERS)
+    assert "analysis/metric_names.py" in loaded

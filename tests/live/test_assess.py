@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import RULES_DIR
 from tests.live.conftest import FakeRun
 from torchtop.analysis.summary import analyze_trace
-from torchtop.assess.run import MIN_STEPS, WARMUP_STEPS, assess, step_metrics
+from torchtop.assess.run import WARMUP_STEPS, assess, step_metrics
 from torchtop.diagnosis.rules import load_rules
 from torchtop.runs.state import RunWatcher, load_run
 from torchtop.traces import read_trace
@@ -32,15 +34,35 @@ def test_a_run_waiting_on_its_dataloader_is_named_dataloader_from_step_timing_al
 
 
 def test_the_verdict_stays_unknown_until_enough_steps_are_seen(fake_run: FakeRun) -> None:
+    needed = load_rules().settings.live_min_steps  # `_verdict.toml`'s, 5
     fake_run.hello(100)
-    fake_run.steps(100, WARMUP_STEPS + MIN_STEPS - 1, wall_s=0.1, data_wait_s=0.09)
+    fake_run.steps(100, WARMUP_STEPS + needed - 1, wall_s=0.1, data_wait_s=0.09)
     report = assess(load_run(fake_run.layout.root), {}, load_rules())
     assert report.verdict.bottleneck == "unknown"
     assert "steps needed" in report.verdict.reason
-    fake_run.steps(100, 1, wall_s=0.1, data_wait_s=0.09, first=WARMUP_STEPS + MIN_STEPS - 1)
+    fake_run.steps(100, 1, wall_s=0.1, data_wait_s=0.09, first=WARMUP_STEPS + needed - 1)
     assert (
         assess(load_run(fake_run.layout.root), {}, load_rules()).verdict.bottleneck == "dataloader"
     )
+
+
+def test_the_steps_a_live_verdict_waits_for_are_read_from_the_verdict_file(
+    fake_run: FakeRun, tmp_path: Path
+) -> None:
+    folder = tmp_path / "rules"
+    shutil.copytree(RULES_DIR, folder)
+    settings = folder / "_verdict.toml"
+    settings.write_text(settings.read_text().replace("live_min_steps = 5", "live_min_steps = 8"))
+    tree = load_rules(folder)
+    fake_run.hello(100)
+    fake_run.steps(100, WARMUP_STEPS + 7, wall_s=0.1, data_wait_s=0.09)
+    verdict = assess(load_run(fake_run.layout.root), {}, tree).verdict
+    assert (verdict.bottleneck, verdict.reason) == (
+        "unknown",
+        "7 of the 8 steps needed seen so far",
+    )
+    fake_run.steps(100, 1, wall_s=0.1, data_wait_s=0.09, first=WARMUP_STEPS + 7)
+    assert assess(load_run(fake_run.layout.root), {}, tree).verdict.bottleneck == "dataloader"
 
 
 def test_without_a_profiler_window_a_busy_cpu_job_is_not_guessed(fake_run: FakeRun) -> None:

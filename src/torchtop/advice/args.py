@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from torchtop.advice.knobs import Knob
 from torchtop.model.findings import format_value
+from torchtop.model.knobs import Knob
 
 
 @dataclass(frozen=True)

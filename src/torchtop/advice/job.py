@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchtop.advice.knobs import Knob, env_variable
+from torchtop.model.knobs import Knob, env_variable
 
 _LOADER_FIELDS = {
     "dataloader.num_workers": "num_workers",

@@ -17,11 +17,11 @@ from typing import Any
 
 from torchtop.advice.args import ScriptOption, find_option, set_option
 from torchtop.advice.job import JobView
-from torchtop.advice.knobs import Knob, env_variable, find_knob
 from torchtop.advice.machine import Machine
 from torchtop.advice.patches import code_patch
 from torchtop.advice.values import Unresolvable, resolve_value, same_value
 from torchtop.model.findings import Fix, format_value
+from torchtop.model.knobs import Knob, env_variable, find_knob
 from torchtop.model.plan import AppliedFix, LaunchPlan, NotApplicable
 
 

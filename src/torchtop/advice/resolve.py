@@ -20,11 +20,11 @@ from typing import Any
 
 import msgspec
 
-from torchtop.advice.knobs import ALLOW_GROUPS, find_knob
 from torchtop.advice.locate import WeightedStack, located
 from torchtop.advice.machine import Machine
 from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.model.findings import Finding, Fix, Verdict
+from torchtop.model.knobs import ALLOW_GROUPS, find_knob
 from torchtop.model.plan import NotApplicable
 
 

@@ -12,17 +12,14 @@ steps/s), while the A/B trial reverts the choice where the loader is CPU-bound a
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 
 from torchtop.advice.job import JobView
-from torchtop.advice.knobs import Knob
 from torchtop.advice.machine import Machine
+from torchtop.model.fix_values import FALSE_WORDS, TRUE_WORDS, symbolic_value
+from torchtop.model.knobs import Knob
 
 WORKERS_CAP_FLOOR = 8
-_MULTIPLE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*x\s*$")
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
 
 
 class Unresolvable(ValueError):
@@ -50,23 +47,20 @@ def resolve_value(
 
 
 def _symbolic(raw: object, current: object | None, job: JobView, machine: Machine) -> object:
-    if not isinstance(raw, str):
+    form = symbolic_value(raw)
+    if form is None:
         return raw
-    text = raw.strip().lower()
-    if text == "physical cores":
+    if form.quantity == "physical_cores":
         return machine.physical_cores
-    if text in ("cores", "logical cores"):
+    if form.quantity == "logical_cores":
         return machine.logical_cores
-    if text == "cores / (workers + 1)":
+    if form.quantity == "cores_per_worker":
         return max(1, machine.logical_cores // ((job.workers or 0) + 1))
-    multiple = _MULTIPLE.match(text)
-    if multiple:
-        number = _number_or_none(current)
-        if number is None:
-            raise Unresolvable(f"{raw} of what: the current value is not known")
-        result = number * float(multiple.group(1))
-        return round(result) if isinstance(current, int) else result
-    return raw
+    number = _number_or_none(current)
+    if number is None:
+        raise Unresolvable(f"{raw} of what: the current value is not known")
+    result = number * form.factor
+    return round(result) if isinstance(current, int) else result
 
 
 def size_workers(
@@ -87,8 +81,8 @@ def coerce(knob: Knob, value: object) -> object:
         if isinstance(value, bool):
             return value
         text = str(value).strip().lower()
-        if text in _TRUE | _FALSE:
-            return text in _TRUE
+        if text in TRUE_WORDS | FALSE_WORDS:
+            return text in TRUE_WORDS
         raise Unresolvable(f"{value!r} is not a yes/no value")
     if knob.type == "int":
         return _as_int(value)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from msgspec.structs import replace
 
 from torchtop.analysis.breakdown import CATEGORIES
-from torchtop.assess.run import MIN_STEPS, assess
+from torchtop.assess.run import assess
 from torchtop.collectors.stacks import attribute
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
@@ -95,8 +95,9 @@ def assess_attached(
     samples = int(metrics.get("stack_samples") or 0)
     # The rules' minimum evidence is counted in samples here: each is one look at the loop.
     verdict = diagnose(tree, {**metrics, "steps_count": samples})
-    if samples < MIN_STEPS:
-        reason = f"{samples} of the {MIN_STEPS} stack samples needed seen so far"
+    needed = tree.settings.live_min_steps
+    if samples < needed:
+        reason = f"{samples} of the {needed} stack samples needed seen so far"
         if "stacks" in state.unavailable:
             reason = f"no stack samples: {state.unavailable['stacks']}"
         verdict = replace(verdict, bottleneck="unknown", confidence=0.0, reason=reason, findings=())

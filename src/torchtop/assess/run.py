@@ -38,7 +38,6 @@ from torchtop.runs.state import ProcessState, RunState, StepRecord
 
 RECENT_STEPS = 30
 WARMUP_STEPS = 2
-MIN_STEPS = 5
 # A job that has not ended a step this long after its start gets told why and how to mark
 # them; 20 s covers importing torch and building a model on a slow machine.
 NO_STEP_HINT_S = float(os.environ.get("TORCHTOP_NO_STEP_HINT_S", "20"))
@@ -190,12 +189,13 @@ def assess(
     verdict = diagnose(tree, job.metrics)
     verdict = _resolved(verdict, state, job.metrics)
     steps = job.metrics.get("steps_count")
-    if isinstance(steps, int) and steps < MIN_STEPS:
+    needed = tree.settings.live_min_steps
+    if isinstance(steps, int) and steps < needed:
         verdict = replace(
             verdict,
             bottleneck="unknown",
             confidence=0.0,
-            reason=_too_few_steps(state, steps),
+            reason=_too_few_steps(state, steps, needed),
             findings=(),
         )
     rank_reports = (
@@ -289,7 +289,7 @@ def _parts(step: StepRecord, breakdown: Mapping[str, float]) -> dict[str, float]
     return {c: parts[c] for c in CATEGORIES}
 
 
-def _too_few_steps(state: RunState, steps: int) -> str:
+def _too_few_steps(state: RunState, steps: int, needed: int) -> str:
     """Why the verdict waits: too few steps, or, long after the start, none at all."""
     watched_s = _watched_s(state)
     if state.processes and not state.training_processes and watched_s >= NO_STEP_HINT_S:
@@ -301,7 +301,7 @@ def _too_few_steps(state: RunState, steps: int) -> str:
             f"no training step seen in {watched_s:.0f} s: no optimizer.step(), backward() or "
             "DataLoader iteration was seen; call torchtop.step() once per step"
         )
-    return f"{steps} of the {MIN_STEPS} steps needed seen so far"
+    return f"{steps} of the {needed} steps needed seen so far"
 
 
 def _watched_s(state: RunState) -> float:

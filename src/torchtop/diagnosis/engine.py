@@ -8,7 +8,8 @@ is exclusive, so a stall's share is time the device, or the CPU's math, is not w
 recovers at least `min_recoverable_share`; else the job is bound by its work itself (`gpu`, or
 `cpu` on a CPU-only job). Confidence is how far the deciding share is from the next decision
 (the runner-up stall, or the threshold), lowered when evidence is thin (few steps, no step
-markers, a truncated file). With no usable evidence it is `unknown`, with the reason.
+markers, a truncated file: the factors of `[confidence]` in `rules/_verdict.toml`). With no
+usable evidence it is `unknown`, with the reason.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from torchtop.diagnosis.rules import Rule, RuleTree, offered_fixes
+from torchtop.diagnosis.schema import Confidence
 from torchtop.model.analysis import Metrics
 from torchtop.model.findings import Finding, Verdict, gain_bound
 
@@ -117,7 +119,7 @@ def _decide(
     )
     threshold = settings.min_recoverable_share
     top_class, top = stalls[0] if stalls else ("", 0.0)
-    factor = _evidence_factor(step_count, metrics)
+    factor = _evidence_factor(settings.confidence, step_count, metrics)
     if top >= threshold:
         # The nearest other decision: the runner-up stall, or the work class at the threshold.
         runner_class, runner_up = stalls[1] if len(stalls) > 1 else ("", 0.0)
@@ -158,13 +160,13 @@ def _unmeasured(
     ]
 
 
-def _evidence_factor(step_count: int, metrics: Metrics) -> float:
-    factor = 1.0 if step_count >= 3 else 0.8 if step_count == 2 else 0.65
+def _evidence_factor(thin: Confidence, step_count: int, metrics: Metrics) -> float:
+    factor = 1.0 if step_count >= 3 else thin.two_steps if step_count == 2 else thin.one_step
     if metrics.get("has_step_markers") is False:
-        factor *= 0.85
+        factor *= thin.no_step_markers
     if metrics.get("trace_truncated"):
         # Device events come last in a Kineto file, so a cut-off file loses them first.
-        factor *= 0.7
+        factor *= thin.truncated_trace
     return factor
 
 

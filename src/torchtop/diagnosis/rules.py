@@ -3,35 +3,41 @@
 A rule names its parent; the five roots are the bottleneck classes and carry `recoverable` (the
 share of the step their class's fixes could recover at most) and may carry `work` (when the class
 is the job's work itself rather than a stall: `gpu` on a GPU job, `cpu` on a CPU-only one); any
-rule may carry its own `recoverable` when its fix recovers only part of its class. Every
-condition, recoverable share and severity test is parsed with
-`Expression`, and every metric it names must be in `METRICS`: a typo fails the load with the
-file's name, it does not yield a rule that never fires.
+rule may carry its own `recoverable` when its fix recovers only part of its class.
+
+Nothing wrong loads. Every key of a file is checked against `diagnosis.schema` (a misspelt
+`severty` fails, it does not leave the rule medium); every condition, recoverable share and
+severity test is parsed with `Expression`, and every metric it names must be in `METRICS`;
+severities must be known levels; every fix is checked against the knob catalogue
+(`diagnosis.fix_check`). Each problem fails the load with one line naming the file and the key.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
-import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from torchtop.analysis.metric_names import CLASSES, METRICS
+from torchtop.diagnosis import rule_cache
 from torchtop.diagnosis.expressions import Expression, ExpressionError
+from torchtop.diagnosis.fix_check import fix_problem
+from torchtop.diagnosis.schema import (
+    Confidence,
+    ExampleEntry,
+    FixEntry,
+    RuleFile,
+    VerdictFile,
+    decode,
+)
+from torchtop.diagnosis.schema import RuleError as RuleError
 from torchtop.model.findings import Fix
 
 SEVERITIES = ("low", "medium", "high")
-APPLY_ROUTES = ("override", "env", "arg", "code")
 VERDICT_FILE = "_verdict.toml"
-
-
-class RuleError(ValueError):
-    """A rule file is invalid; the message names the file."""
 
 
 class Example(msgspec.Struct, frozen=True):
@@ -70,19 +76,22 @@ class Rule(msgspec.Struct, frozen=True):
 
 
 class VerdictSettings(msgspec.Struct, frozen=True):
-    """When the evidence is too thin for any verdict (see rules/_verdict.toml)."""
+    """When the evidence is too thin for any verdict, and how thin evidence lowers confidence
+    (rules/_verdict.toml; `diagnosis.schema.VerdictFile` says what each value means)."""
 
-    min_steps: int = 1
-    min_recoverable_share: float = 0.1
+    min_steps: int
+    live_min_steps: int
+    min_recoverable_share: float
     """A stall class is the verdict only when it could recover at least this share."""
-    evidence: Expression | None = None
-    evidence_reason: str = ""
+    evidence: Expression | None
+    evidence_reason: str
+    confidence: Confidence
 
 
 class RuleTree(msgspec.Struct, frozen=True):
     rules: dict[str, Rule]
     children: dict[str | None, tuple[str, ...]]
-    settings: VerdictSettings = msgspec.field(default_factory=VerdictSettings)
+    settings: VerdictSettings
 
     @property
     def roots(self) -> tuple[Rule, ...]:
@@ -111,9 +120,8 @@ def default_rules_dir() -> Path:
 def load_rules(directory: Path | None = None) -> RuleTree:
     """The rule tree of `directory` (default: `default_rules_dir()`), checked.
 
-    A tree once built is kept in the cache folder (`cache_dir()`) with the exact bytes of the
-    files it was built from and a fingerprint of the code that builds it, and reused while both
-    are unchanged: parsing the TOML took ~15 ms of every `analyze`, the cached tree ~2 ms."""
+    A tree once built is kept (`rule_cache`) with the exact bytes of the files it was built
+    from, and reused while they and everything that checks them are unchanged."""
     directory = directory or default_rules_dir()
     files = sorted(p for p in directory.glob("*.toml") if not p.name.startswith("_"))
     if not files:
@@ -122,15 +130,15 @@ def load_rules(directory: Path | None = None) -> RuleTree:
     sources = {path: _read_bytes(path) for path in files}
     settings_source = _read_bytes(settings_path) if settings_path.exists() else None
     key = (
-        _code_fingerprint(),
+        rule_cache.code_fingerprint(),
         tuple((path.name, data) for path, data in sources.items()),
         settings_source,
     )
-    cache = _cache_file(directory)
-    tree = _cached(cache, key)
-    if tree is None:
+    cache = rule_cache.cache_file(directory)
+    tree = rule_cache.cached(cache, key)
+    if not isinstance(tree, RuleTree):
         tree = _build(sources, settings_path, settings_source)
-        _store(cache, key, tree)
+        rule_cache.store(cache, key, tree)
     return tree
 
 
@@ -140,22 +148,23 @@ def _build(
     rules: dict[str, Rule] = {}
     raw_class: dict[str, str | None] = {}
     for path, source in sources.items():
-        data = _parse_toml(path, source)
-        rule_id = str(data.get("id", ""))
-        if rule_id != path.stem:
-            raise RuleError(f"{path}: id {rule_id!r} must equal the file name {path.stem!r}")
-        raw_class[rule_id] = data.get("class")
-        rules[rule_id] = _parse_rule(path, data)
+        entry = decode(path, _parse_toml(path, source), RuleFile)
+        if entry.id != path.stem:
+            raise RuleError(f"{path}: id {entry.id!r} must equal the file name {path.stem!r}")
+        raw_class[entry.id] = entry.bottleneck_class
+        rules[entry.id] = _parse_rule(path, entry)
     rules = _resolve_classes(rules, raw_class)
     children: dict[str | None, list[str]] = {}
     for rule in rules.values():
         children.setdefault(rule.parent, []).append(rule.id)
     settings = (
-        _parse_settings(settings_path, settings_source)
+        decode(settings_path, _parse_toml(settings_path, settings_source), VerdictFile)
         if settings_source is not None
-        else VerdictSettings()
+        else VerdictFile()
     )
-    return RuleTree(rules, {k: tuple(v) for k, v in children.items()}, settings)
+    return RuleTree(
+        rules, {k: tuple(v) for k, v in children.items()}, _settings(settings_path, settings)
+    )
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -176,59 +185,6 @@ def _parse_toml(path: Path, source: bytes) -> dict[str, Any]:
         raise RuleError(f"{path}: not valid TOML ({exc})") from None
 
 
-def cache_dir() -> Path:
-    """`$TORCHTOP_CACHE_DIR`, else `$XDG_CACHE_HOME/torchtop`, else `~/.cache/torchtop`."""
-    chosen = os.environ.get("TORCHTOP_CACHE_DIR")
-    if chosen:
-        return Path(chosen)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "torchtop"
-
-
-def _cache_file(directory: Path) -> Path:
-    where = os.path.realpath(directory).encode("utf-8", "surrogateescape")
-    return cache_dir() / f"rules-{zlib.crc32(where):08x}.pickle"
-
-
-_BUILDERS = ("diagnosis/rules.py", "diagnosis/expressions.py", "model/findings.py")
-"""The code that turns rule files into the tree: a cached tree is used only while it is as it
-was (a changed field order would otherwise unpickle into the wrong fields)."""
-
-
-def _code_fingerprint() -> tuple[object, ...]:
-    """The builders' files as they are, and the Python and msgspec that pickled the tree (one
-    checkout may be used by several interpreters, whose `ast` nodes differ)."""
-    package = Path(__file__).resolve().parents[1]
-    stats = [os.stat(package / name) for name in _BUILDERS]
-    files = tuple((stat.st_mtime_ns, stat.st_size) for stat in stats)
-    return (sys.version_info[:3], msgspec.__version__, files)
-
-
-def _cached(cache: Path, key: object) -> RuleTree | None:
-    """The tree stored for exactly these files and code, if any; anything odd is a miss."""
-    import pickle
-
-    try:
-        stored_key, tree = pickle.loads(cache.read_bytes())
-    except Exception:  # missing, unreadable, truncated, from another version: build anew
-        return None
-    return tree if stored_key == key and isinstance(tree, RuleTree) else None
-
-
-def _store(cache: Path, key: object, tree: RuleTree) -> None:
-    """Keep the tree for next time; a cache folder that cannot be written is left alone."""
-    import pickle
-
-    temporary = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(pickle.dumps((key, tree), protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(temporary, cache)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-
-
 def _expression(path: Path, text: object, what: str) -> Expression:
     if not isinstance(text, str) or not text.strip():
         raise RuleError(f"{path}: {what} must be a non-empty expression")
@@ -236,56 +192,66 @@ def _expression(path: Path, text: object, what: str) -> Expression:
         expression = Expression.parse(text)
     except ExpressionError as exc:
         raise RuleError(f"{path}: {what}: {exc}") from None
-    unknown = sorted(expression.names - METRICS.keys())
-    if unknown:
-        raise RuleError(f"{path}: {what} names unknown metric(s) {', '.join(unknown)}")
+    _known_metrics(path, expression.names, what)
     return expression
 
 
-def _parse_rule(path: Path, data: dict[str, Any]) -> Rule:
-    for key in ("title", "when", "why"):
-        if key not in data:
-            raise RuleError(f"{path}: missing {key!r}")
-    if "score" in data:
-        raise RuleError(f"{path}: 'score' is gone: a root says what it could recover (recoverable)")
-    parent = data.get("parent") or None
-    severity = str(data.get("severity", "medium"))
-    if severity not in SEVERITIES:
-        raise RuleError(f"{path}: severity must be one of {', '.join(SEVERITIES)}")
-    evidence = tuple(str(name) for name in data.get("evidence", ()))
-    unknown = sorted(set(evidence) - METRICS.keys())
+def _known_metrics(path: Path, names: Iterable[str], what: str) -> None:
+    unknown = sorted(set(names) - METRICS.keys())
     if unknown:
-        raise RuleError(f"{path}: evidence names unknown metric(s) {', '.join(unknown)}")
+        raise RuleError(f"{path}: {what} names unknown metric(s) {', '.join(unknown)}")
+
+
+def _severity(path: Path, level: str, what: str) -> str:
+    if level not in SEVERITIES:
+        raise RuleError(
+            f"{path}: {what}: unknown severity {level!r} (one of {', '.join(SEVERITIES)})"
+        )
+    return level
+
+
+def _parse_rule(path: Path, entry: RuleFile) -> Rule:
+    _known_metrics(path, entry.evidence, "evidence")
+    fixes = tuple(_parse_fix(path, f"fixes[{n}]", fix) for n, fix in enumerate(entry.fixes))
+    knobs = {fix.knob for fix in fixes}
     return Rule(
         id=path.stem,
-        parent=parent,
-        bottleneck_class=str(data.get("class") or ""),
-        title=str(data["title"]),
-        when=_expression(path, data["when"], "when"),
-        severity=severity,
+        parent=entry.parent or None,
+        bottleneck_class=entry.bottleneck_class or "",
+        title=entry.title,
+        when=_expression(path, entry.when, "when"),
+        severity=_severity(path, entry.severity, "severity"),
         severity_when=tuple(
-            (level, _expression(path, text, f"severity_when.{level}"))
-            for level, text in data.get("severity_when", {}).items()
-            if level in SEVERITIES
+            (
+                _severity(path, level, f"severity_when.{level}"),
+                _expression(path, text, f"severity_when.{level}"),
+            )
+            for level, text in entry.severity_when.items()
         ),
-        message=str(data.get("message", "")),
-        why=str(data["why"]).strip(),
-        evidence=evidence,
-        fixes=tuple(_parse_fix(path, f) for f in data.get("fixes", ())),
-        examples=tuple(_parse_example(path, e) for e in data.get("examples", ())),
+        message=entry.message,
+        why=entry.why.strip(),
+        evidence=tuple(entry.evidence),
+        fixes=fixes,
+        examples=tuple(
+            _parse_example(path, f"examples[{n}]", example, knobs)
+            for n, example in enumerate(entry.examples)
+        ),
         path=str(path),
-        recoverable=_optional(path, data, "recoverable"),
-        work=_optional(path, data, "work"),
-        competes=bool(data.get("competes", True)),
-        fix_when=tuple(_fix_condition(path, f) for f in data.get("fixes", ())),
+        recoverable=_optional(path, entry.recoverable, "recoverable"),
+        work=_optional(path, entry.work, "work"),
+        competes=entry.competes,
+        fix_when=tuple(
+            None if fix.when is None else _expression(path, fix.when, f"fixes[{n}].when")
+            for n, fix in enumerate(entry.fixes)
+        ),
     )
 
 
-def _optional(path: Path, data: dict[str, Any], key: str) -> Expression | None:
-    if data.get(key) is False:
+def _optional(path: Path, value: str | bool | None, key: str) -> Expression | None:
+    if value is False:
         # `recoverable = false`: the breakdown cannot bound what this rule's fix recovers.
         return Expression.parse("False")
-    return _expression(path, data[key], key) if key in data else None
+    return None if value is None else _expression(path, value, key)
 
 
 def offered_fixes(rule: Rule, metrics: Mapping[str, object]) -> tuple[Fix, ...]:
@@ -301,41 +267,31 @@ def offered_fixes(rule: Rule, metrics: Mapping[str, object]) -> tuple[Fix, ...]:
     )
 
 
-def _fix_condition(path: Path, data: dict[str, Any]) -> Expression | None:
-    text = data.get("when")
-    return None if text is None else _expression(path, text, f"fix {data.get('knob')}: when")
-
-
-def _parse_fix(path: Path, data: dict[str, Any]) -> Fix:
-    apply = str(data.get("apply", ""))
-    if apply not in APPLY_ROUTES or "knob" not in data:
-        raise RuleError(
-            f"{path}: each fix needs a knob and apply = one of {', '.join(APPLY_ROUTES)}"
-        )
+def _parse_fix(path: Path, where: str, entry: FixEntry) -> Fix:
+    problem = fix_problem(entry)
+    if problem is not None:
+        raise RuleError(f"{path}: {where}.{problem}")
     return Fix(
-        knob=str(data["knob"]),
-        value=data.get("value"),
-        apply=apply,
-        description=str(data.get("description", "")).strip(),
+        knob=entry.knob, value=entry.value, apply=entry.apply, description=entry.description.strip()
     )
 
 
-def _parse_example(path: Path, data: dict[str, Any]) -> Example:
-    expect = data.get("expect")
-    if expect not in ("fire", "quiet"):
-        raise RuleError(f"{path}: each example needs expect = 'fire' or 'quiet'")
-    metrics = dict(data.get("metrics", {}))
-    unknown = sorted(set(metrics) - METRICS.keys())
-    if unknown:
-        raise RuleError(f"{path}: example names unknown metric(s) {', '.join(unknown)}")
-    offers = data.get("offers")
-    knobs = None if offers is None else tuple(str(knob) for knob in offers)
-    return Example(expect == "fire", metrics, str(data.get("note", "")), knobs)
+def _parse_example(path: Path, where: str, entry: ExampleEntry, knobs: set[str]) -> Example:
+    if entry.expect not in ("fire", "quiet"):
+        raise RuleError(f"{path}: {where}.expect must be 'fire' or 'quiet'")
+    _known_metrics(path, entry.metrics, f"{where}.metrics")
+    offers = None if entry.offers is None else tuple(entry.offers)
+    strangers = sorted(set(offers or ()) - knobs)
+    if strangers:
+        raise RuleError(
+            f"{path}: {where}.offers names {', '.join(strangers)}, not a knob of this rule's fixes"
+        )
+    return Example(entry.expect == "fire", dict(entry.metrics), entry.note, offers)
 
 
 def _resolve_classes(rules: dict[str, Rule], raw_class: dict[str, str | None]) -> dict[str, Rule]:
-    """Roots must name a class and its recoverable share; children inherit their root's class;
-    only a root may say when its class is the work itself."""
+    """Roots must name a class and its recoverable share; children inherit their root's class
+    (and may not name one); only a root may say when its class is the work itself."""
     resolved: dict[str, Rule] = {}
     for rule_id, rule in rules.items():
         seen = {rule_id}
@@ -354,16 +310,18 @@ def _resolve_classes(rules: dict[str, Rule], raw_class: dict[str, str | None]) -
             raise RuleError(f"{node.path}: a root rule needs recoverable (an expression)")
         if rule.parent is not None and rule.work is not None:
             raise RuleError(f"{rule.path}: only a root rule may say when its class is the work")
+        if rule.parent is not None and raw_class.get(rule_id) is not None:
+            raise RuleError(f"{rule.path}: class: only a root rule names its class")
         resolved[rule_id] = msgspec.structs.replace(rule, bottleneck_class=cls)
     return resolved
 
 
-def _parse_settings(path: Path, source: bytes) -> VerdictSettings:
-    data = _parse_toml(path, source)
-    evidence = data.get("evidence")
+def _settings(path: Path, entry: VerdictFile) -> VerdictSettings:
     return VerdictSettings(
-        min_steps=int(data.get("min_steps", 1)),
-        min_recoverable_share=float(data.get("min_recoverable_share", 0.1)),
-        evidence=_expression(path, evidence, "evidence") if evidence else None,
-        evidence_reason=str(data.get("evidence_reason", "")),
+        min_steps=entry.min_steps,
+        live_min_steps=entry.live_min_steps,
+        min_recoverable_share=entry.min_recoverable_share,
+        evidence=_expression(path, entry.evidence, "evidence") if entry.evidence else None,
+        evidence_reason=entry.evidence_reason,
+        confidence=entry.confidence,
     )

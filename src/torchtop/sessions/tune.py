@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchtop.advice.knobs import ALLOW_GROUPS
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError, positive_seconds
 from torchtop.jobs.records import default_run_dir
+from torchtop.model.knobs import ALLOW_GROUPS
 from torchtop.relaunch.measure import MeasureError
 from torchtop.relaunch.summary import render_summary, tune_report
 from torchtop.relaunch.tune import DEFAULT_BUDGET_S, TuneOptions, tune
