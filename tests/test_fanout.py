@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import RESNET_NW0
 from tests.synthetic import document, two_step_loop, write_json
 from torchtop import fanout
+from torchtop.analysis.summary import analyze_trace
 from torchtop.errors import InputError
 from torchtop.offline import analyze_paths
 from torchtop.report import report_to_json
@@ -89,7 +90,7 @@ def test_a_worker_that_dies_costs_a_reread_not_the_result(
     ranks: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     alone = report([ranks], "1", monkeypatch)
-    real = fanout.analyze_trace
+    real = analyze_trace
     victim = sorted(ranks.glob("*.json.gz"))[1].name
     parent = os.getpid()
 
@@ -107,7 +108,7 @@ def test_the_pool_is_sized_by_files_cores_memory_and_total_size(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(WORKERS_ENV, raising=False)
-    monkeypatch.setattr(fanout.os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
     monkeypatch.setattr(threading, "active_count", lambda: 1)
     monkeypatch.setattr(fanout, "_available_memory", lambda: 64 << 30)
     big = [tmp_path / f"rank{i}.json" for i in range(3)]
@@ -134,7 +135,7 @@ def test_pool_workers_end_quietly_on_ctrl_c(ranks: Path, monkeypatch: pytest.Mon
     (the command itself says `interrupted` once, see test_cli)."""
     monkeypatch.setenv(WORKERS_ENV, "2")
     monkeypatch.setattr(fanout, "analyze_trace", lambda trace: signal.getsignal(signal.SIGINT))
-    handlers = list(fanout.analyze_files(sorted(ranks.glob("*.json.gz"))))
+    handlers: list[object] = list(fanout.analyze_files(sorted(ranks.glob("*.json.gz"))))
     assert handlers == [signal.SIG_DFL] * 4
     assert signal.getsignal(signal.SIGINT) is not signal.SIG_DFL  # this process keeps its own
 
@@ -146,7 +147,7 @@ def test_a_worker_reads_on_two_cores_only_when_there_are_cores_to_spare(
     """Two files on 2 cores: each worker reads alone. On 8 cores, two workers leave four cores
     over, and each may fork its own reading worker for a big file (as outside the pool)."""
     monkeypatch.setenv(WORKERS_ENV, "2")
-    monkeypatch.setattr(fanout.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
     monkeypatch.setattr(fanout, "analyze_trace", lambda trace: os.environ.get(WORKERS_ENV))
-    settings = list(fanout.analyze_files(sorted(ranks.glob("*.json.gz"))[:2]))
+    settings: list[object] = list(fanout.analyze_files(sorted(ranks.glob("*.json.gz"))[:2]))
     assert settings == (["2", "2"] if nested else ["1", "1"])

@@ -72,7 +72,12 @@ def test_closing_writes_the_kept_steps_and_closes_the_file_once() -> None:
 
 def test_a_holding_sink_writes_nothing_and_opens_no_file_if_no_step_comes() -> None:
     opened: list[ListWriter] = []
-    sink = RecordSink(lambda: opened.append(ListWriter()) or opened[-1], hold_until_step=True)
+
+    def open_writer() -> ListWriter:
+        opened.append(ListWriter())
+        return opened[-1]
+
+    sink = RecordSink(open_writer, hold_until_step=True)
     sink.write({"kind": "hello"})
     sink.write({"kind": "bye"})
     sink.close()

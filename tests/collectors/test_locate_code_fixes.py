@@ -8,7 +8,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -61,7 +61,7 @@ def fix(knob: str, where: str | None) -> Fix:
 def test_the_item_call_and_the_loop_are_found_in_a_real_jobs_stacks(spawn: Spawn) -> None:
     job = spawn(SYNCING, name="train.py")
     stacks = dump_stacks(sampled(job.pid))
-    script = Path(job.args[1])  # type: ignore[index]
+    script = Path(cast(list[str], job.args)[1])
     lines = script.read_text().splitlines()
 
     found = locate("code.avoid_item", stacks)

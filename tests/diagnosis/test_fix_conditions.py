@@ -16,6 +16,7 @@ from tests.conftest import RULES_DIR
 from torchtop.diagnosis.describe import describe_rule
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleError, load_rules, offered_fixes
+from torchtop.model.analysis import Metrics
 
 SHIPPED = load_rules(RULES_DIR)
 OFFERS = [
@@ -35,7 +36,7 @@ def test_each_example_offers_exactly_the_fixes_it_lists(rule_id: str, index: int
 
 
 def test_the_diagnosis_of_a_v100_finding_carries_no_tf32_and_no_bf16() -> None:
-    metrics = {
+    metrics: Metrics = {
         "steps_count": 5,
         "has_step_markers": True,
         "has_gpu": True,

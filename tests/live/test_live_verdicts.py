@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ JOBS = Path(__file__).resolve().parent / "jobs"
 WINDOW_EARLY = {"TORCHTOP_WINDOW_FIRST_STEP": "3", "TORCHTOP_WINDOW_STEPS": "4"}
 
 
-def run_headless(tmp_path: Path, command: list[str], timeout: float = 240) -> dict[str, object]:
+def run_headless(tmp_path: Path, command: list[str], timeout: float = 240) -> dict[str, Any]:
     report = tmp_path / "report.json"
     env = {**os.environ, **WINDOW_EARLY}
     result = subprocess.run(

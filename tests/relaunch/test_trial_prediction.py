@@ -52,7 +52,7 @@ def test_the_trials_predicted_gain_is_that_of_the_first_finding_offering_its_kno
 ) -> None:
     knobs = [fix.knob for finding in report.verdict.findings for fix in finding.fixes]
     assert "dataloader.num_workers" in knobs
-    gains = [5.5 + i for i in range(len(report.verdict.findings))]
+    gains: list[float | None] = [5.5 + i for i in range(len(report.verdict.findings))]
     first = next(
         i
         for i, f in enumerate(report.verdict.findings)

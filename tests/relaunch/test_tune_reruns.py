@@ -39,7 +39,7 @@ def quick(tmp_path: Path) -> TuneCommand:
 
 
 def steady_rate(run_dir: Path, warmup_steps: int) -> float:
-    walls = [
+    walls: list[float] = [
         s["wall_s"]
         for s in agent_records(run_dir, "step")
         if s["wall_s"] is not None and s["step"] >= warmup_steps

@@ -10,7 +10,7 @@ import pytest
 
 from torchtop.traces import decode
 from torchtop.traces.decode import EventStream, TraceFormatError
-from torchtop.traces.schema import Event, SpanEvent
+from torchtop.traces.schema import Event, InstantEvent, SpanEvent
 
 TINY_BLOCK = 256
 
@@ -19,6 +19,14 @@ def events_of(doc: bytes) -> tuple[list[Event], EventStream, int]:
     stream = EventStream(io.BytesIO(doc))
     batches = list(stream)
     return [e for batch in batches for e in batch], stream, len(batches)
+
+
+def named(events: list[Event]) -> list[SpanEvent | InstantEvent]:
+    """The events, each of a phase that has a name and args (X or i): all that these documents
+    hold, and a test that finds another here fails."""
+    kept = [e for e in events if isinstance(e, SpanEvent | InstantEvent)]
+    assert len(kept) == len(events), [type(e).__name__ for e in events]
+    return kept
 
 
 def kernel(i: int, name: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -62,7 +70,7 @@ def test_a_document_much_bigger_than_a_block_decodes_to_the_same_events_as_in_on
     assert whole_batches <= 2
     assert batches > 50  # many cuts were made
     assert chunked == whole
-    assert [e.name for e in chunked] == [e["name"] for e in events]
+    assert [e.name for e in named(chunked)] == [e["name"] for e in events]
     assert stream.header.traceName == "t"
     assert not stream.stats.truncated
 
@@ -103,7 +111,7 @@ def test_an_event_longer_than_a_block_with_a_fake_boundary_in_a_string_is_decode
     doc = json.dumps({"traceEvents": events}).encode()
     monkeypatch.setattr(decode, "BLOCK_BYTES", 128)
     chunked, _, _ = events_of(doc)
-    assert [e.name for e in chunked] == [e["name"] for e in events]
+    assert [e.name for e in named(chunked)] == [e["name"] for e in events]
 
 
 def test_a_document_cut_inside_an_event_holding_a_fake_boundary_keeps_the_events_before() -> None:
@@ -111,7 +119,7 @@ def test_a_document_cut_inside_an_event_holding_a_fake_boundary_keeps_the_events
     doc, _ = whole_event_ends(events)
     cut = doc.index(b"a}, {b") + 5  # just after the fake boundary, inside event 1
     decoded, stream, _ = events_of(doc[:cut])
-    assert [e.name for e in decoded] == ["k0"]
+    assert [e.name for e in named(decoded)] == ["k0"]
     assert stream.stats.truncated
 
 
@@ -125,7 +133,7 @@ def test_an_event_with_many_fake_boundaries_in_its_strings_is_decoded(
     doc = json.dumps({"traceEvents": events}).encode()
     monkeypatch.setattr(decode, "BLOCK_BYTES", 2000)
     chunked, _, _ = events_of(doc)
-    assert [e.name for e in chunked] == [e["name"] for e in events]
+    assert [e.name for e in named(chunked)] == [e["name"] for e in events]
 
 
 def test_keys_after_the_event_array_are_read_into_the_header() -> None:
@@ -155,7 +163,7 @@ def test_keys_before_the_event_array_are_read_into_the_header() -> None:
 
 def test_a_bare_json_array_is_a_trace() -> None:
     decoded, _, _ = events_of(json.dumps([kernel(0), kernel(1)]).encode())
-    assert [e.name for e in decoded] == ["k0", "k1"]
+    assert [e.name for e in named(decoded)] == ["k0", "k1"]
 
 
 def test_unquoted_na_is_read_as_missing() -> None:
@@ -165,8 +173,8 @@ def test_unquoted_na_is_read_as_missing() -> None:
         b'{"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 9, "dur": 2}]}'
     )
     decoded, stream, _ = events_of(doc)
-    assert [e.name for e in decoded] == ["a", "b"]
-    args = decoded[0].args
+    assert [e.name for e in named(decoded)] == ["a", "b"]
+    args = named(decoded)[0].args
     assert args is not None
     assert args.external_id_upper is None
     assert args.device is None
@@ -178,7 +186,7 @@ def test_invalid_utf8_in_a_name_is_replaced_not_fatal() -> None:
     doc = b'[{"ph": "X", "cat": "kernel", "name": "conv\xff\xfekernel", "pid": 0, "tid": 7, '
     doc += b'"ts": 1, "dur": 2}]'
     decoded, _, _ = events_of(doc)
-    assert decoded[0].name == "conv\ufffd\ufffdkernel"
+    assert named(decoded)[0].name == "conv\ufffd\ufffdkernel"
 
 
 def test_an_integer_beyond_int64_in_args_does_not_lose_the_event() -> None:
@@ -188,8 +196,9 @@ def test_an_integer_beyond_int64_in_args_does_not_lose_the_event() -> None:
     )
     decoded, stream, _ = events_of(doc)
     assert len(decoded) == 1
-    assert decoded[0].args is not None
-    assert decoded[0].args.correlation == 7
+    args = named(decoded)[0].args
+    assert args is not None
+    assert args.correlation == 7
     assert stream.stats.dropped_malformed == 0
 
 
@@ -198,7 +207,7 @@ def test_an_event_of_unexpected_shape_is_dropped_and_counted_while_its_neighbour
 ):
     doc = json.dumps([kernel(0), {**kernel(1), "args": [1, 2]}, kernel(2)]).encode()
     decoded, stream, _ = events_of(doc)
-    assert [e.name for e in decoded] == ["k0", "k2"]
+    assert [e.name for e in named(decoded)] == ["k0", "k2"]
     assert stream.stats.dropped_malformed == 1
 
 
@@ -233,7 +242,7 @@ def test_a_document_cut_anywhere_keeps_exactly_the_whole_events_before_the_cut()
     for cut in range(first_start + 1, len(doc) - 1):
         decoded, stream, _ = events_of(doc[:cut])
         whole = sum(1 for end in ends if end <= cut)
-        assert [e.name for e in decoded] == [e["name"] for e in events[:whole]], cut
+        assert [e.name for e in named(decoded)] == [e["name"] for e in events[:whole]], cut
         assert stream.stats.truncated, cut
     assert len(doc) - first_start > 800
 
@@ -242,7 +251,7 @@ def test_every_block_size_decodes_to_the_same_events(monkeypatch: pytest.MonkeyP
     events = [*tricky_events(40), kernel(99, "the end: {'a': 1}, {'b': 2}")]
     doc = json.dumps({"traceEvents": events, "traceName": "t"}).encode()
     whole, _, _ = events_of(doc)
-    assert [e.name for e in whole] == [e["name"] for e in events]
+    assert [e.name for e in named(whole)] == [e["name"] for e in events]
     for block in (16, 61, 128, 255, 1024, 4099):
         monkeypatch.setattr(decode, "BLOCK_BYTES", block)
         chunked, stream, _ = events_of(doc)
@@ -257,7 +266,7 @@ def test_a_document_cut_right_after_a_whole_event_keeps_that_event(tail: str) ->
     cut = doc[: ends[2]] + tail.encode()
     decoded, stream, _ = events_of(cut)
     assert stream.stats.truncated
-    assert [e.name for e in decoded] == ["k0", "k1", "k2"]
+    assert [e.name for e in named(decoded)] == ["k0", "k1", "k2"]
 
 
 def test_a_document_cut_before_its_first_whole_event_yields_nothing_but_says_truncated() -> None:

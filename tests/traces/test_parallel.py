@@ -12,15 +12,16 @@ import os
 import random
 import re
 import signal
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import msgspec
 import numpy as np
 import pytest
 
 from tests.conftest import RESNET_NW0, python_run
-from tests.traces.test_decode import tricky_events
+from tests.traces.test_decode import named, tricky_events
 from torchtop.cli import main
 from torchtop.errors import InputError
 from torchtop.traces import decode, parallel, read_trace, reader
@@ -286,6 +287,7 @@ def test_an_early_start_nobody_takes_is_stopped_at_exit(
     early = parallel._EARLY[os.path.realpath(path)]
     parallel.discard_early_starts()
     assert early.raw.closed and not parallel._EARLY
+    assert early.worker is not None
     with pytest.raises(ChildProcessError):
         os.waitpid(early.worker.pid, os.WNOHANG)
 
@@ -320,10 +322,10 @@ def test_readers_sharing_a_file_cut_the_same_pieces_however_their_reads_fall() -
     pieces: dict[bool, list[int]] = {True: [], False: []}
     for first, seed in ((True, 1), (False, 2)):
         share = decode.Share(split=len(doc) // 3, first=first, piece_bytes=2500)
-        stream = decode.EventStream(ChunkyStream(doc, seed), share=share)
+        stream = decode.EventStream(cast(BinaryIO, ChunkyStream(doc, seed)), share=share)
         for batch in stream:
             pieces[first].append(stream.piece)
-            everything += [(stream.piece, str(e.name)) for e in batch]
+            everything += [(stream.piece, str(e.name)) for e in named(batch)]
     assert len(pieces[True]) > 10 and len(pieces[False]) > 20
     assert max(pieces[True]) < min(pieces[False])
     everything.sort(key=lambda pair: pair[0])  # stable: file order within a piece
@@ -334,8 +336,8 @@ def test_two_cores_only_where_they_pay_and_nothing_else_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv(parallel.WORKERS_ENV, raising=False)
-    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     mib = 1 << 20
     assert parallel.parallel_worth_it(35 * mib) and not parallel.parallel_worth_it(5 * mib)
     # A .gz is inflated whole by the reader anyway: once the imports are done, only a big one
@@ -346,10 +348,10 @@ def test_two_cores_only_where_they_pay_and_nothing_else_runs(
     assert parallel.parallel_worth_it(60 * mib, compressed=True, early=True)
     assert not parallel.parallel_worth_it(35 * mib, compressed=True, early=True)
     assert parallel.parallel_worth_it(15 * mib, early=True)
-    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert not parallel.parallel_worth_it(200 * mib)
-    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr(parallel.threading, "active_count", lambda: 3)  # a dashboard, say
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(threading, "active_count", lambda: 3)  # a dashboard, say
     assert not parallel.parallel_worth_it(200 * mib)
 
 

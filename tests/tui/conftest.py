@@ -1,12 +1,12 @@
-"""Fixtures for the dashboard: replayed runs, a pacer stepped by hand, and helpers that drive
-an app one tick at a time and read what its panels show."""
+"""Fixtures for the dashboard: replayed runs watched by the real monitor, a pacer stepped by
+hand, and helpers that drive an app one tick at a time and read what its panels show."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from rich.text import Text
 from textual.pilot import Pilot
 
 from tests.tui.replay import (
-    ReplaySource,
+    Replay,
     Scenario,
     SyntheticRun,
     communication_bound,
@@ -41,9 +41,13 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 
 class ManualPacer:
-    """A pacer the test steps: each `release` lets exactly one tick through; no clock at all."""
+    """A pacer the test steps: each `release` lets exactly one tick through; no clock at all.
 
-    def __init__(self) -> None:
+    Where the real pacer sleeps out an interval, this one calls `elapse` (a replay's simulated
+    interval) once each tick is let through, just before the tick."""
+
+    def __init__(self, elapse: Callable[[], None] | None = None) -> None:
+        self.elapse = elapse
         self._changed = threading.Condition()
         self._permits = 0
         self._stopped = False
@@ -57,7 +61,9 @@ class ManualPacer:
             if self._stopped:
                 return False
             self._permits -= 1
-            return True
+        if self.elapse is not None:
+            self.elapse()
+        return True
 
     def stop(self) -> None:
         with self._changed:
@@ -102,23 +108,29 @@ def panel_text(app: Dashboard, selector: str) -> str:
     return rendered.plain
 
 
-def scenario_source(tmp_path: Path, scenario: Scenario, ticks: int | None = None) -> ReplaySource:
-    return ReplaySource(SyntheticRun(tmp_path / "run", scenario), ticks=ticks)
+def scenario_replay(tmp_path: Path, scenario: Scenario, ticks: int | None = None) -> Replay:
+    return Replay(SyntheticRun(tmp_path / "run", scenario), ticks=ticks)
 
 
 LiveApp = Callable[..., Dashboard]
 
 
 @pytest.fixture
-def live_app(tmp_path: Path) -> LiveApp:
-    """`live_app("loader" | "comm", ticks=None, **options)`: a dashboard over a replayed run."""
+def live_app(tmp_path: Path) -> Iterator[LiveApp]:
+    """`live_app("loader" | "comm", ticks=None, **options)`: a dashboard over the real
+    `LiveMonitor` watching a replayed run, one simulated second a tick."""
+    replays: list[Replay] = []
 
     def make(name: str = "loader", ticks: int | None = None, **options: object) -> Dashboard:
         scenario = dataloader_bound() if name == "loader" else communication_bound()
-        source = scenario_source(tmp_path, scenario, ticks)
-        return Dashboard(source, pacer=ManualPacer(), **options)  # type: ignore[arg-type]
+        replay = scenario_replay(tmp_path, scenario, ticks)
+        replays.append(replay)
+        pacer = ManualPacer(replay.elapse)
+        return Dashboard(replay.monitor, pacer=pacer, **options)  # type: ignore[arg-type]
 
-    return make
+    yield make
+    for replay in replays:
+        replay.run.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,13 @@
 """Replayed runs for the dashboard: run folders written record by record with the real writers,
-and a snapshot source that advances one by hand, on a clock of its own.
+watched by the real `LiveMonitor` on a simulated clock.
 
 `SyntheticRun` writes what an agent and the launcher's collectors write (docs/run-folder.md):
 steps, settings with the script's argparse options, profiler windows (real traces from
-sample_traces/), and host, GPU and py-spy samples. `ReplaySource` has `LiveMonitor`'s shape:
-each `tick()` writes the next stretch of simulated time, reads it back through `RunWatcher`,
-assesses it with the real rules and hysteresis, and reports an elapsed time that is simulated,
-never read from a clock. The benchmark uses the same writer at ten times real speed.
+sample_traces/), and host, GPU and py-spy samples. `Replay` hands the run's simulated time to a
+`LiveMonitor` as its clock: time passes only when the run writes the next stretch of it
+(`elapse`), so each tick of the production monitor reads the records of exactly that stretch,
+and elapsed times and `for_s` are simulated, never read from the machine. The benchmark uses
+the same writer at ten times real speed.
 """
 
 from __future__ import annotations
@@ -18,26 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torchtop.analysis.summary import analyze_trace
-from torchtop.assess.run import assess
 from torchtop.assess.snapshot import Snapshot
-from torchtop.assess.tracker import VerdictTracker
 from torchtop.diagnosis.rules import RuleTree, load_rules
-from torchtop.model.analysis import RankAnalysis
-from torchtop.model.report import Report
+from torchtop.live.watch import LiveMonitor
 from torchtop.runs.journal import JournalWriter, write_once
 from torchtop.runs.layout import RUN_SCHEMA, RunLayout
-from torchtop.runs.state import RunWatcher
-from torchtop.traces import read_trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 START_T = 1_700_000_000.0
 SITE = "/usr/lib/python3.11/site-packages"
-
-
-@functools.cache
-def window_analysis(trace: Path) -> RankAnalysis:
-    return analyze_trace(read_trace(trace))
 
 
 @functools.cache
@@ -313,40 +303,28 @@ def stacks_record(s: Scenario, second: int, t: float) -> dict[str, Any]:
     return {"kind": "stacks", "t": t, "processes": processes}
 
 
-class ReplaySource:
-    """`LiveMonitor`'s shape over a synthetic run: each tick writes `tick_s` more, then reads."""
+class Replay:
+    """A synthetic run watched by the real `LiveMonitor`, whose clock is the run's own time.
+
+    With `ticks`, the monitor is asked to watch for that many ticks' worth of simulated time
+    (`for_s`), as `torchtop run --for` asks, and its tick says when that has passed."""
 
     def __init__(self, run: SyntheticRun, tick_s: float = 1.0, ticks: int | None = None) -> None:
         self.run = run
         self.tick_s = tick_s
-        self.ticks = ticks
-        self.count = 0
-        self.watcher = RunWatcher(run.root)
-        self.tracker = VerdictTracker()
-        self.finished_reports = 0
+        for_s = None if ticks is None else ticks * tick_s
+        self.monitor = LiveMonitor(
+            run.root, rules(), for_s=for_s, kind=run.scenario.kind, clock=self.clock
+        )
 
-    def windows(self) -> dict[int, RankAnalysis]:
-        if not self.run.windows_written:
-            return {}
-        return {
-            r.pid: window_analysis(trace_file(r.window))
-            for r in self.run.scenario.ranks
-            if r.window is not None
-        }
+    def clock(self) -> float:
+        return self.run.now_s
 
-    def assess(self, final: bool = False) -> Report:
-        state = self.watcher.poll(final=final)
-        return assess(state, self.windows(), rules(), self.run.scenario.kind)
+    def elapse(self) -> None:
+        """One interval passes: the run writes its next `tick_s` seconds of records."""
+        self.run.advance(self.tick_s)
 
     def tick(self) -> Snapshot:
-        self.count += 1
-        self.run.advance(self.tick_s)
-        report = self.assess()
-        finished = self.ticks is not None and self.count >= self.ticks
-        shown = self.tracker.update(report.verdict)
-        return Snapshot(report, shown, self.watcher.state, self.run.now_s, finished)
-
-    def finish(self) -> Report:
-        self.finished_reports += 1
-        self.run.close()
-        return self.assess(final=True)
+        """One interval, then the monitor's tick, as the live loop ticks after its sleep."""
+        self.elapse()
+        return self.monitor.tick()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
-from tests.tui.replay import ReplaySource, SyntheticRun, dataloader_bound
+from tests.tui.replay import Replay, SyntheticRun, dataloader_bound
 from torchtop.model.report import Report
 from torchtop.tui.frame import FrameBuilder, offline_frame, tail, trace_title
 from torchtop.tui.widgets.header import JobHeader
@@ -14,7 +14,7 @@ from torchtop.tui.widgets.header import JobHeader
 def test_a_live_frame_carries_the_shown_verdict_samples_and_the_scripts_options(
     tmp_path: Path,
 ) -> None:
-    source = ReplaySource(SyntheticRun(tmp_path / "run", dataloader_bound()))
+    source = Replay(SyntheticRun(tmp_path / "run", dataloader_bound()))
     builder = FrameBuilder()
     frames = [builder.build(source.tick()) for _ in range(4)]
     last = frames[-1]
@@ -29,7 +29,7 @@ def test_a_live_frame_carries_the_shown_verdict_samples_and_the_scripts_options(
 
 
 def test_the_frame_keeps_its_samples_when_the_run_state_moves_on(tmp_path: Path) -> None:
-    source = ReplaySource(SyntheticRun(tmp_path / "run", dataloader_bound()))
+    source = Replay(SyntheticRun(tmp_path / "run", dataloader_bound()))
     builder = FrameBuilder()
     first = builder.build(source.tick())
     builder.build(source.tick())
@@ -38,7 +38,7 @@ def test_the_frame_keeps_its_samples_when_the_run_state_moves_on(tmp_path: Path)
 
 def test_new_training_processes_mark_a_relaunch_in_the_history(tmp_path: Path) -> None:
     run = SyntheticRun(tmp_path / "run", dataloader_bound())
-    source = ReplaySource(run)
+    source = Replay(run)
     builder = FrameBuilder()
     assert builder.build(source.tick()).history[-1].marker == ""
     run.agent(4242).write({"kind": "bye", "t": 0.0, "reason": "exit"})
@@ -64,7 +64,7 @@ def test_an_offline_frame_has_one_history_point_per_step(resnet_report: Report) 
 
 def test_the_header_says_which_signal_marks_the_steps(tmp_path: Path) -> None:
     run = SyntheticRun(tmp_path / "run", dataloader_bound())
-    source = ReplaySource(run)
+    source = Replay(run)
     builder = FrameBuilder()
     builder.build(source.tick())
     settings = {**dataloader_bound().settings, "step_signal": "backward"}

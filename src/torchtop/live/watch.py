@@ -12,6 +12,10 @@ showing the folder as it was, and does not end because the job did), `follow` ta
 job and its folder, with a fresh verdict. The time in between does not count against `for_s`:
 the user asked for that much watching, not for a trial cut short. The tick thread and the
 thread trying the fix meet here, so every method holds the monitor's lock.
+
+Every time the monitor reads (its start, each tick, detach and follow) comes from one `clock`,
+`time.monotonic` unless given, and `watch` sleeps through one `sleep`: a replay on a simulated
+clock then runs this very tick, with elapsed times and `for_s` that never depend on the machine.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ if TYPE_CHECKING:
 
 UpdateSink = Callable[[Report, Verdict, float], None]
 Assessor = Callable[[RunState, Mapping[int, RankAnalysis], RuleTree, str], Report]
+Clock = Callable[[], float]
+"""Seconds on a clock that never goes back; only differences between its readings count."""
 T = TypeVar("T")
 
 
@@ -52,6 +58,7 @@ class LiveMonitor:
         kind: str = "run",
         alive: Callable[[], bool] | None = None,
         assessor: Assessor = assess,
+        clock: Clock = time.monotonic,
     ) -> None:
         self.run_dir = run_dir
         self.tree = tree
@@ -60,10 +67,11 @@ class LiveMonitor:
         self.kind = kind
         self.alive = alive
         self.assessor = assessor
+        self.clock = clock
         self.watcher = RunWatcher(run_dir)
         self.windows = WindowCache()
         self.tracker = VerdictTracker()
-        self.started = time.monotonic()
+        self.started = clock()
         self.lock = threading.Lock()
         self.held_s = 0.0
         """Time spent between `detach` and `follow`, which `for_s` does not count."""
@@ -71,7 +79,7 @@ class LiveMonitor:
 
     def tick(self) -> Snapshot:
         with self.lock:
-            now = time.monotonic()
+            now = self.clock()
             elapsed = now - self.started
             state = self.watcher.poll()
             report = self.assessor(state, self.windows.latest(state), self.tree, self.kind)
@@ -92,13 +100,13 @@ class LiveMonitor:
         with self.lock:
             job, self.job = self.job, None
             if self._detached_at is None:
-                self._detached_at = time.monotonic()
+                self._detached_at = self.clock()
             return job
 
     def follow(self, run_dir: Path, job: Job) -> None:
         """Watch `job`, recorded in `run_dir`, from now on: a new folder and a fresh verdict."""
         with self.lock:
-            self.held_s = self._held_s(time.monotonic())
+            self.held_s = self._held_s(self.clock())
             self._detached_at = None
             self.run_dir, self.job = run_dir, job
             self.watcher = RunWatcher(run_dir)
@@ -121,9 +129,14 @@ class LiveMonitor:
 
 
 def watch(
-    monitor: LiveMonitor, on_update: UpdateSink | None = None, interval_s: float = 1.0
+    monitor: LiveMonitor,
+    on_update: UpdateSink | None = None,
+    interval_s: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Report:
-    """Tick every `interval_s` until the job ends, time is up or Ctrl-C; then the final report."""
+    """Tick every `interval_s` until the job ends, time is up or Ctrl-C; then the final report.
+
+    The interval is measured on the monitor's clock; `sleep` waits out what is left of it."""
     try:
         while True:
             snapshot = monitor.tick()
@@ -131,9 +144,7 @@ def watch(
                 on_update(snapshot.report, snapshot.shown, snapshot.elapsed_s)
             if snapshot.finished:
                 break
-            time.sleep(
-                max(0.0, interval_s - (time.monotonic() - monitor.started - snapshot.elapsed_s))
-            )
+            sleep(max(0.0, interval_s - (monitor.clock() - monitor.started - snapshot.elapsed_s)))
     except KeyboardInterrupt:
         pass
     return monitor.finish()

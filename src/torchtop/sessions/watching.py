@@ -133,7 +133,7 @@ def _follow(monitor: LiveMonitor, headless: bool, watched: WatchedJob | None = N
     if headless:
         printer = ProgressPrinter()
         report = watch(monitor, on_update=printer)
-        printer.final(report, time.monotonic() - monitor.started)
+        printer.final(report, monitor.clock() - monitor.started)
         return report
     from torchtop.tui.app import run_live
 

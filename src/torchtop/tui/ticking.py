@@ -1,10 +1,11 @@
 """Where live frames come from, and when: the snapshot source, the pacer and the message.
 
 The dashboard's tick thread asks the `source` for a snapshot each time the `pacer` lets it,
-turns it into a `Frame` and posts a `FrameMessage` to the app. `LiveMonitor` is the real source
-and `IntervalPacer` the real clock; tests pass a replayed run and a pacer they step by hand, so
-no test sleeps or reads the wall clock. A newer frame message replaces an older one still
-queued: a slow screen never works through a backlog of stale frames.
+turns it into a `Frame` and posts a `FrameMessage` to the app. `LiveMonitor` is the source
+and `IntervalPacer` the real clock; tests pass a `LiveMonitor` over a replayed run, on the run's
+simulated clock, and a pacer they step by hand, so no test sleeps or reads the wall clock. A
+newer frame message replaces an older one still queued: a slow screen never works through a
+backlog of stale frames.
 """
 
 from __future__ import annotations

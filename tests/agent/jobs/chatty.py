@@ -42,7 +42,8 @@ def main() -> int:
     model = nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     inputs, labels = torch.randn(32, 128), torch.randint(0, 10, (32,))
-    stop, written = threading.Event(), []
+    stop = threading.Event()
+    written: list[int] = []
     thread = threading.Thread(target=chatter, args=(stop, written))
     thread.start()
     for step in range(args.steps):

@@ -51,6 +51,7 @@ def hand_sgd(steps: int, checkpointed: bool = False) -> int:
         logits = checkpoint(model, inputs, use_reentrant=True) if checkpointed else model(inputs)
         nn.functional.cross_entropy(logits, labels).backward()
         for p in model.parameters():
+            assert p.grad is not None
             p.data.add_(p.grad, alpha=-0.1)
         time.sleep(0.01)
     return steps
