@@ -9,13 +9,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.tables import tables
 from torchtop.collectors.host import HostCollector
 from torchtop.collectors.sampler import Sampler
 from torchtop.runs.journal import JournalReader, JournalWriter
 
 
 def records(path: Path) -> list[dict[str, Any]]:
-    return list(JournalReader(path).read_new(final=True))
+    return tables(JournalReader(path).read_new(final=True))
 
 
 def wait_for(condition: Any, timeout_s: float = 5.0) -> None:

@@ -9,11 +9,13 @@ from pathlib import Path
 
 from tests.conftest import RULES_DIR
 from tests.report.test_trials import trial
+from tests.tables import tables
 from torchtop.diagnosis.rules import load_rules
 from torchtop.live.watch import LiveMonitor
 from torchtop.relaunch.holding import HoldingTest
-from torchtop.relaunch.tracked import REVERTS_FILE, SETTLE_STEPS, FixTracker, StepLog
+from torchtop.relaunch.tracked import SETTLE_STEPS, FixTracker, StepLog
 from torchtop.runs.journal import JournalReader, JournalWriter
+from torchtop.runs.layout import RunLayout
 
 SPANS = HoldingTest(warmup_steps=2, recent_steps=5, recent_s=0.4)
 
@@ -77,7 +79,7 @@ def test_a_revert_is_appended_to_the_run_folder_and_shown_on_the_trials_entry(
     tracker.started(kept.plan_before, again, [kept])
 
     assert tracker.current is None  # the job runs without a kept fix: nothing to follow
-    (record,) = JournalReader(tmp_path / REVERTS_FILE).read_new(final=True)
+    (record,) = tables(JournalReader(RunLayout(tmp_path).reverts).read_new(final=True))
     assert record["kind"] == "revert" and record["trial"] == kept.number
     assert record["from_run_dir"] == str(folder) and record["run_dir"] == str(again)
     assert record["command"] == ["python", "train.py"]

@@ -21,6 +21,7 @@ from textual.pilot import Pilot
 from textual.widgets import OptionList
 
 from tests.conftest import RULES_DIR
+from tests.tables import tables
 from torchtop.diagnosis.rules import load_rules
 from torchtop.live.collect import start_collectors
 from torchtop.live.launch import launch
@@ -55,7 +56,7 @@ async def wait_until(pilot: Pilot[Any], ready: Callable[[], object], what: str, 
 def records(run_dir: Path, kind: str) -> list[dict[str, Any]]:
     found = []
     for path in sorted((run_dir / "events").glob("agent-*.jsonl")):
-        found += [r for r in JournalReader(path).read_new(final=True) if r["kind"] == kind]
+        found += [r for r in tables(JournalReader(path).read_new(final=True)) if r["kind"] == kind]
     return found
 
 

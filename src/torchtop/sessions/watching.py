@@ -57,7 +57,7 @@ def run_session(
     for line in config.announcement():
         print(line, file=sys.stderr)
     run_dir = options.run_dir or default_run_dir()
-    job_log = None if options.headless else run_dir / "job.log"
+    job_log = None if options.headless else RunLayout(run_dir).job_log
     try:
         job = launch(command, run_dir, kind, output=job_log, extra_env=config.launch_env())
     except FileNotFoundError:
