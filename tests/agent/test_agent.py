@@ -110,7 +110,11 @@ def test_a_forked_child_writes_its_own_file_only_once_it_steps(tmp_path: Path) -
     events = tmp_path / "events" / f"agent-{os.getpid()}.jsonl"
     assert not events.exists()
     agent.user_stepped()
-    assert [r["kind"] for r in JournalReader(events).read_new()] == ["hello", "step", "settings"]
+    assert [type(r).__name__ for r in JournalReader(events).read_new()] == [
+        "Hello",
+        "Step",
+        "Settings",
+    ]
     assert writer.kinds() == ["hello"]
 
 
