@@ -16,16 +16,17 @@ from torchtop.relaunch.holding import HoldingTest
 from torchtop.relaunch.tracked import SETTLE_STEPS, FixTracker, StepLog
 from torchtop.runs.journal import JournalReader, JournalWriter
 from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import Hello, Step, Window
 
 SPANS = HoldingTest(warmup_steps=2, recent_steps=5, recent_s=0.4)
 
 
 def write_steps(run_dir: Path, walls_s: list[float], first: int = 0) -> None:
-    with JournalWriter(run_dir / "events" / "agent-4242.jsonl") as agent:
+    with JournalWriter(RunLayout(run_dir).agent_events(4242)) as agent:
         if first == 0:
-            agent.write({"kind": "hello", "t": 1.0, "pid": 4242, "argv": ["train.py"]})
+            agent.write(Hello(t=1.0, pid=4242, argv=["train.py"]))
         for step, wall in enumerate(walls_s, first):
-            agent.write({"kind": "step", "t": 2.0 + step, "step": step, "wall_s": wall})
+            agent.write(Step(t=2.0 + step, step=step, wall_s=wall))
 
 
 def test_the_relaunched_jobs_steps_are_judged_without_warm_up_or_profiled_steps(
@@ -46,8 +47,8 @@ def test_the_relaunched_jobs_steps_are_judged_without_warm_up_or_profiled_steps(
     monitor.tick()
     tracker.check(monitor)
     write_steps(folder, walls[20:], first=20)
-    with JournalWriter(folder / "events" / "agent-4242.jsonl") as agent:
-        agent.write({"kind": "window", "t": 30.0, "first_step": 10, "last_step": 12, "path": "x"})
+    with JournalWriter(RunLayout(folder).agent_events(4242)) as agent:
+        agent.write(Window(t=30.0, first_step=10, last_step=12, path="x"))
     monitor.tick()
     holding = tracker.check(monitor)
 

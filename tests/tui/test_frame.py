@@ -9,6 +9,7 @@ from msgspec.structs import replace
 
 from tests.tui.replay import ReplaySource, SyntheticRun, dataloader_bound
 from torchtop.model.report import Report
+from torchtop.runs.records import Bye, Hello, Step
 from torchtop.tui.frame import FrameBuilder, offline_frame, tail, trace_title
 from torchtop.tui.widgets.header import JobHeader
 
@@ -43,9 +44,9 @@ def test_new_training_processes_mark_a_relaunch_in_the_history(tmp_path: Path) -
     source = ReplaySource(run)
     builder = FrameBuilder()
     assert builder.build(source.tick()).history[-1].marker == ""
-    run.agent(4242).write({"kind": "bye", "t": 0.0, "reason": "exit"})
-    run.agent(777).write({"kind": "hello", "t": 0.0, "pid": 777, "rank": None})
-    run.agent(777).write({"kind": "step", "t": 0.0, "step": 0, "wall_s": 0.1, "data_wait_s": 0.0})
+    run.agent(4242).write(Bye(t=0.0, reason="exit"))
+    run.agent(777).write(Hello(t=0.0, pid=777, rank=None))
+    run.agent(777).write(Step(t=0.0, step=0, wall_s=0.1, data_wait_s=0.0))
     frame = builder.build(source.tick())
     assert frame.history[-1].marker == "relaunch"
     assert builder.build(source.tick()).history[-1].marker == ""
