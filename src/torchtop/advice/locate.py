@@ -26,13 +26,15 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from torchtop.model.analysis import PythonCalls
 from torchtop.model.findings import Finding, Verdict
-from torchtop.runs.records import StacksSample
+
+if TYPE_CHECKING:  # only annotations: analyze of a trace never defines the run folder's Structs
+    from torchtop.runs.records import StacksSample
 
 Frame = tuple[str, int]
 """A file and a line number."""

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import msgspec
 
-from torchtop.runs.records import RUN_SCHEMA
-
-__all__ = ["RUN_SCHEMA", "RunLayout", "is_run_folder"]
+RUN_SCHEMA = "torchtop.run/1"
+"""`run.json`'s `schema` (defined here, not beside the records, so that `analyze` of plain
+traces, which asks `is_run_folder`, does not define the run folder's Structs)."""
 
 
 class RunLayout(msgspec.Struct, frozen=True):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import msgspec
 
-RUN_SCHEMA = "torchtop.run/1"
+from torchtop.runs.layout import RUN_SCHEMA
 
 Scalar = str | int | float | bool | None
 """A knob's value (an override, a fix's value): what a command line or variable can carry."""
