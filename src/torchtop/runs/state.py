@@ -2,11 +2,13 @@
 
 `RunWatcher.poll()` reads only what was appended since the last poll, so the live view can call
 it every second on a run of hours; `load_run()` reads a finished folder in one go through the
-same code. Buffers are bounded: the newest `MAX_STEPS` step records per process, and per sample
-source the newest `SAMPLES_BOUND[source]` records (an hour of host and GPU samples, only the few
-stack dumps that anything reads). Every step's number and wall time are also kept, for the step
-figures of the whole run, in `StepWalls`: two numpy arrays grown in chunks (8 bytes a step, 8 MB
-for a million steps) rather than an object per step.
+same code. Records arrive typed (`runs.records`, decoded by `runs.codec`); what a newer writer
+added is skipped and counted here (`unknown_kinds`, `unknown_fields`). Buffers are bounded: the
+newest `MAX_STEPS` step records per process, and per sample source the newest records in
+`Samples` (an hour of host and GPU samples, only the few stack dumps that anything reads).
+Every step's number and wall time are also kept, for the step figures of the whole run, in
+`StepWalls`: two numpy arrays grown in chunks (8 bytes a step, 8 MB for a million steps)
+rather than an object per step.
 """
 
 from __future__ import annotations
@@ -43,8 +45,7 @@ MAX_SAMPLES = 3600
 # counts the last 10 (tui.hotstacks.DUMPS_COUNTED). tests/runs/test_state.py holds this bound to
 # the larger of the two, so a reader that wants more fails a test instead of reading fewer.
 MAX_STACK_DUMPS = 60
-SAMPLES_BOUND = {"host": MAX_SAMPLES, "gpu": MAX_SAMPLES, "stacks": MAX_STACK_DUMPS}
-SAMPLE_SOURCES = tuple(SAMPLES_BOUND)
+SAMPLE_SOURCES = ("host", "gpu", "stacks")
 
 
 @dataclass
@@ -125,7 +126,8 @@ class ProcessState:
 
 @dataclass
 class Samples:
-    """The newest samples of each source, bounded by `SAMPLES_BOUND`."""
+    """The newest samples of each source: an hour of host and GPU samples, the stack dumps
+    that are read (`MAX_STACK_DUMPS`)."""
 
     host: deque[HostSample] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
     gpu: deque[GpuSample] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
