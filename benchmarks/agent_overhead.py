@@ -47,6 +47,8 @@ from pathlib import Path
 
 from torchtop.jobs.env import Windows, job_environment
 from torchtop.runs.journal import JournalReader
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import Step, Window
 
 WARMUP_STEPS = 3
 BATCH = 64
@@ -105,18 +107,21 @@ def window_account(run_dir: Path) -> dict[str, float]:
     """Windows taken, and the share of the run they cost (profiled steps' excess + saving)."""
     records = [
         record
-        for path in (run_dir / "events").glob("agent-*.jsonl")
+        for path in RunLayout(run_dir).events_dir.glob("agent-*.jsonl")
         for record in JournalReader(path).read_new(final=True)
     ]
-    steps = {r["step"]: r for r in records if r["kind"] == "step" and r["wall_s"] is not None}
-    windows = [r for r in records if r["kind"] == "window"]
+    steps = {r.step: r for r in records if isinstance(r, Step) and r.wall_s is not None}
+    windows = [r for r in records if isinstance(r, Window)]
     if not steps:
         return {"windows": 0.0, "window_cost_pct": 0.0}
-    profiled = {n for w in windows for n in range(w["first_step"], w["last_step"] + 1)}
-    usual_s = statistics.median(s["wall_s"] for n, s in steps.items() if n not in profiled)
-    excess_s = sum(steps[n]["wall_s"] - usual_s for n in profiled if n in steps)
-    saving_s = sum(w["t"] - steps[w["last_step"]]["t"] for w in windows if w["last_step"] in steps)
-    run_s = sum(s["wall_s"] for s in steps.values()) + saving_s  # saving is outside the steps
+    walls = {n: s.wall_s for n, s in steps.items() if s.wall_s is not None}
+    spans = [(w.first_step, w.last_step) for w in windows]
+    profiled = {n for first, last in spans if first is not None and last is not None
+                for n in range(first, last + 1)}  # fmt: skip
+    usual_s = statistics.median(wall for n, wall in walls.items() if n not in profiled)
+    excess_s = sum(walls[n] - usual_s for n in profiled if n in walls)
+    saving_s = sum(w.t - steps[w.last_step].t for w in windows if w.last_step in steps)
+    run_s = sum(walls.values()) + saving_s  # saving is outside the steps
     cost_s = excess_s + saving_s
     return {"windows": float(len(windows)), "window_cost_pct": 100.0 * cost_s / run_s}
 

@@ -86,4 +86,4 @@ def analyze_run(root: Path, tree: RuleTree) -> Report | None:
     state = load_run(root)
     if not state.training_processes:
         return None
-    return assess(state, WindowCache().latest(state), tree, str(state.run.get("kind", "run")))
+    return assess(state, WindowCache().latest(state), tree, state.launch.kind or "run")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.tables import tables
 from torchtop.jobs.env import job_environment, with_bootstrap
 from torchtop.runs.journal import JournalReader
 
@@ -33,7 +34,7 @@ class Finished:
         """The records of the job's one agent file (asserts there is exactly one)."""
         files = self.event_files()
         assert len(files) == 1, f"expected one agent file, found {files}\n{self.stderr}"
-        found = list(JournalReader(files[0]).read_new(final=True))
+        found = tables(JournalReader(files[0]).read_new(final=True))
         return [r for r in found if kind is None or r["kind"] == kind]
 
     def last_settings(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -19,6 +20,7 @@ from torchtop.agent.identity import read_identity  # noqa: E402
 from torchtop.agent.profiler_window import ProfilerWindow  # noqa: E402
 from torchtop.agent.sink import RecordSink  # noqa: E402
 from torchtop.runs.journal import JournalReader  # noqa: E402
+from torchtop.runs.records import JournalRecord  # noqa: E402
 
 
 class ListWriter:
@@ -26,10 +28,11 @@ class ListWriter:
         self.records: list[dict[str, Any]] = []
         self.refuse = refuse
 
-    def write(self, record: dict[str, Any]) -> None:
-        if record["kind"] == self.refuse:
+    def write(self, record: JournalRecord) -> None:
+        table = msgspec.to_builtins(record)
+        if table["kind"] == self.refuse:
             raise OSError("disk full")
-        self.records.append(record)
+        self.records.append(table)
 
     def close(self) -> None:
         pass
@@ -107,7 +110,11 @@ def test_a_forked_child_writes_its_own_file_only_once_it_steps(tmp_path: Path) -
     events = tmp_path / "events" / f"agent-{os.getpid()}.jsonl"
     assert not events.exists()
     agent.user_stepped()
-    assert [r["kind"] for r in JournalReader(events).read_new()] == ["hello", "step", "settings"]
+    assert [type(r).__name__ for r in JournalReader(events).read_new()] == [
+        "Hello",
+        "Step",
+        "Settings",
+    ]
     assert writer.kinds() == ["hello"]
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from torchtop.agent.sink import RecordSink
+from torchtop.runs.records import Bye, Hello, JournalRecord, Note, Step, Window
 
 
 class ListWriter:
@@ -12,15 +15,15 @@ class ListWriter:
         self.records: list[dict[str, Any]] = []
         self.closed = False
 
-    def write(self, record: dict[str, Any]) -> None:
-        self.records.append(record)
+    def write(self, record: JournalRecord) -> None:
+        self.records.append(msgspec.to_builtins(record))
 
     def close(self) -> None:
         self.closed = True
 
 
-def step(number: int) -> dict[str, Any]:
-    return {"kind": "step", "step": number}
+def step(number: int) -> Step:
+    return Step(step=number, wall_s=None)
 
 
 def test_a_slow_step_is_written_as_soon_as_it_ends() -> None:
@@ -46,7 +49,7 @@ def test_any_other_record_is_written_after_the_steps_kept_before_it() -> None:
     sink = RecordSink(lambda: writer)
     sink.add_step(step(0), now_s=0.0)
     sink.add_step(step(1), now_s=0.001)
-    sink.write({"kind": "window"})
+    sink.write(Window(t=0.0, path="traces/w.json"))
     assert [r["kind"] for r in writer.records] == ["step", "step", "window"]
 
 
@@ -54,7 +57,7 @@ def test_a_note_is_written_once_per_key() -> None:
     writer = ListWriter()
     sink = RecordSink(lambda: writer)
     for _ in range(3):
-        sink.note_once("profiler", {"kind": "note", "message": "failed"})
+        sink.note_once("profiler", Note(t=0.0, message="failed"))
     assert len(writer.records) == 1
 
 
@@ -65,7 +68,7 @@ def test_closing_writes_the_kept_steps_and_closes_the_file_once() -> None:
     sink.add_step(step(1), now_s=0.001)
     sink.close()
     sink.close()
-    sink.write({"kind": "late"})
+    sink.write(Bye(t=0.0))
     assert [r["step"] for r in writer.records] == [0, 1]
     assert writer.closed
 
@@ -78,8 +81,8 @@ def test_a_holding_sink_writes_nothing_and_opens_no_file_if_no_step_comes() -> N
         return opened[-1]
 
     sink = RecordSink(open_writer, hold_until_step=True)
-    sink.write({"kind": "hello"})
-    sink.write({"kind": "bye"})
+    sink.write(Hello(t=0.0))
+    sink.write(Bye(t=0.0))
     sink.close()
     assert opened == []
 
@@ -87,7 +90,7 @@ def test_a_holding_sink_writes_nothing_and_opens_no_file_if_no_step_comes() -> N
 def test_a_holding_sink_writes_what_it_held_once_the_first_step_comes() -> None:
     writer = ListWriter()
     sink = RecordSink(lambda: writer, hold_until_step=True)
-    sink.write({"kind": "hello"})
+    sink.write(Hello(t=0.0))
     sink.add_step(step(0), now_s=0.0)
-    sink.write({"kind": "bye"})
+    sink.write(Bye(t=0.0))
     assert [r["kind"] for r in writer.records] == ["hello", "step", "bye"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.agent.running import JOBS, run_job
+from tests.tables import tables
 from torchtop.offline import analyze_paths
 from torchtop.runs.journal import JournalReader
 
@@ -22,7 +23,7 @@ def test_each_torchrun_worker_reports_its_rank_steps_and_its_own_window(tmp_path
 
     by_rank = {}
     for path in job.event_files():
-        records = list(JournalReader(path).read_new(final=True))
+        records = tables(JournalReader(path).read_new(final=True))
         by_rank[records[0]["rank"]] = records
     assert sorted(by_rank, key=str) == [0, 1, None]  # None: torchrun's own process
     assert not [r for r in by_rank[None] if r["kind"] == "step"]

@@ -6,7 +6,8 @@ import os
 import time
 from pathlib import Path
 
-from torchtop.agent.window_plan import RequestWatcher, WindowPlan, window_request_path
+from torchtop.agent.window_plan import RequestWatcher, WindowPlan
+from torchtop.runs.layout import RunLayout
 
 
 def test_the_first_window_waits_for_the_warm_up_steps() -> None:
@@ -38,7 +39,7 @@ def test_a_disabled_plan_never_opens_a_window() -> None:
 
 
 def test_a_request_is_answered_once_per_touch_of_the_file(tmp_path: Path) -> None:
-    request = window_request_path(tmp_path)
+    request = RunLayout(tmp_path).window_request
     watcher = RequestWatcher(request, since_ns=time.time_ns() - 10**9)
     assert not watcher.poll()
     request.parent.mkdir()
@@ -51,7 +52,7 @@ def test_a_request_is_answered_once_per_touch_of_the_file(tmp_path: Path) -> Non
 
 
 def test_a_request_older_than_the_process_is_ignored(tmp_path: Path) -> None:
-    request = window_request_path(tmp_path)
+    request = RunLayout(tmp_path).window_request
     request.parent.mkdir()
     request.touch()
     watcher = RequestWatcher(request, since_ns=os.stat(request).st_mtime_ns)

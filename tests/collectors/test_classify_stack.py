@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from torchtop.collectors.stacks import attribute, classify_stack
+from torchtop.runs.records import StackFrame, StackProcess, StacksSample, StackThread
 
 SITE = "/venv/lib/python3.11/site-packages"
 STDLIB = "/usr/lib/python3.11"
 
 
-def frame(function: str, file: str, line: int = 1) -> dict[str, Any]:
-    return {"function": function, "file": file, "line": line}
+def frame(function: str, file: str, line: int = 1) -> StackFrame:
+    return StackFrame(function=function, file=file, line=line)
 
 
 TRAIN = frame("<module>", "/job/train.py", 40)
@@ -103,21 +103,19 @@ def test_other_code_is_python_when_running_and_idle_when_waiting() -> None:
     assert classify_stack([], active=None) == "python"
 
 
-def stacks_record(*processes: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": "stacks", "t": 0.0, "processes": list(processes)}
+def stacks_record(*processes: StackProcess) -> StacksSample:
+    return StacksSample(t=0.0, processes=list(processes))
 
 
-def process(
-    pid: int, role: str, *threads: tuple[int, list[dict[str, Any]], bool]
-) -> dict[str, Any]:
-    return {
-        "pid": pid,
-        "role": role,
-        "threads": [
-            {"tid": tid, "name": None, "active": active, "frames": frames}
+def process(pid: int, role: str, *threads: tuple[int, list[StackFrame], bool]) -> StackProcess:
+    return StackProcess(
+        pid=pid,
+        role=role,
+        threads=[
+            StackThread(tid=tid, name=None, active=active, frames=frames)
             for tid, frames, active in threads
         ],
-    }
+    )
 
 
 def test_attribute_counts_only_the_main_thread_of_main_processes() -> None:
@@ -129,7 +127,6 @@ def test_attribute_counts_only_the_main_thread_of_main_processes() -> None:
         stacks_record(process(10, "main", (10, [*BACKWARD, TRAIN], True))),
         stacks_record(process(10, "main", (10, [*QUEUE_WAIT, TRAIN], False))),
         stacks_record(process(10, "main", (10, [*QUEUE_WAIT, TRAIN], False))),
-        {"kind": "unavailable", "reason": "ignored"},
     ]
     assert attribute(records) == {"backward": 0.25, "dataloader": 0.75}
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
+import msgspec
 import pytest
 
 from tests.collectors.conftest import Spawn
@@ -17,6 +18,7 @@ from torchtop.advice.locate import Location, dump_stacks, is_user_file, locate, 
 from torchtop.advice.patches import code_patch
 from torchtop.collectors.stacks import StackCollector, find_py_spy
 from torchtop.model.findings import Fix
+from torchtop.runs.records import StacksSample
 
 # A loop that reads a big reduction back every step (`.item()` on the line that computes it,
 # so the line is on the stack while the work runs), with a per-batch copy (`.to(`) as well.
@@ -60,7 +62,7 @@ def fix(knob: str, where: str | None) -> Fix:
 @pytest.mark.skipif(find_py_spy() is None, reason="py-spy is not installed")
 def test_the_item_call_and_the_loop_are_found_in_a_real_jobs_stacks(spawn: Spawn) -> None:
     job = spawn(SYNCING, name="train.py")
-    stacks = dump_stacks(sampled(job.pid))
+    stacks = dump_stacks([msgspec.convert(r, StacksSample) for r in sampled(job.pid)])
     script = Path(cast(list[str], job.args)[1])
     lines = script.read_text().splitlines()
 

@@ -9,13 +9,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.tables import tables
 from torchtop.collectors.host import HostCollector
 from torchtop.collectors.sampler import Sampler
 from torchtop.runs.journal import JournalReader, JournalWriter
 
 
 def records(path: Path) -> list[dict[str, Any]]:
-    return list(JournalReader(path).read_new(final=True))
+    return tables(JournalReader(path).read_new(final=True))
 
 
 def wait_for(condition: Any, timeout_s: float = 5.0) -> None:
@@ -28,7 +29,7 @@ def test_the_sampler_writes_each_record_and_stops_within_a_second(tmp_path: Path
     path = tmp_path / "samples" / "host.jsonl"
     counter = itertools.count()
     with JournalWriter(path) as writer:
-        sampler = Sampler("host", 0.02, lambda: {"kind": "host", "n": next(counter)}, writer)
+        sampler = Sampler("host", 0.02, lambda: {"kind": "host", "t": float(next(counter))}, writer)
         sampler.start()
         wait_for(lambda: sampler.records_written >= 5)
         began_s = time.monotonic()
@@ -37,12 +38,12 @@ def test_the_sampler_writes_each_record_and_stops_within_a_second(tmp_path: Path
         assert not sampler.running
     written = records(path)
     assert len(written) == sampler.records_written >= 5
-    assert [r["n"] for r in written] == list(range(len(written)))
+    assert [r["t"] for r in written] == [float(n) for n in range(len(written))]
 
 
 def test_stop_does_not_wait_out_a_long_interval(tmp_path: Path) -> None:
     with JournalWriter(tmp_path / "s.jsonl") as writer:
-        sampler = Sampler("slow", 3600.0, lambda: {"kind": "x"}, writer).start()
+        sampler = Sampler("slow", 3600.0, lambda: {"kind": "host", "t": 0.0}, writer).start()
         wait_for(lambda: sampler.records_written == 1)
         began_s = time.monotonic()
         sampler.stop()
@@ -71,7 +72,7 @@ def test_a_failing_collector_is_reported_once_as_a_note_and_keeps_being_called(
         n = next(calls)
         if n <= 3:
             raise RuntimeError(f"broken {n}")
-        return {"kind": "host", "n": n}
+        return {"kind": "host", "t": float(n)}
 
     with JournalWriter(tmp_path / "s.jsonl") as writer:
         sampler = Sampler("host", 0.01, flaky, writer).start()
@@ -85,13 +86,27 @@ def test_a_failing_collector_is_reported_once_as_a_note_and_keeps_being_called(
 
 def test_an_unavailable_record_is_the_last_the_sampler_writes(tmp_path: Path) -> None:
     def unavailable() -> dict[str, Any]:
-        return {"kind": "unavailable", "reason": "no NVIDIA GPU found"}
+        return {"kind": "unavailable", "t": 1.0, "reason": "no NVIDIA GPU found"}
 
     with JournalWriter(tmp_path / "gpu.jsonl") as writer:
         sampler = Sampler("gpu", 0.01, unavailable, writer).start()
         wait_for(lambda: not sampler.running)
         assert not sampler.running
     assert records(tmp_path / "gpu.jsonl") == [unavailable()]
+
+
+def test_a_record_that_breaks_the_schema_is_reported_once_as_a_collector_bug(
+    tmp_path: Path,
+) -> None:
+    with JournalWriter(tmp_path / "s.jsonl") as writer:
+        sampler = Sampler("host", 0.01, lambda: {"kind": "host", "t": 1.0, "cpu": 5}, writer)
+        sampler.start()
+        wait_for(lambda: sampler.records_written >= 1)
+        sampler.stop()
+    (note,) = records(tmp_path / "s.jsonl")
+    assert note["kind"] == "note"
+    assert note["message"].startswith("host sampler failed: ValidationError: ")
+    assert "unknown field `cpu`" in note["message"]
 
 
 def test_a_slow_sample_does_not_push_the_schedule_back(tmp_path: Path) -> None:

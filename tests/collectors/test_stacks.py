@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from tests.collectors.conftest import Spawn
@@ -23,6 +24,7 @@ from torchtop.collectors.stacks import (
     dump_all,
     find_py_spy,
 )
+from torchtop.runs.records import StacksSample, StackThread
 
 PY_SPY = find_py_spy()
 pytestmark = pytest.mark.skipif(PY_SPY is None, reason="py-spy is not installed")
@@ -100,6 +102,11 @@ def dumps(collector: StackCollector, count: int, gap_s: float = 0.05) -> list[di
     return records
 
 
+def typed(records: list[dict[str, Any]]) -> list[StacksSample]:
+    """The collector's records as the sampler writes them, through the run folder's schema."""
+    return [msgspec.convert(r, StacksSample) for r in records]
+
+
 def main_thread(record: dict[str, Any]) -> dict[str, Any]:
     process = next(p for p in record["processes"] if p["role"] == "main")
     return next(t for t in process["threads"] if t["tid"] == process["pid"])
@@ -111,7 +118,7 @@ def test_a_job_waiting_on_its_dataset_is_in_the_dataloader(spawn: Spawn) -> None
     thread = main_thread(records[0])
     assert thread["frames"][0].keys() == {"function", "file", "line"}
     assert thread["frames"][-1]["function"] == "<module>"  # innermost first
-    assert attribute(records).get("dataloader", 0.0) >= 0.75
+    assert attribute(typed(records)).get("dataloader", 0.0) >= 0.75
 
 
 def test_the_dataloader_workers_are_dumped_with_their_role(spawn: Spawn) -> None:
@@ -122,12 +129,15 @@ def test_the_dataloader_workers_are_dumped_with_their_role(spawn: Spawn) -> None
     assert roles == ["main", "worker", "worker"]
     for process in record["processes"]:
         thread = next(t for t in process["threads"] if t["tid"] == process["pid"])
-        assert classify_stack(thread["frames"], thread["active"]) == "dataloader"
+        assert (
+            classify_stack(msgspec.convert(thread, StackThread).frames, thread["active"])
+            == "dataloader"
+        )
 
 
 def test_a_compute_bound_loop_is_mostly_in_backward_and_forward(spawn: Spawn) -> None:
     job = spawn(COMPUTE)
-    shares = attribute(dumps(StackCollector(job.pid), 16, gap_s=0.03))
+    shares = attribute(typed(dumps(StackCollector(job.pid), 16, gap_s=0.03)))
     assert shares.get("dataloader") is None
     assert shares.get("backward", 0.0) + shares.get("forward", 0.0) >= 0.7, shares
     assert shares.get("backward", 0.0) > 0 and shares.get("forward", 0.0) > 0, shares
@@ -136,13 +146,13 @@ def test_a_compute_bound_loop_is_mostly_in_backward_and_forward(spawn: Spawn) ->
 def test_a_pure_python_busy_loop_is_python(spawn: Spawn) -> None:
     job = spawn(BUSY)
     records = dumps(StackCollector(job.pid), 5)
-    assert attribute(records) == {"python": 1.0}
+    assert attribute(typed(records)) == {"python": 1.0}
     assert main_thread(records[0])["active"] is True
 
 
 def test_a_sleeping_script_is_idle(spawn: Spawn) -> None:
     job = spawn('import time\nprint("ready", flush=True)\ntime.sleep(120)\n')
-    assert attribute(dumps(StackCollector(job.pid), 2)) == {"idle": 1.0}
+    assert attribute(typed(dumps(StackCollector(job.pid), 2))) == {"idle": 1.0}
 
 
 @pytest.mark.skipif(

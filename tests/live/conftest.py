@@ -3,30 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from torchtop.runs.journal import JournalWriter, write_once
-from torchtop.runs.layout import RUN_SCHEMA, RunLayout
+from torchtop.runs.journal import JournalWriter, write_record
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import Hello, LoaderSettings, RunRecord, Settings, Step
 
 
 class FakeRun:
-    """Writes a run folder the way the real writers do (the same JournalWriter)."""
+    """Writes a run folder the way the real writers do (the same JournalWriter and records)."""
 
     def __init__(self, root: Path) -> None:
         self.layout = RunLayout(root)
         self.layout.create()
-        write_once(
-            self.layout.run_json,
-            {
-                "schema": RUN_SCHEMA,
-                "kind": "run",
-                "command": ["python", "train.py"],
-                "pid": 100,
-                "cpu_count": 2,
-            },
-        )
+        launch = RunRecord(kind="run", command=["python", "train.py"], pid=100, cpu_count=2)
+        write_record(self.layout.run_json, launch)
         self.writers: dict[int, JournalWriter] = {}
         self.t = 1_700_000_000.0
 
@@ -35,34 +27,25 @@ class FakeRun:
             self.writers[pid] = JournalWriter(self.layout.agent_events(pid))
         return self.writers[pid]
 
-    def hello(self, pid: int, rank: int | None = None, **settings: Any) -> None:
-        self.agent(pid).write(
-            {
-                "kind": "hello",
-                "t": self.t,
-                "pid": pid,
-                "rank": rank,
-                "world_size": 2 if rank is not None else None,
-            }
-        )
-        self.agent(pid).write({"kind": "settings", "t": self.t, "device": "cpu", **settings})
+    def hello(
+        self,
+        pid: int,
+        rank: int | None = None,
+        dataloader: LoaderSettings | None = None,
+        step_signal: str | None = None,
+    ) -> None:
+        world_size = 2 if rank is not None else None
+        self.agent(pid).write(Hello(t=self.t, pid=pid, rank=rank, world_size=world_size))
+        settings = Settings(t=self.t, device="cpu", dataloader=dataloader, step_signal=step_signal)
+        self.agent(pid).write(settings)
 
     def steps(
         self, pid: int, count: int, wall_s: float, data_wait_s: float, first: int = 0
     ) -> None:
         for i in range(first, first + count):
             self.t += wall_s
-            self.agent(pid).write(
-                {
-                    "kind": "step",
-                    "t": self.t,
-                    "step": i,
-                    "wall_s": wall_s,
-                    "data_wait_s": data_wait_s,
-                    "h2d_s": None,
-                    "sync_s": None,
-                }
-            )
+            step = Step(t=self.t, step=i, wall_s=wall_s, data_wait_s=data_wait_s)
+            self.agent(pid).write(step)
 
 
 @pytest.fixture

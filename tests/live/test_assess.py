@@ -12,6 +12,7 @@ from tests.live.conftest import FakeRun
 from torchtop.analysis.summary import analyze_trace
 from torchtop.assess.run import WARMUP_STEPS, assess, step_metrics
 from torchtop.diagnosis.rules import load_rules
+from torchtop.runs.records import LoaderSettings
 from torchtop.runs.state import RunWatcher, load_run
 from torchtop.traces import read_trace
 
@@ -21,7 +22,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 def test_a_run_waiting_on_its_dataloader_is_named_dataloader_from_step_timing_alone(
     fake_run: FakeRun,
 ) -> None:
-    fake_run.hello(100, dataloader={"num_workers": 0, "pin_memory": False, "batch_size": 32})
+    fake_run.hello(100, dataloader=LoaderSettings(num_workers=0, pin_memory=False, batch_size=32))
     fake_run.steps(100, 20, wall_s=0.10, data_wait_s=0.08)
     report = assess(load_run(fake_run.layout.root), {}, load_rules())
     assert report.verdict.bottleneck == "dataloader"
@@ -127,7 +128,7 @@ def test_step_metrics_leave_the_dataloader_share_unmeasured_when_waits_are_unkno
 def test_analyze_reads_a_recorded_run_folder_through_the_live_assessment(fake_run: FakeRun) -> None:
     from torchtop.offline import analyze_paths
 
-    fake_run.hello(100, dataloader={"num_workers": 0})
+    fake_run.hello(100, dataloader=LoaderSettings(num_workers=0))
     fake_run.steps(100, 20, wall_s=0.10, data_wait_s=0.08)
     report = analyze_paths([str(fake_run.layout.root)])
     assert report.source_kind == "run"

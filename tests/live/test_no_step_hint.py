@@ -14,8 +14,9 @@ import pytest
 from tests.live.conftest import FakeRun
 from torchtop.assess.run import NO_STEP_HINT_S, assess
 from torchtop.diagnosis.rules import load_rules
-from torchtop.runs.journal import JournalWriter, write_once
-from torchtop.runs.layout import RUN_SCHEMA, RunLayout
+from torchtop.runs.journal import JournalWriter, write_record
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import Hello, HostSample, RunRecord, Settings
 from torchtop.runs.state import load_run
 
 HAND_LOOPS = Path(__file__).resolve().parents[1] / "agent" / "jobs" / "hand_loops.py"
@@ -26,21 +27,14 @@ def silent_run(root: Path, watched_s: float) -> RunLayout:
     """A run whose agent said hello and whose launcher sampled for `watched_s`: no step."""
     layout = RunLayout(root)
     layout.create()
-    write_once(
-        layout.run_json,
-        {
-            "schema": RUN_SCHEMA,
-            "kind": "run",
-            "command": ["python", "lm.py"],
-            "pid": 7,
-            "cpu_count": 2,
-            "started_at": STARTED_AT,
-        },
+    launch = RunRecord(
+        kind="run", command=["python", "lm.py"], pid=7, cpu_count=2, started_at=STARTED_AT
     )
-    JournalWriter(layout.agent_events(7)).write({"kind": "hello", "t": STARTED_AT + 3, "pid": 7})
+    write_record(layout.run_json, launch)
+    JournalWriter(layout.agent_events(7)).write(Hello(t=STARTED_AT + 3, pid=7))
     host = JournalWriter(layout.samples("host"))
     for second in range(int(watched_s) + 1):
-        host.write({"kind": "host", "t": STARTED_AT + second, "processes": []})
+        host.write(HostSample(t=STARTED_AT + second, processes=[]))
     return layout
 
 
@@ -56,7 +50,7 @@ def test_a_job_with_no_step_after_the_wait_is_told_how_to_mark_its_steps(tmp_pat
 
 def test_a_job_whose_backward_steps_wait_for_its_optimizer_is_told_so(tmp_path: Path) -> None:
     layout = silent_run(tmp_path / "run", NO_STEP_HINT_S + 5)
-    settings = {"kind": "settings", "t": STARTED_AT + 4, "step_signal_held": "backward"}
+    settings = Settings(t=STARTED_AT + 4, step_signal_held="backward")
     JournalWriter(layout.agent_events(7)).write(settings)
     reason = assess(load_run(layout.root), {}, load_rules()).verdict.reason
     assert reason.startswith("no training step counted in")

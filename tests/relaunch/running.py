@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.tables import tables
 from torchtop.relaunch.tune import TuneOptions
 from torchtop.runs.journal import JournalReader
 
@@ -25,5 +26,5 @@ def agent_records(run_dir: Path, kind: str) -> list[dict[str, Any]]:
     """Records of `kind` from every agent file of a run folder."""
     found = []
     for path in sorted((run_dir / "events").glob("agent-*.jsonl")):
-        found += [r for r in JournalReader(path).read_new(final=True) if r["kind"] == kind]
+        found += [r for r in tables(JournalReader(path).read_new(final=True)) if r["kind"] == kind]
     return found

@@ -9,21 +9,24 @@ from pathlib import Path
 
 from tests.conftest import RULES_DIR
 from tests.report.test_trials import trial
+from tests.tables import tables
 from torchtop.diagnosis.rules import load_rules
 from torchtop.live.watch import LiveMonitor
 from torchtop.relaunch.holding import HoldingTest
-from torchtop.relaunch.tracked import REVERTS_FILE, SETTLE_STEPS, FixTracker, StepLog
+from torchtop.relaunch.tracked import SETTLE_STEPS, FixTracker, StepLog
 from torchtop.runs.journal import JournalReader, JournalWriter
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import Hello, Step, Window
 
 SPANS = HoldingTest(warmup_steps=2, recent_steps=5, recent_s=0.4)
 
 
 def write_steps(run_dir: Path, walls_s: list[float], first: int = 0) -> None:
-    with JournalWriter(run_dir / "events" / "agent-4242.jsonl") as agent:
+    with JournalWriter(RunLayout(run_dir).agent_events(4242)) as agent:
         if first == 0:
-            agent.write({"kind": "hello", "t": 1.0, "pid": 4242, "argv": ["train.py"]})
+            agent.write(Hello(t=1.0, pid=4242, argv=["train.py"]))
         for step, wall in enumerate(walls_s, first):
-            agent.write({"kind": "step", "t": 2.0 + step, "step": step, "wall_s": wall})
+            agent.write(Step(t=2.0 + step, step=step, wall_s=wall))
 
 
 def test_the_relaunched_jobs_steps_are_judged_without_warm_up_or_profiled_steps(
@@ -44,8 +47,8 @@ def test_the_relaunched_jobs_steps_are_judged_without_warm_up_or_profiled_steps(
     monitor.tick()
     tracker.check(monitor)
     write_steps(folder, walls[20:], first=20)
-    with JournalWriter(folder / "events" / "agent-4242.jsonl") as agent:
-        agent.write({"kind": "window", "t": 30.0, "first_step": 10, "last_step": 12, "path": "x"})
+    with JournalWriter(RunLayout(folder).agent_events(4242)) as agent:
+        agent.write(Window(t=30.0, first_step=10, last_step=12, path="x"))
     monitor.tick()
     holding = tracker.check(monitor)
 
@@ -54,7 +57,8 @@ def test_the_relaunched_jobs_steps_are_judged_without_warm_up_or_profiled_steps(
     assert holding.speedup is not None and abs(holding.speedup - 2.0) < 1e-6
     assert holding.holds is True
     entry = tracker.entry(kept, kept.as_json(with_steps=False))
-    assert entry["since_relaunch"]["steps"] == 33 and entry["since_relaunch"]["holds"] is True
+    since = entry["since_relaunch"]
+    assert isinstance(since, dict) and since["steps"] == 33 and since["holds"] is True
     assert "reverted" not in entry
 
 
@@ -77,7 +81,7 @@ def test_a_revert_is_appended_to_the_run_folder_and_shown_on_the_trials_entry(
     tracker.started(kept.plan_before, again, [kept])
 
     assert tracker.current is None  # the job runs without a kept fix: nothing to follow
-    (record,) = JournalReader(tmp_path / REVERTS_FILE).read_new(final=True)
+    (record,) = tables(JournalReader(RunLayout(tmp_path).reverts).read_new(final=True))
     assert record["kind"] == "revert" and record["trial"] == kept.number
     assert record["from_run_dir"] == str(folder) and record["run_dir"] == str(again)
     assert record["command"] == ["python", "train.py"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from torchtop.relaunch.warmup import Span, end_of_warmup, queued_batches
+from torchtop.runs.records import LoaderSettings, Settings
 
 SPAN = Span(steps=20, warmup_steps=8)
 
@@ -14,13 +15,19 @@ def noisy(value_s: float, count: int, seed: int = 0, spread: float = 0.03) -> li
     return [value_s * (1.0 + rng.uniform(-spread, spread)) for _ in range(count)]
 
 
+def loader(num_workers: int, prefetch_factor: int | None) -> Settings:
+    return Settings(
+        dataloader=LoaderSettings(num_workers=num_workers, prefetch_factor=prefetch_factor)
+    )
+
+
 def test_the_queue_is_the_workers_times_their_prefetch_and_nothing_without_workers() -> None:
-    assert queued_batches({"dataloader": {"num_workers": 8, "prefetch_factor": 2}}) == 16
-    assert queued_batches({"dataloader": {"num_workers": 3, "prefetch_factor": 5}}) == 15
-    assert queued_batches({"dataloader": {"num_workers": 4, "prefetch_factor": None}}) == 8
-    assert queued_batches({"dataloader": {"num_workers": 0, "prefetch_factor": None}}) == 0
-    assert queued_batches({"dataloader": None}) == 0
-    assert queued_batches({}) == 0
+    assert queued_batches(loader(num_workers=8, prefetch_factor=2)) == 16
+    assert queued_batches(loader(num_workers=3, prefetch_factor=5)) == 15
+    assert queued_batches(loader(num_workers=4, prefetch_factor=None)) == 8
+    assert queued_batches(loader(num_workers=0, prefetch_factor=None)) == 0
+    assert queued_batches(Settings(dataloader=None)) == 0
+    assert queued_batches(None) == 0
 
 
 def test_a_stationary_job_warms_up_for_the_minimum_and_two_settled_windows() -> None:

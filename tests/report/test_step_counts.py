@@ -15,8 +15,9 @@ from torchtop.assess.attached import assess_attached
 from torchtop.diagnosis.rules import load_rules
 from torchtop.offline import analyze_paths
 from torchtop.report import render_markdown, render_text, report_to_json
-from torchtop.runs.journal import JournalWriter, write_once
+from torchtop.runs.journal import JournalWriter, write_record
 from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import RunRecord, StackProcess, StacksSample, StackThread
 from torchtop.runs.state import load_run
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
@@ -26,12 +27,12 @@ def attached_run(root: Path, samples: int) -> RunLayout:
     """A folder as attach records it: no agent, py-spy samples of a loop in `__next__`."""
     layout = RunLayout(root)
     layout.create()
-    write_once(layout.run_json, {"kind": "attach", "command": ["python", "t.py"], "pid": 4242})
+    write_record(layout.run_json, RunRecord(kind="attach", command=["python", "t.py"], pid=4242))
     writer = JournalWriter(layout.samples("stacks"))
     for second in range(samples):
-        main = {"tid": 4242, "name": "MainThread", "active": True, "frames": list(LOADER_STACKS[0])}
-        processes = [{"pid": 4242, "role": "main", "threads": [main]}]
-        writer.write({"kind": "stacks", "t": float(second), "processes": processes})
+        main = StackThread(tid=4242, name="MainThread", active=True, frames=list(LOADER_STACKS[0]))
+        processes = [StackProcess(pid=4242, role="main", threads=[main])]
+        writer.write(StacksSample(t=float(second), processes=processes))
     writer.close()
     return layout
 

@@ -17,13 +17,32 @@ import math
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from torchtop.assess.snapshot import Snapshot
 from torchtop.diagnosis.rules import RuleTree, load_rules
 from torchtop.live.watch import LiveMonitor
-from torchtop.runs.journal import JournalWriter, write_once
-from torchtop.runs.layout import RUN_SCHEMA, RunLayout
+from torchtop.runs.journal import JournalWriter, write_record
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import (
+    CliOption,
+    GpuDevice,
+    GpuProcess,
+    GpuSample,
+    Hello,
+    HostProcess,
+    HostSample,
+    LoaderSettings,
+    RunRecord,
+    Settings,
+    StackFrame,
+    StackProcess,
+    StacksSample,
+    StackThread,
+    Step,
+    ThreadSettings,
+    Unavailable,
+    Window,
+)
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 START_T = 1_700_000_000.0
@@ -50,18 +69,18 @@ class Scenario:
     ranks: tuple[Rank, ...]
     step_s: float
     data_wait_s: float
-    settings: dict[str, Any]
+    settings: Settings
     workers: int = 0
     gpus: int = 0
     gpu_reason: str = "NVML: no NVIDIA driver found (libnvidia-ml.so.1 is missing)"
-    stacks: tuple[tuple[dict[str, Any], ...], ...] = ()
+    stacks: tuple[tuple[StackFrame, ...], ...] = ()
     """Stacks of the main thread, innermost frame first; the dumps cycle through them."""
     window_after_s: float = 4.0
     cpu_count: int = 2
 
 
-def frame(function: str, file: str, line: int) -> dict[str, Any]:
-    return {"function": function, "file": file, "line": line}
+def frame(function: str, file: str, line: int) -> StackFrame:
+    return StackFrame(function=function, file=file, line=line)
 
 
 LOADER_STACKS = (
@@ -100,9 +119,9 @@ DDP_STACKS = (
 )
 
 
-def cli_option(flag: str, kind: str, value: object) -> dict[str, Any]:
+def cli_option(flag: str, kind: str, value: object) -> CliOption:
     dest = flag.lstrip("-").replace("-", "_")
-    return {"flags": [flag], "dest": dest, "type": kind, "default": value, "value": value}
+    return CliOption(flags=[flag], dest=dest, type=kind, default=value, value=value)
 
 
 def dataloader_bound() -> Scenario:
@@ -137,19 +156,20 @@ def communication_bound() -> Scenario:
     )
 
 
-def settings(batch: int, workers: int, options: bool) -> dict[str, Any]:
+def settings(batch: int, workers: int, options: bool) -> Settings:
     chosen = [cli_option("--batch-size", "int", batch), cli_option("--num-workers", "int", workers)]
-    return {
-        "dataloader": {"num_workers": workers, "pin_memory": False, "batch_size": batch,
-                       "persistent_workers": False, "prefetch_factor": None},
-        "threads": {"torch_num_threads": 2, "torch_interop_threads": 2,
-                    "omp_num_threads_env": None},
-        "device": "cpu",
-        "amp": None,
-        "compiled": False,
-        "cli_options": [*chosen, cli_option("--pin-memory", "bool", False)] if options else [],
-        "overrides": {},
-    }  # fmt: skip
+    return Settings(
+        t=START_T,
+        dataloader=LoaderSettings(num_workers=workers, pin_memory=False, batch_size=batch,
+                                  persistent_workers=False, prefetch_factor=None),
+        threads=ThreadSettings(torch_num_threads=2, torch_interop_threads=2,
+                               omp_num_threads_env=None),
+        device="cpu",
+        amp=None,
+        compiled=False,
+        cli_options=[*chosen, cli_option("--pin-memory", "bool", False)] if options else [],
+        overrides={},
+    )  # fmt: skip
 
 
 def trace_file(prefix: Path) -> Path:
@@ -173,18 +193,18 @@ class SyntheticRun:
         self.layout = RunLayout(self.root)
         self.layout.create()
         s = self.scenario
-        write_once(self.layout.run_json, {
-            "schema": RUN_SCHEMA, "kind": s.kind, "command": list(s.command),
-            "pid": s.ranks[0].pid, "cpu_count": s.cpu_count, "started_at": START_T,
-        })  # fmt: skip
+        write_record(self.layout.run_json, RunRecord(
+            kind=s.kind, command=list(s.command), pid=s.ranks[0].pid, cpu_count=s.cpu_count,
+            started_at=START_T,
+        ))  # fmt: skip
         for rank in s.ranks:
-            self.agent(rank.pid).write({
-                "kind": "hello", "t": START_T, "pid": rank.pid, "ppid": 1, "rank": rank.rank,
-                "world_size": len(s.ranks) if rank.rank is not None else None,
-            })  # fmt: skip
-            self.agent(rank.pid).write({"kind": "settings", "t": START_T, **s.settings})
+            self.agent(rank.pid).write(Hello(
+                t=START_T, pid=rank.pid, ppid=1, rank=rank.rank,
+                world_size=len(s.ranks) if rank.rank is not None else None,
+            ))  # fmt: skip
+            self.agent(rank.pid).write(s.settings)
         if not s.gpus:
-            self.samples("gpu").write({"kind": "unavailable", "t": START_T, "reason": s.gpu_reason})
+            self.samples("gpu").write(Unavailable(t=START_T, reason=s.gpu_reason))
 
     def agent(self, pid: int) -> JournalWriter:
         return self._writer(str(pid), self.layout.agent_events(pid))
@@ -218,11 +238,10 @@ class SyntheticRun:
         s = self.scenario
         for rank in s.ranks:
             jitter = 1.0 + 0.04 * math.sin(step * 0.7 + rank.pid)
-            self.agent(rank.pid).write({
-                "kind": "step", "t": START_T + (step + 1) * s.step_s, "step": step,
-                "wall_s": s.step_s * jitter, "data_wait_s": s.data_wait_s * jitter,
-                "h2d_s": None, "sync_s": None,
-            })  # fmt: skip
+            self.agent(rank.pid).write(Step(
+                t=START_T + (step + 1) * s.step_s, step=step,
+                wall_s=s.step_s * jitter, data_wait_s=s.data_wait_s * jitter,
+            ))  # fmt: skip
 
     def write_windows(self) -> None:
         self.windows_written = True
@@ -232,10 +251,10 @@ class SyntheticRun:
             source = trace_file(rank.window)
             target = self.layout.traces_dir / source.name
             shutil.copyfile(source, target)
-            self.agent(rank.pid).write({
-                "kind": "window", "t": START_T + self.now_s, "path": f"traces/{source.name}",
-                "first_step": max(self.steps - 4, 0), "last_step": self.steps,
-            })  # fmt: skip
+            self.agent(rank.pid).write(Window(
+                t=START_T + self.now_s, path=f"traces/{source.name}",
+                first_step=max(self.steps - 4, 0), last_step=self.steps,
+            ))  # fmt: skip
 
     def write_samples(self, second: int) -> None:
         t = START_T + second
@@ -250,57 +269,59 @@ def wave(second: int, low: float, high: float, period: float = 9.0) -> float:
     return round(low + (high - low) * (0.5 + 0.5 * math.sin(second * 2 * math.pi / period)), 1)
 
 
-def host_record(s: Scenario, second: int, t: float) -> dict[str, Any]:
+def host_record(s: Scenario, second: int, t: float) -> HostSample:
     processes = [
-        {"pid": r.pid, "ppid": 1, "name": "python", "role": "main",
-         "cpu_pct": wave(second + r.pid, 80, 99), "rss_bytes": 1_250_000_000, "threads": 12,
-         "read_bytes_per_s": 0.0, "write_bytes_per_s": 0.0}
+        HostProcess(pid=r.pid, ppid=1, name="python", role="main",
+                    cpu_pct=wave(second + r.pid, 80, 99), rss_bytes=1_250_000_000, threads=12,
+                    read_bytes_per_s=0.0, write_bytes_per_s=0.0)
         for r in s.ranks
     ]  # fmt: skip
     processes += [
-        {"pid": s.ranks[0].pid + 100 + w, "ppid": s.ranks[0].pid, "name": "python",
-         "role": "worker", "cpu_pct": wave(second + w, 20, 45), "rss_bytes": 410_000_000,
-         "threads": 3, "read_bytes_per_s": 2e6, "write_bytes_per_s": 0.0}
+        HostProcess(pid=s.ranks[0].pid + 100 + w, ppid=s.ranks[0].pid, name="python",
+                    role="worker", cpu_pct=wave(second + w, 20, 45), rss_bytes=410_000_000,
+                    threads=3, read_bytes_per_s=2e6, write_bytes_per_s=0.0)
         for w in range(s.workers)
     ]  # fmt: skip
-    cores = [wave(second + 3 * c, 15, 98, period=7.0) for c in range(s.cpu_count)]
-    return {
-        "kind": "host", "t": t, "cpu_pct": round(sum(cores) / len(cores), 1),
-        "per_cpu_pct": cores, "iowait_pct": wave(second, 0, 4), "mem_used_bytes": 6.1e9,
-        "mem_total_bytes": 16e9, "disk_read_bytes_per_s": wave(second, 1e6, 4e7),
-        "disk_write_bytes_per_s": 2.5e5, "net_recv_bytes_per_s": wave(second, 1e4, 3e5),
-        "net_sent_bytes_per_s": 8e3, "processes": processes,
-    }  # fmt: skip
+    cores: list[float | int | None] = [
+        wave(second + 3 * c, 15, 98, period=7.0) for c in range(s.cpu_count)
+    ]
+    return HostSample(
+        t=t, cpu_pct=round(sum(c or 0 for c in cores) / len(cores), 1),
+        per_cpu_pct=cores, iowait_pct=wave(second, 0, 4), mem_used_bytes=6.1e9,
+        mem_total_bytes=16e9, disk_read_bytes_per_s=wave(second, 1e6, 4e7),
+        disk_write_bytes_per_s=2.5e5, net_recv_bytes_per_s=wave(second, 1e4, 3e5),
+        net_sent_bytes_per_s=8e3, processes=processes,
+    )  # fmt: skip
 
 
-def gpu_record(s: Scenario, second: int, t: float) -> dict[str, Any]:
+def gpu_record(s: Scenario, second: int, t: float) -> GpuSample:
     devices = [
-        {"index": i, "name": "NVIDIA A100-SXM4-40GB", "uuid": f"GPU-fake-{i}",
-         "utilization_gpu_pct": wave(second + 4 * i, 20, 45), "utilization_memory_pct": 12.0,
-         "sm_clock_mhz": 1410.0, "mem_clock_mhz": 1215.0, "memory_used_bytes": 9.8e9 + 1e8 * i,
-         "memory_total_bytes": 42.9e9, "power_w": wave(second, 90, 140), "power_limit_w": 400.0,
-         "temperature_c": 41.0, "pcie_tx_bytes_per_s": wave(second, 1e8, 6e8),
-         "pcie_rx_bytes_per_s": wave(second + 2, 2e8, 1.2e9), "throttle_reasons": []}
+        GpuDevice(index=i, name="NVIDIA A100-SXM4-40GB", uuid=f"GPU-fake-{i}",
+                  utilization_gpu_pct=wave(second + 4 * i, 20, 45), utilization_memory_pct=12.0,
+                  sm_clock_mhz=1410.0, mem_clock_mhz=1215.0, memory_used_bytes=9.8e9 + 1e8 * i,
+                  memory_total_bytes=42.9e9, power_w=wave(second, 90, 140), power_limit_w=400.0,
+                  temperature_c=41.0, pcie_tx_bytes_per_s=wave(second, 1e8, 6e8),
+                  pcie_rx_bytes_per_s=wave(second + 2, 2e8, 1.2e9), throttle_reasons=[])
         for i in range(s.gpus)
     ]  # fmt: skip
     processes = [
-        {"pid": r.pid, "device_index": i, "memory_used_bytes": 9.1e9, "sm_util_pct": 30.0}
+        GpuProcess(pid=r.pid, device_index=i, memory_used_bytes=9.1e9, sm_util_pct=30.0)
         for i, r in enumerate(s.ranks)
     ]
-    return {"kind": "gpu", "t": t, "devices": devices, "processes": processes}
+    return GpuSample(t=t, devices=devices, processes=processes)
 
 
-def stacks_record(s: Scenario, second: int, t: float) -> dict[str, Any]:
+def stacks_record(s: Scenario, second: int, t: float) -> StacksSample:
     stack = s.stacks[(second // 2) % len(s.stacks)]
     processes = [
-        {"pid": r.pid, "role": "main", "threads": [
-            {"tid": r.pid, "name": "MainThread", "active": True, "frames": list(stack)},
-            {"tid": r.pid + 1, "name": "pin_memory", "active": False,
-             "frames": [frame("wait", "/usr/lib/python3.11/threading.py", 324)]},
-        ]}
+        StackProcess(pid=r.pid, role="main", threads=[
+            StackThread(tid=r.pid, name="MainThread", active=True, frames=list(stack)),
+            StackThread(tid=r.pid + 1, name="pin_memory", active=False,
+                        frames=[frame("wait", "/usr/lib/python3.11/threading.py", 324)]),
+        ])
         for r in s.ranks
     ]  # fmt: skip
-    return {"kind": "stacks", "t": t, "processes": processes}
+    return StacksSample(t=t, processes=processes)
 
 
 class Replay:

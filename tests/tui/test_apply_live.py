@@ -20,6 +20,7 @@ from textual.pilot import Pilot
 from textual.widgets import OptionList
 
 from tests.conftest import RULES_DIR
+from tests.tables import tables
 from torchtop.diagnosis.rules import load_rules
 from torchtop.jobs.job import Output, start
 from torchtop.jobs.processes import is_alive, job_tree
@@ -54,7 +55,7 @@ async def wait_until(pilot: Pilot[Any], ready: Callable[[], object], what: str, 
 def records(run_dir: Path, kind: str) -> list[dict[str, Any]]:
     found = []
     for path in sorted((run_dir / "events").glob("agent-*.jsonl")):
-        found += [r for r in JournalReader(path).read_new(final=True) if r["kind"] == kind]
+        found += [r for r in tables(JournalReader(path).read_new(final=True)) if r["kind"] == kind]
     return found
 
 

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from torchtop.model.findings import Fix
+from torchtop.runs.records import CliOption
 from torchtop.tui.change import describe_change, new_value, rewrite
 
 COMMAND = ("python", "train.py", "--batch-size", "32", "--num-workers", "0")
-OPTIONS: list[dict[str, Any]] = [
-    {"flags": ["-b", "--batch-size"], "dest": "batch_size", "type": "int", "default": 32,
-     "value": 32},
-    {"flags": ["--num-workers"], "dest": "num_workers", "type": "int", "default": 0, "value": 0},
-    {"flags": ["--pin-memory"], "dest": "pin_memory", "type": "bool", "default": False,
-     "value": False},
-]  # fmt: skip
+OPTIONS = [
+    CliOption(flags=["-b", "--batch-size"], dest="batch_size", type="int", default=32, value=32),
+    CliOption(flags=["--num-workers"], dest="num_workers", type="int", default=0, value=0),
+    CliOption(flags=["--pin-memory"], dest="pin_memory", type="bool", default=False, value=False),
+]
 
 
-def lines(fix: Fix, options: list[dict[str, Any]] = OPTIONS) -> list[tuple[str, str]]:
+def lines(fix: Fix, options: list[CliOption] = OPTIONS) -> list[tuple[str, str]]:
     return [(line.kind, line.text) for line in describe_change(fix, COMMAND, options).lines]
 
 

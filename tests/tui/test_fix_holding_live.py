@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.tables import tables
 from tests.tui.test_apply_live import (
     KNOB,
     QUICK,
@@ -135,7 +136,7 @@ async def test_a_kept_fix_is_followed_and_reverted_once_the_job_falls_short_of_i
     assert "--num-workers" not in hello["argv"]
     assert json.loads((relaunched / "exit.json").read_text())["how"] == "stopped"
     # The revert is in the run folder, with the figures it was made on...
-    (record,) = JournalReader(run_dir / "reverts.jsonl").read_new(final=True)
+    (record,) = tables(JournalReader(run_dir / "reverts.jsonl").read_new(final=True))
     assert record["trial"] == trial.number and record["run_dir"] == str(again)
     assert record["from_run_dir"] == str(relaunched)
     assert record["since_relaunch"]["holds"] is False, json.dumps(record["since_relaunch"])

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
+from msgspec.structs import replace
+
 from tests.tui.replay import Replay, SyntheticRun, dataloader_bound
 from torchtop.model.report import Report
+from torchtop.runs.records import Bye, Hello, Step
 from torchtop.tui.frame import FrameBuilder, offline_frame, tail, trace_title
 from torchtop.tui.widgets.header import JobHeader
 
@@ -23,7 +26,7 @@ def test_a_live_frame_carries_the_shown_verdict_samples_and_the_scripts_options(
     assert last.batch_size == 32 and last.samples_per_s is not None
     assert len(last.host) == 4 and last.gpu == ()
     assert last.unavailable["gpu"].startswith("NVML")
-    assert [o["dest"] for o in last.cli_options] == ["batch_size", "num_workers", "pin_memory"]
+    assert [o.dest for o in last.cli_options] == ["batch_size", "num_workers", "pin_memory"]
     assert [p.elapsed_s for p in last.history] == [1.0, 2.0, 3.0, 4.0]
     assert last.fixes[0].fix.knob == "dataloader.num_workers"
 
@@ -41,9 +44,9 @@ def test_new_training_processes_mark_a_relaunch_in_the_history(tmp_path: Path) -
     source = Replay(run)
     builder = FrameBuilder()
     assert builder.build(source.tick()).history[-1].marker == ""
-    run.agent(4242).write({"kind": "bye", "t": 0.0, "reason": "exit"})
-    run.agent(777).write({"kind": "hello", "t": 0.0, "pid": 777, "rank": None})
-    run.agent(777).write({"kind": "step", "t": 0.0, "step": 0, "wall_s": 0.1, "data_wait_s": 0.0})
+    run.agent(4242).write(Bye(t=0.0, reason="exit"))
+    run.agent(777).write(Hello(t=0.0, pid=777, rank=None))
+    run.agent(777).write(Step(t=0.0, step=0, wall_s=0.1, data_wait_s=0.0))
     frame = builder.build(source.tick())
     assert frame.history[-1].marker == "relaunch"
     assert builder.build(source.tick()).history[-1].marker == ""
@@ -67,8 +70,8 @@ def test_the_header_says_which_signal_marks_the_steps(tmp_path: Path) -> None:
     source = Replay(run)
     builder = FrameBuilder()
     builder.build(source.tick())
-    settings = {**dataloader_bound().settings, "step_signal": "backward"}
-    run.agent(4242).write({"kind": "settings", "t": 0.0, **settings})
+    settings = replace(dataloader_bound().settings, t=0.0, step_signal="backward")
+    run.agent(4242).write(settings)
     frame = builder.build(source.tick())
     assert frame.step_signal == "backward"
     header = str(JobHeader().draw(frame, 120, 2))

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tests.tui.replay import frame
+from torchtop.runs.records import StackFrame, StackProcess, StacksSample, StackThread
 from torchtop.tui.hotstacks import hot_frames, is_user_code
 
 SITE = "/venv/lib/python3.11/site-packages"
 
 
-def dump(*threads: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": "stacks", "t": 0.0, "processes": [{"pid": 1, "role": "main",
-                                                      "threads": list(threads)}]}  # fmt: skip
+def dump(*threads: StackThread) -> StacksSample:
+    return StacksSample(t=0.0, processes=[StackProcess(pid=1, role="main", threads=list(threads))])
 
 
-def thread(
-    *frames: dict[str, Any], name: str = "MainThread", active: bool = True
-) -> dict[str, Any]:
-    return {"tid": 1, "name": name, "active": active, "frames": list(frames)}
+def thread(*frames: StackFrame, name: str = "MainThread", active: bool = True) -> StackThread:
+    return StackThread(tid=1, name=name, active=active, frames=list(frames))
 
 
 LOAD = thread(

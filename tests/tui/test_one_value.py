@@ -29,6 +29,7 @@ from torchtop.model.report import Report
 from torchtop.relaunch.watched import Proposal, TrialEvent, TrialOutcome
 from torchtop.report import report_to_json
 from torchtop.report.text import render_text
+from torchtop.runs.records import settings_table
 from torchtop.tui.apply import ApplyScreen
 from torchtop.tui.details import FixDetailsScreen
 
@@ -47,7 +48,7 @@ class SameJobApplier:
         planned = plan_fix(
             fix,
             self.before,
-            SCENARIO.settings,
+            settings_table(SCENARIO.settings),
             cached_machine(),
             metrics=report.job.metrics,
             argv=SCENARIO.command[1:],

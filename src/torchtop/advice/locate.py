@@ -26,12 +26,15 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from torchtop.model.analysis import PythonCalls
 from torchtop.model.findings import Finding, Verdict
+
+if TYPE_CHECKING:  # only annotations: analyze of a trace never defines the run folder's Structs
+    from torchtop.runs.records import StacksSample
 
 Frame = tuple[str, int]
 """A file and a line number."""
@@ -128,19 +131,15 @@ def locate(
     return Location(file, line, reader(file, line))
 
 
-def dump_stacks(records: Iterable[Mapping[str, Any]]) -> list[WeightedStack]:
+def dump_stacks(records: Iterable[StacksSample]) -> list[WeightedStack]:
     """The main threads' stacks of `stacks` records (samples/stacks.jsonl), one sample each."""
     stacks: list[WeightedStack] = []
     for record in records:
-        for process in record.get("processes") or ():
-            if process.get("role") != "main":
+        for process in record.processes:
+            if process.role != "main":
                 continue
-            for thread in process.get("threads") or ():
-                frames = [
-                    (str(f.get("file")), int(f["line"]))
-                    for f in thread.get("frames") or ()
-                    if isinstance(f, dict) and isinstance(f.get("line"), int)
-                ]
+            for thread in process.threads:
+                frames = [(str(f.file), f.line) for f in thread.frames if f.line is not None]
                 if frames:
                     stacks.append((frames, 1.0))
     return stacks

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from torchtop.agent import overrides
 from torchtop.agent.cli_options import seen_options
 from torchtop.agent.config import AgentConfig
@@ -30,9 +32,10 @@ from torchtop.agent.profiler_window import ProfilerWindow, job_profiler_active
 from torchtop.agent.settings import JobFacts, loader_settings, settings_record
 from torchtop.agent.sink import RecordSink
 from torchtop.agent.step_clock import BACKWARD, DATALOADER, StepClock
-from torchtop.agent.window_plan import RequestWatcher, WindowPlan, window_request_path
+from torchtop.agent.window_plan import RequestWatcher, WindowPlan
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import Bye, Note, Settings, Step, Window
 
 CHORES_EVERY_S = 1.0
 LOADER_SETTINGS_ATTR = "_torchtop_loader_settings"
@@ -53,10 +56,10 @@ class Agent:
         self.facts = JobFacts()
         self.steps = StepClock()
         self.plan = WindowPlan(config.window_every_s, config.window_first_step)
-        self.requests = RequestWatcher(window_request_path(config.run_dir), time.time_ns())
+        self.requests = RequestWatcher(RunLayout(config.run_dir).window_request, time.time_ns())
         self.window: ProfilerWindow | None = None
         self.opening_window = False
-        self._settings: dict[str, Any] | None = None
+        self._settings: Settings | None = None
         self._settings_broken = False
         self._loader_broken = False
         self._chores_s: float | None = None
@@ -139,8 +142,10 @@ class Agent:
         torch for its thread counts, which is the chores' business, not the hot path's."""
         self.facts.step_signal_held = self.steps.held
         try:
-            said = {**(self._settings or {"kind": "settings"}), "step_signal_held": self.steps.held}
-            self.sink.write({**said, "t": time.time()})
+            said = msgspec.structs.replace(
+                self._settings or Settings(), step_signal_held=self.steps.held, t=time.time()
+            )
+            self.sink.write(said)
         except Exception as exc:
             self.fail("settings", exc)
 
@@ -148,8 +153,15 @@ class Agent:
         now_t = time.time()
         for record in records:
             # A record held back (provisional) ended earlier than it is released.
-            record["t"] = now_t - (now_s - record.pop("end_s"))
-            self.sink.add_step(record, now_s)
+            step = Step(
+                step=record["step"],
+                wall_s=record["wall_s"],
+                data_wait_s=record["data_wait_s"],
+                h2d_s=record["h2d_s"],
+                sync_s=record["sync_s"],
+                t=now_t - (now_s - record["end_s"]),
+            )
+            self.sink.add_step(step, now_s)
 
     def _release_held(self) -> None:
         """At exit: steps still held back count (no better signal came)."""
@@ -173,7 +185,7 @@ class Agent:
             settings = settings_record(self.facts, seen_options(), overrides=overrides.applied())
             if settings != self._settings:
                 self._settings = settings
-                self.sink.write({**settings, "t": time.time()})
+                self.sink.write(msgspec.structs.replace(settings, t=time.time()))
         except Exception as exc:
             self._settings_broken = True
             self.fail("settings", exc)
@@ -201,7 +213,7 @@ class Agent:
 
     def _open_window(self) -> None:
         window = ProfilerWindow(
-            self.config.run_dir / "traces",
+            RunLayout(self.config.run_dir).traces_dir,
             self.identity.worker,
             first_step=self.steps.count,
             steps=self.config.window_steps,
@@ -224,13 +236,12 @@ class Agent:
             self._note_problems(window)
         self.plan.closed(time.perf_counter())
         self.sink.write(
-            {
-                "kind": "window",
-                "t": time.time(),
-                "path": path.relative_to(self.config.run_dir).as_posix(),
-                "first_step": window.first_step,
-                "last_step": window.last_step,
-            }
+            Window(
+                t=time.time(),
+                path=path.relative_to(self.config.run_dir).as_posix(),
+                first_step=window.first_step,
+                last_step=window.last_step,
+            )
         )
 
     def discard_window(self, why: str) -> None:
@@ -255,8 +266,7 @@ class Agent:
 
     def note(self, message: str, key: str | None = None) -> None:
         try:
-            record = {"kind": "note", "t": time.time(), "message": message}
-            self.sink.note_once(key or message, record)
+            self.sink.note_once(key or message, Note(t=time.time(), message=message))
         except Exception:  # nowhere left to report it; the job matters more
             return
 
@@ -290,7 +300,7 @@ class Agent:
             self._release_held()
             self.discard_window("the process exited before the window's last step")
             self.write_settings_if_changed()
-            self.sink.write({"kind": "bye", "t": time.time(), "reason": reason})
+            self.sink.write(Bye(t=time.time(), reason=reason))
             self.sink.close()
         except Exception:  # at exit there is no one left to tell; keep the job's exit clean
             return

@@ -11,7 +11,8 @@ import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from torchtop.runs.records import Hello
 
 
 @dataclass(frozen=True)
@@ -55,20 +56,19 @@ def started_by_multiprocessing() -> bool:
     return bool(inheriting) or process.parent_process() is not None
 
 
-def hello_record(identity: Identity, torch_version: str, now_s: float) -> dict[str, Any]:
-    return {
-        "kind": "hello",
-        "t": now_s,
-        "pid": identity.pid,
-        "ppid": identity.ppid,
-        "rank": identity.rank,
-        "local_rank": identity.local_rank,
-        "world_size": identity.world_size,
-        "argv": list(sys.argv),
-        "python": sys.version.split()[0],
-        "torch": torch_version,
-        "host": identity.host,
-    }
+def hello_record(identity: Identity, torch_version: str, now_s: float) -> Hello:
+    return Hello(
+        t=now_s,
+        pid=identity.pid,
+        ppid=identity.ppid,
+        rank=identity.rank,
+        local_rank=identity.local_rank,
+        world_size=identity.world_size,
+        argv=list(sys.argv),
+        python=sys.version.split()[0],
+        torch=torch_version,
+        host=identity.host,
+    )
 
 
 def _int_or_none(text: str | None) -> int | None:

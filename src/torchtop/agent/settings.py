@@ -16,12 +16,14 @@ from typing import Any
 
 import torch
 
+from torchtop.runs.records import CliOption, LoaderSettings, Scalar, Settings, ThreadSettings
+
 
 @dataclass
 class JobFacts:
     """Set by the hooks as they see the job use a feature; read when settings are built."""
 
-    loader: dict[str, Any] | None = None
+    loader: LoaderSettings | None = None
     amp: bool = False
     compiled: bool = False
     # Which signal marks the steps (`step_clock.SIGNAL_NAMES`); None until a step is released.
@@ -30,7 +32,7 @@ class JobFacts:
     step_signal_held: str | None = None
 
 
-def loader_settings(iterator: Any) -> dict[str, Any]:
+def loader_settings(iterator: Any) -> LoaderSettings:
     """The DataLoader's settings, read from one of its iterators (`_BaseDataLoaderIter`).
 
     `pin_memory` is what the iterator does (False without an accelerator even when asked for).
@@ -38,23 +40,23 @@ def loader_settings(iterator: Any) -> dict[str, Any]:
     index_sampler = getattr(iterator, "_index_sampler", None)
     auto_collation = getattr(iterator, "_auto_collation", False)
     batch_size = getattr(index_sampler, "batch_size", None) if auto_collation else None
-    return {
-        "num_workers": getattr(iterator, "_num_workers", None),
-        "pin_memory": getattr(iterator, "_pin_memory", None),
-        "batch_size": batch_size,
-        "persistent_workers": getattr(iterator, "_persistent_workers", None),
-        "prefetch_factor": getattr(iterator, "_prefetch_factor", None),
-    }
+    return LoaderSettings(
+        num_workers=getattr(iterator, "_num_workers", None),
+        pin_memory=getattr(iterator, "_pin_memory", None),
+        batch_size=batch_size,
+        persistent_workers=getattr(iterator, "_persistent_workers", None),
+        prefetch_factor=getattr(iterator, "_prefetch_factor", None),
+    )
 
 
-def thread_settings() -> dict[str, Any]:
-    return {
-        "torch_num_threads": torch.get_num_threads(),
-        "torch_interop_threads": torch.get_num_interop_threads(),
-        "omp_num_threads_env": os.environ.get("OMP_NUM_THREADS"),
-        "openmp_runtime": openmp_runtime(),
-        "usable_cores": usable_cores(),
-    }
+def thread_settings() -> ThreadSettings:
+    return ThreadSettings(
+        torch_num_threads=torch.get_num_threads(),
+        torch_interop_threads=torch.get_num_interop_threads(),
+        omp_num_threads_env=os.environ.get("OMP_NUM_THREADS"),
+        openmp_runtime=openmp_runtime(),
+        usable_cores=usable_cores(),
+    )
 
 
 _OPENMP_LIBRARIES = (("libiomp5", "intel"), ("libgomp", "gnu"), ("libomp", "llvm"))
@@ -110,18 +112,17 @@ def device_in_use() -> str:
 
 
 def settings_record(
-    facts: JobFacts, cli_options: list[dict[str, Any]], overrides: dict[str, Any]
-) -> dict[str, Any]:
+    facts: JobFacts, cli_options: list[dict[str, Any]], overrides: dict[str, Scalar]
+) -> Settings:
     """The `settings` record without its time, so two of them compare equal when unchanged."""
-    return {
-        "kind": "settings",
-        "dataloader": facts.loader,
-        "threads": thread_settings(),
-        "device": device_in_use(),
-        "amp": facts.amp,
-        "compiled": facts.compiled,
-        "cli_options": cli_options,
-        "overrides": overrides,
-        "step_signal": facts.step_signal,
-        "step_signal_held": facts.step_signal_held,
-    }
+    return Settings(
+        dataloader=facts.loader,
+        threads=thread_settings(),
+        device=device_in_use(),
+        amp=facts.amp,
+        compiled=facts.compiled,
+        cli_options=[CliOption(**option) for option in cli_options],
+        overrides=overrides,
+        step_signal=facts.step_signal,
+        step_signal_held=facts.step_signal_held,
+    )

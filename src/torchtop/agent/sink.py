@@ -14,13 +14,15 @@ to train (a `torch.multiprocessing.spawn` rank).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
+
+from torchtop.runs.records import JournalRecord, Step
 
 STEP_FLUSH_EVERY_S = 0.05
 
 
 class RecordWriter(Protocol):
-    def write(self, record: dict[str, Any]) -> None: ...
+    def write(self, record: JournalRecord) -> None: ...
 
     def close(self) -> None: ...
 
@@ -38,26 +40,26 @@ class RecordSink:
         self._writer: RecordWriter | None = None
         self._flush_every_s = flush_every_s
         self.holding = hold_until_step
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[JournalRecord] = []
         self._last_flush_s: float | None = None
         self._noted: set[str] = set()
         self.closed = False
 
-    def add_step(self, record: dict[str, Any], now_s: float) -> None:
+    def add_step(self, record: Step, now_s: float) -> None:
         """Keep a step record; write the kept ones if the last write is old enough."""
         self.holding = False
         self._pending.append(record)
         if self._last_flush_s is None or now_s - self._last_flush_s >= self._flush_every_s:
             self.flush(now_s)
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: JournalRecord) -> None:
         if self.holding:
             self._pending.append(record)
             return
         self.flush(self._last_flush_s)
         self._write(record)
 
-    def note_once(self, key: str, record: dict[str, Any]) -> None:
+    def note_once(self, key: str, record: JournalRecord) -> None:
         if key not in self._noted:
             self._noted.add(key)
             self.write(record)
@@ -78,7 +80,7 @@ class RecordSink:
             self._writer.close()
             self._writer = None
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, record: JournalRecord) -> None:
         if self.closed:
             return
         if self._writer is None:

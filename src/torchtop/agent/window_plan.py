@@ -3,9 +3,10 @@
 The first window opens at step `first_step` (the first steps are start-up, not the job's
 rhythm); the next ones `every_s` after the previous one closed, so a slow trace export never
 makes windows back up. The dashboard asks for a window by creating or touching
-`RUN/requests/window`: every agent of the job (each rank) answers a request whose modification
-time is newer than the last it answered, so one touch yields one window per rank and nobody
-has to delete the file. `every_s == 0` turns periodic windows off; requests are still answered.
+`RUN/requests/window` (`RunLayout.window_request`): every agent of the job (each rank)
+answers a request whose modification time is newer than the last it answered, so one touch
+yields one window per rank and nobody has to delete the file. `every_s == 0` turns periodic
+windows off; requests are still answered.
 """
 
 from __future__ import annotations
@@ -13,9 +14,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-REQUESTS_DIR = "requests"
-WINDOW_REQUEST = "window"
 
 
 @dataclass
@@ -43,10 +41,6 @@ class WindowPlan:
 
     def closed(self, now_s: float) -> None:
         self._next_due_s = now_s + self.every_s
-
-
-def window_request_path(run_dir: Path) -> Path:
-    return run_dir / REQUESTS_DIR / WINDOW_REQUEST
 
 
 class RequestWatcher:

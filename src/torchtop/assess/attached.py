@@ -27,9 +27,9 @@ _HOST_WORK = ("forward", "backward", "optimizer", "python", "sync")
 
 
 def stack_metrics(state: RunState) -> tuple[Metrics, dict[str, float]]:
-    dumps = list(state.samples["stacks"])[-RECENT_DUMPS:]
+    dumps = list(state.samples.stacks)[-RECENT_DUMPS:]
     shares = attribute(dumps)
-    counted = sum(1 for d in dumps if d.get("kind") == "stacks")
+    counted = len(dumps)
     utilization = _gpu_utilization(state)
     has_gpu = utilization is not None
     dataloader = shares.get("dataloader", 0.0)
@@ -54,7 +54,7 @@ def stack_metrics(state: RunState) -> tuple[Metrics, dict[str, float]]:
             "gpu_utilization": utilization,
             "memcpy_share": None,  # copies run in C: invisible in Python stacks
             "sync_share": shares.get("sync") if has_gpu else None,
-            "host_cpu_count": state.run.get("cpu_count"),
+            "host_cpu_count": state.launch.cpu_count,
         }
     )
     return metrics, breakdown
@@ -63,11 +63,11 @@ def stack_metrics(state: RunState) -> tuple[Metrics, dict[str, float]]:
 def _gpu_utilization(state: RunState) -> float | None:
     """Mean utilisation of the GPUs the job's processes use, over recent samples."""
     readings = []
-    for record in list(state.samples["gpu"])[-RECENT_DUMPS:]:
-        used = {p.get("device_index") for p in record.get("processes", [])}
-        for device in record.get("devices", []):
-            value = device.get("utilization_gpu_pct")
-            if device.get("index") in used and isinstance(value, int | float):
+    for record in list(state.samples.gpu)[-RECENT_DUMPS:]:
+        used = {p.device_index for p in record.processes}
+        for device in record.devices:
+            value = device.utilization_gpu_pct
+            if device.index in used and value is not None:
                 readings.append(value / 100.0)
     return sum(readings) / len(readings) if readings else None
 
@@ -80,7 +80,7 @@ def assess_attached(
     metrics, breakdown = stack_metrics(state)
     job = RankAnalysis(
         rank=None,
-        label=f"PID {state.run.get('pid')}",
+        label=f"PID {state.launch.pid}",
         infos=(),
         devices=(),
         steps=(),
@@ -106,8 +106,8 @@ def assess_attached(
         paths=(str(state.layout.root),),
         job=job,
         verdict=verdict,
-        command=tuple(state.run.get("command") or ()) or None,
-        pid=state.run.get("pid"),
+        command=tuple(state.launch.command) or None,
+        pid=state.launch.pid,
         notes=tuple(f"{s} not measured: {r}" for s, r in state.unavailable.items()),
     )
 

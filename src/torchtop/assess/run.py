@@ -34,6 +34,7 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
 from torchtop.model.findings import Verdict
 from torchtop.model.report import RankReport, Report
+from torchtop.runs.records import LoaderSettings, Settings, ThreadSettings, settings_table
 from torchtop.runs.state import ProcessState, RunState, StepRecord
 
 RECENT_STEPS = 30
@@ -116,19 +117,19 @@ def _rate(steps: Sequence[StepRecord]) -> float | None:
 
 
 def settings_metrics(process: ProcessState, cpu_count: int | None) -> Metrics:
-    settings = process.settings
-    loader = settings.get("dataloader") or {}
-    threads = settings.get("threads") or {}
-    device = str(settings.get("device") or "")
+    settings = process.settings or Settings()
+    loader = settings.dataloader or LoaderSettings()
+    threads = settings.threads or ThreadSettings()
+    device = settings.device or ""
     return {
         # The job's own affinity where the agent saw it: the cores it may really use.
-        "host_cpu_count": threads.get("usable_cores") or cpu_count,
-        "torch_num_threads": threads.get("torch_num_threads"),
-        "openmp_runtime": threads.get("openmp_runtime"),
-        "dataloader_num_workers": loader.get("num_workers"),
-        "dataloader_pin_memory": loader.get("pin_memory"),
+        "host_cpu_count": threads.usable_cores or cpu_count,
+        "torch_num_threads": threads.torch_num_threads,
+        "openmp_runtime": threads.openmp_runtime,
+        "dataloader_num_workers": loader.num_workers,
+        "dataloader_pin_memory": loader.pin_memory,
         "has_gpu": device.startswith("cuda") if device else None,
-        "world_size": process.hello.get("world_size"),
+        "world_size": process.hello.world_size if process.hello is not None else None,
     }
 
 
@@ -166,7 +167,7 @@ def assess(
     source_kind: str = "run",
 ) -> Report:
     """The report for the run as it stands; `windows` maps pid to its latest window's analysis."""
-    cpu_count = state.run.get("cpu_count")
+    cpu_count = state.launch.cpu_count
     ranks: list[RankAnalysis] = []
     for process in state.training_processes:
         metrics, breakdown, from_window = process_metrics(
@@ -207,8 +208,8 @@ def assess(
         job=job,
         verdict=verdict,
         ranks=rank_reports,
-        command=tuple(state.run.get("command") or ()) or None,
-        pid=state.run.get("pid"),
+        command=tuple(state.launch.command) or None,
+        pid=state.launch.pid,
         notes=_run_notes(state, bool(windows)),
     )
 
@@ -219,14 +220,13 @@ def _resolved(verdict: Verdict, state: RunState, metrics: Metrics) -> Verdict:
     if not processes:
         return verdict
     main = processes[0]
-    argv = main.hello.get("argv")
-    words = tuple(str(a) for a in argv) if isinstance(argv, list) else None
     # Only dumps taken once the job steps: one taken while it imports is not its loop.
     started = main.steps[0].t - main.steps[0].wall_s if main.steps else None
-    dumps = [r for r in state.samples["stacks"] if r.get("kind") == "stacks"]
-    stepping = [r for r in dumps if started is not None and float(r.get("t", 0)) >= started]
+    dumps = state.samples.stacks
+    stepping = [r for r in dumps if started is not None and r.t >= started]
     stacks = dump_stacks(stepping) if dumps else None
-    return resolve_verdict(verdict, main.settings, cached_machine(), metrics, words, stacks)
+    settings = settings_table(main.settings)
+    return resolve_verdict(verdict, settings, cached_machine(), metrics, main.argv, stacks)
 
 
 def _rank_analysis(
@@ -253,7 +253,8 @@ def _rank_analysis(
             "until the agent captures a profiler window"
         ]
     )
-    signal = STEP_SIGNAL_NOTES.get(str(process.settings.get("step_signal")))
+    step_signal = process.settings.step_signal if process.settings is not None else None
+    signal = STEP_SIGNAL_NOTES.get(str(step_signal))
     if signal is not None:
         notes.append(signal)
     return RankAnalysis(
@@ -293,7 +294,7 @@ def _too_few_steps(state: RunState, steps: int, needed: int) -> str:
     """Why the verdict waits: too few steps, or, long after the start, none at all."""
     watched_s = _watched_s(state)
     if state.processes and not state.training_processes and watched_s >= NO_STEP_HINT_S:
-        held = {str(p.settings.get("step_signal_held")) for p in state.processes.values()}
+        held = {str(p.settings and p.settings.step_signal_held) for p in state.processes.values()}
         if held & set(HELD_STEPS):
             why = HELD_STEPS["backward" if "backward" in held else "dataloader"]
             return f"no training step counted in {watched_s:.0f} s: {why}"
@@ -307,14 +308,14 @@ def _too_few_steps(state: RunState, steps: int, needed: int) -> str:
 def _watched_s(state: RunState) -> float:
     """Seconds from the job's start to the newest record of the run (0 when unknown): the
     launcher's samples arrive every second, so this keeps `assess` free of a clock."""
-    started = state.run.get("started_at")
-    times = [samples[-1].get("t") for samples in state.samples.values() if samples]
-    times += [p.hello.get("t") for p in state.processes.values()]
-    times.append((state.exit or {}).get("ended_at"))
-    known = [float(t) for t in times if isinstance(t, int | float)]
-    if not isinstance(started, int | float) or not known:
+    started = state.run.started_at if state.run is not None else None
+    times = state.samples.newest_t()
+    times += [p.hello.t for p in state.processes.values() if p.hello is not None]
+    times.append(state.exit.ended_at if state.exit is not None else None)
+    known = [t for t in times if t is not None]
+    if started is None or not known:
         return 0.0
-    return max(known) - float(started)
+    return max(known) - started
 
 
 def _empty_job() -> RankAnalysis:
@@ -333,10 +334,17 @@ def _run_notes(state: RunState, has_window: bool) -> tuple[str, ...]:
     notes = [f"{source} not measured: {reason}" for source, reason in state.unavailable.items()]
     if state.torn_lines:
         notes.append(f"skipped {state.torn_lines} torn or unreadable record line(s)")
-    if state.exit:
-        how = state.exit.get("how")
-        status = state.exit.get("exit_status")
-        signal = state.exit.get("signal")
+    if state.unknown_kinds:
+        notes.append(
+            f"skipped {state.unknown_kinds} record(s) of a kind this torchtop does not know "
+            "(written by a newer version)"
+        )
+    if state.unknown_fields:
+        notes.append(f"ignored {state.unknown_fields} record field(s) this torchtop does not know")
+    if state.exit is not None:
+        how = state.exit.how
+        status = state.exit.exit_status
+        signal = state.exit.signal
         ending = f"the job {how}"
         if status is not None:
             ending += f" with exit status {status}"

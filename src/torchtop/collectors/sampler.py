@@ -15,7 +15,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from torchtop.runs.journal import JournalWriter
+from torchtop.runs.records import Note, SampleRecord, Unavailable
 
 SampleFn = Callable[[], dict[str, Any] | None]
 
@@ -66,7 +69,7 @@ class Sampler:
             record = self._sample_once()
             if record is not None and not self._write(record):
                 return
-            if record is not None and record.get("kind") == "unavailable":
+            if isinstance(record, Unavailable):
                 return
             due_s = self._next_due(due_s)
             if self._stopping.wait(max(0.0, due_s - self._clock())):
@@ -80,18 +83,21 @@ class Sampler:
             due_s += missed * self.interval_s
         return due_s
 
-    def _sample_once(self) -> dict[str, Any] | None:
+    def _sample_once(self) -> SampleRecord | None:
+        """The collector's record, checked against the run folder's schema (a record that
+        breaks it is a collector bug, reported as one)."""
         try:
-            return self._sample_fn()
+            record = self._sample_fn()
+            return None if record is None else msgspec.convert(record, SampleRecord)
         except Exception as error:  # a collector bug must not end the run's recording
             if self._reported_error:
                 return None
             self._reported_error = True
             detail = " ".join(str(error).split())  # one line, whatever the error said
             message = f"{self.name} sampler failed: {type(error).__name__}: {detail}"
-            return {"kind": "note", "t": time.time(), "message": message}
+            return Note(t=time.time(), message=message)
 
-    def _write(self, record: dict[str, Any]) -> bool:
+    def _write(self, record: SampleRecord) -> bool:
         try:
             self._writer.write(record)
         except (OSError, ValueError):

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from typing import Any
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
 from torchtop.collectors.tree import JobProcess, job_tree
+from torchtop.runs.records import StackFrame, StacksSample
 
 DUMPED_ROLES = ("main", "worker")
 ATTEMPTS = 3  # failed dumps in a row before a pid is given up (a process still starting up)
@@ -211,7 +212,7 @@ _SYNC_CALLS = (".item()", ".cpu()", ".tolist()", ".numpy()", "synchronize(")
 
 
 def classify_stack(
-    frames: list[dict[str, Any]],
+    frames: Sequence[StackFrame],
     active: bool | None = None,
     source_line: Callable[[str, int], str] = linecache.getline,
 ) -> str:
@@ -235,10 +236,10 @@ def classify_stack(
 
 
 def _place(
-    frame: dict[str, Any], innermost: bool, source_line: Callable[[str, int], str]
+    frame: StackFrame, innermost: bool, source_line: Callable[[str, int], str]
 ) -> str | None:
-    path = "/" + str(frame.get("file") or "").replace("\\", "/")
-    function = str(frame.get("function") or "").rsplit(".", 1)[-1]
+    path = "/" + (frame.file or "").replace("\\", "/")
+    function = (frame.function or "").rsplit(".", 1)[-1]
     if "/torch/cuda/" in path and function == "synchronize":
         return "sync"
     if "/torch/distributed/" in path and function in _COLLECTIVE_CALLS:
@@ -253,14 +254,14 @@ def _place(
         return "backward"
     if path.endswith("/torch/nn/modules/module.py") and function in ("_call_impl", "__call__"):
         return "forward"
-    if innermost and "/torch/" not in path and isinstance(frame.get("line"), int):
-        line = source_line(path[1:], frame["line"])
+    if innermost and "/torch/" not in path and frame.line is not None:
+        line = source_line(path[1:], frame.line)
         if any(call in line for call in _SYNC_CALLS):
             return "sync"
     return None
 
 
-def attribute(records: Iterable[dict[str, Any]]) -> dict[str, float]:
+def attribute(records: Iterable[StacksSample]) -> dict[str, float]:
     """Share (0-1) of the main threads' samples in each place, over these `stacks` records.
 
     A main thread is the thread whose tid is its process's pid, in a process whose role is
@@ -268,14 +269,12 @@ def attribute(records: Iterable[dict[str, Any]]) -> dict[str, float]:
     """
     counts: dict[str, int] = {}
     for record in records:
-        if record.get("kind") != "stacks":
-            continue
-        for process in record.get("processes", []):
-            if process.get("role") != "main":
+        for process in record.processes:
+            if process.role != "main":
                 continue
-            for thread in process.get("threads", []):
-                if thread.get("tid") == process.get("pid"):
-                    place = classify_stack(thread.get("frames", []), thread.get("active"))
+            for thread in process.threads:
+                if thread.tid == process.pid:
+                    place = classify_stack(thread.frames, thread.active)
                     counts[place] = counts.get(place, 0) + 1
     total = sum(counts.values())
     return {place: count / total for place, count in sorted(counts.items())} if total else {}

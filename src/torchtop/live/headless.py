@@ -18,6 +18,7 @@ from torchtop.model.report import Report
 from torchtop.report import report_to_json
 from torchtop.report.contract import steps_per_s
 from torchtop.runs.journal import write_once
+from torchtop.runs.layout import RunLayout
 
 QUIET_INTERVAL_S = 5.0
 
@@ -71,6 +72,6 @@ def progress_line(report: Report, shown: Verdict, elapsed_s: float) -> str:
 def save_report(report: Report, run_dir: Path | None, extra_path: str | None) -> None:
     document = report_to_json(report)
     if run_dir is not None:
-        write_once(run_dir / "report.json", document)
+        write_once(RunLayout(run_dir).report_json, document)
     if extra_path:
         Path(extra_path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

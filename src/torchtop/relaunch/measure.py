@@ -21,13 +21,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from torchtop.agent.window_plan import window_request_path
 from torchtop.jobs.env import ON_REQUEST
 from torchtop.jobs.job import TERMINAL, start_plan
 from torchtop.model.plan import LaunchPlan
 from torchtop.relaunch.warmup import Span, Warmup, end_of_warmup, queued_batches
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import Settings
 from torchtop.runs.state import ProcessState, RunState, RunWatcher, load_run
 
 POLL_INTERVAL_S = 0.2
@@ -48,7 +48,7 @@ class Measurement:
     step_wall_s: tuple[float, ...]
     warmup_steps: int
     ending: dict[str, object] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: Settings | None = None
     argv: tuple[str, ...] | None = None
     has_window: bool = False
     warmup: Warmup | None = None
@@ -72,7 +72,7 @@ class Measurement:
         median = statistics.median(self.step_wall_s)
         return statistics.median(abs(s - median) for s in self.step_wall_s) * 1000.0
 
-    def summary(self, with_steps: bool = True) -> dict[str, Any]:
+    def summary(self, with_steps: bool = True) -> dict[str, object]:
         steps = {"step_wall_s": [round(s, 6) for s in self.step_wall_s]} if with_steps else {}
         return {
             "run_dir": str(self.run_dir),
@@ -115,8 +115,8 @@ def measure(
         step_wall_s=walls,
         warmup_steps=warmup.steps if warmup is not None else span.warmup_steps,
         ending=ending,
-        settings=dict(process.settings),
-        argv=_argv(process),
+        settings=process.settings,
+        argv=process.argv,
         has_window=bool(process.windows),
         warmup=warmup,
     )
@@ -130,7 +130,7 @@ def main_process(state: RunState) -> ProcessState | None:
 
 def _steady(process: ProcessState, span: Span) -> tuple[tuple[float, ...], Warmup | None]:
     """The measured steps (after the warm-up, before any profiler window) and the warm-up."""
-    end = process.windows[0].get("first_step") if process.windows else None
+    end = process.windows[0].first_step if process.windows else None
     timed = [s.wall_s for s in process.steps if end is None or s.step < end]
     warmup = _warmup(process, timed, span)
     if warmup is None:
@@ -146,7 +146,7 @@ def _warmup(process: ProcessState, timed: list[float], span: Span) -> Warmup | N
 
 
 def _measured_enough(process: ProcessState, span: Span) -> bool:
-    if not process.settings:
+    if process.settings is None:
         return False  # the DataLoader's queue is not known yet, so neither is the warm-up
     timed = [s.wall_s for s in process.steps]
     warmup = _warmup(process, timed, span)
@@ -171,7 +171,7 @@ def _wait_for_steps(
 def _wait_for_window(
     poll: Callable[[], int | None], watcher: RunWatcher, run_dir: Path, deadline_s: float
 ) -> None:
-    request = window_request_path(run_dir)
+    request = RunLayout(run_dir).window_request
     request.parent.mkdir(parents=True, exist_ok=True)
     request.touch()
     window_deadline_s = min(deadline_s, time.monotonic() + WINDOW_WAIT_MAX_S)
@@ -182,16 +182,12 @@ def _wait_for_window(
         time.sleep(POLL_INTERVAL_S)
 
 
-def _argv(process: ProcessState) -> tuple[str, ...] | None:
-    argv = process.hello.get("argv")
-    return tuple(str(a) for a in argv) if isinstance(argv, list) else None
-
-
 def _shortfall(run_dir: Path, got: int, span: Span, ending: dict[str, object]) -> str:
     how = ending.get("how", "ended")
     status = ending.get("exit_status")
     said = f" (exit status {status})" if how != "stopped" and status is not None else ""
     state = load_run(run_dir)
+    output = state.layout.stderr_log
     if state.processes and not state.training_processes:
         ran_s = ending.get("duration_s")
         ran = f" after {ran_s:.0f} s" if isinstance(ran_s, int | float) else ""
@@ -199,10 +195,10 @@ def _shortfall(run_dir: Path, got: int, span: Span, ending: dict[str, object]) -
         return (
             f"{run_dir}: no steps were detected: the job {how}{said}{ran} with no "
             "optimizer.step(), backward() or DataLoader iteration the agent could see; call "
-            f"torchtop.step() once per step (see README). Its output: {run_dir / 'stderr.log'}"
+            f"torchtop.step() once per step (see README). Its output: {output}"
         )
     return (
         f"{run_dir}: only {got} of {span.steps} steady-state steps (after a warm-up of at least "
         f"{span.warmup_steps}) were recorded; the job {how}{said}. A trial needs a job that "
-        f"runs longer than that: see {run_dir / 'stderr.log'}"
+        f"runs longer than that: see {output}"
     )

@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.plan import LaunchPlan
@@ -27,9 +28,9 @@ from torchtop.relaunch.holding import Holding, HoldingTest, TrialClaim, check_ho
 from torchtop.relaunch.measure import main_process
 from torchtop.relaunch.trial import Trial
 from torchtop.runs.journal import JournalWriter
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import FixRecord, Revert, SinceRelaunch
 from torchtop.runs.state import RunState
-
-REVERTS_FILE = "reverts.jsonl"
 
 SETTLE_STEPS = 256
 """A step is settled (counted or left out for good) once this many newer steps were seen: a
@@ -83,6 +84,18 @@ class StepLog:
         return step >= self.warmup_steps and step not in self.slowed
 
 
+@dataclass(frozen=True)
+class Reverted:
+    """A kept fix the user took back: when, and the jobs with it and without it."""
+
+    at: str
+    run_dir: str
+    from_run_dir: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"at": self.at, "run_dir": self.run_dir, "from_run_dir": self.from_run_dir}
+
+
 @dataclass
 class Relaunch:
     """A job started with the fix `trial` kept, recorded in `run_dir`."""
@@ -101,9 +114,9 @@ class FixTracker:
         self.run_root = run_root
         self.test = test
         self.current: Relaunch | None = None
-        self.seen: dict[int, dict[str, Any]] = {}
-        """trial number -> its `since_relaunch` entry, the newest judgement."""
-        self.reverted: dict[int, dict[str, Any]] = {}
+        self.seen: dict[int, tuple[Holding, str]] = {}
+        """trial number -> the newest judgement and when it was made (ISO)."""
+        self.reverted: dict[int, Reverted] = {}
         self._lock = threading.Lock()
 
     def started(self, plan: LaunchPlan, run_dir: Path, trials: list[Trial]) -> None:
@@ -131,35 +144,35 @@ class FixTracker:
                 walls, claim_of(relaunch.trial), test, whole, was_short=relaunch.short
             )
             relaunch.short = holding.holds is False
-            self.seen[relaunch.trial.number] = holding.as_json(_now_iso())
+            self.seen[relaunch.trial.number] = (holding, _now_iso())
             return holding
 
     def revert(self, relaunch: Relaunch, holding: Holding | None, run_dir: Path) -> None:
         """Record that the user took `relaunch`'s fix back; the job now runs in `run_dir`."""
-        record = {
-            "kind": "revert",
-            "t": time.time(),
-            "at": _now_iso(),
-            "trial": relaunch.trial.number,
-            "fixes": [f.as_json() for f in relaunch.trial.fixes],
-            "from_run_dir": str(relaunch.run_dir),
-            "run_dir": str(run_dir),
-            "command": list(relaunch.trial.plan_before.command),
-            "since_relaunch": holding.as_json(_now_iso()) if holding is not None else None,
-        }
-        with JournalWriter(self.run_root / REVERTS_FILE) as writer:
+        reverted = Reverted(_now_iso(), str(run_dir), str(relaunch.run_dir))
+        figures = holding.as_json(reverted.at) if holding is not None else None
+        record = Revert(
+            t=time.time(),
+            at=reverted.at,
+            trial=relaunch.trial.number,
+            fixes=[msgspec.convert(f.as_json(), FixRecord) for f in relaunch.trial.fixes],
+            from_run_dir=reverted.from_run_dir,
+            run_dir=reverted.run_dir,
+            command=list(relaunch.trial.plan_before.command),
+            since_relaunch=msgspec.convert(figures, SinceRelaunch | None),
+        )
+        with JournalWriter(RunLayout(self.run_root).reverts) as writer:
             writer.write(record)
-        self.reverted[relaunch.trial.number] = {
-            k: record[k] for k in ("at", "run_dir", "from_run_dir")
-        }
+        self.reverted[relaunch.trial.number] = reverted
 
-    def entry(self, trial: Trial, entry: dict[str, Any]) -> dict[str, Any]:
+    def entry(self, trial: Trial, entry: dict[str, object]) -> dict[str, object]:
         """`entry` (the trial's report entry) with what was seen after its relaunch."""
-        added: dict[str, Any] = {}
+        added: dict[str, object] = {}
         if trial.number in self.seen:
-            added["since_relaunch"] = self.seen[trial.number]
+            holding, checked_at = self.seen[trial.number]
+            added["since_relaunch"] = holding.as_json(checked_at)
         if trial.number in self.reverted:
-            added["reverted"] = self.reverted[trial.number]
+            added["reverted"] = self.reverted[trial.number].as_json()
         return {**entry, **added}
 
     def _test_for(self, trial: Trial) -> HoldingTest:
@@ -182,9 +195,9 @@ def _followed(state: RunState, run_dir: Path) -> Followed:
         return [], []
     steps = [(s.step, s.wall_s) for s in process.steps]
     windows = [
-        (int(w["first_step"]), int(w["last_step"]))
+        (w.first_step, w.last_step)
         for w in process.windows
-        if isinstance(w.get("first_step"), int) and isinstance(w.get("last_step"), int)
+        if w.first_step is not None and w.last_step is not None
     ]
     return steps, windows
 

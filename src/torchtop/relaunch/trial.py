@@ -33,6 +33,7 @@ from torchtop.relaunch.measure import MeasureError, Measurement, measure
 from torchtop.relaunch.stats import compare, steps_per_s
 from torchtop.relaunch.warmup import Span
 from torchtop.runs.journal import write_once
+from torchtop.runs.layout import RunLayout
 
 EventSink = Callable[[str], None]
 
@@ -132,7 +133,7 @@ def run_trial(
     settings = settings or TrialSettings()
     say = on_event or (lambda _: None)
     number = next_trial_number(run_root)
-    folder = run_root / "trials" / f"{number:02d}"
+    folder = RunLayout(run_root).trial_dir(number)
     started = time.monotonic()
 
     def run(plan: LaunchPlan, label: str, span: Span, window: bool = False) -> Measurement:
@@ -172,7 +173,7 @@ def run_trial(
         extra={"measured_as": asdict(same)},
         predicted_gain=predicted_gain,
     )
-    write_once(run_root / "trials" / f"{number:02d}.json", trial.as_json())
+    write_once(RunLayout(run_root).trial_json(number), trial.as_json())
     return trial
 
 
@@ -221,7 +222,7 @@ def _rounded(value: float | None) -> float | None:
 
 
 def next_trial_number(run_root: Path) -> int:
-    folder = run_root / "trials"
+    folder = RunLayout(run_root).trials_dir
     taken = [int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit()]
     return max(taken, default=0) + 1
 

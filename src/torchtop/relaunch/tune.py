@@ -28,6 +28,8 @@ from torchtop.model.report import Report
 from torchtop.offline import analyze_run
 from torchtop.relaunch.measure import Measurement, measure
 from torchtop.relaunch.trial import Trial, TrialSettings, predicted_gain, run_trial
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import settings_table
 
 EventSink = Callable[[str], None]
 
@@ -120,7 +122,7 @@ def tune(
         f"baseline: the job as given (a warm-up of at least {options.warmup_steps} steps, then "
         f"{options.steps} steps and {options.min_duration_s:g} s)"
     )
-    baseline = _measure(original, run_dir / "baseline", options)
+    baseline = _measure(original, RunLayout(run_dir).baseline_dir, options)
     say(f"baseline: {baseline.steps_per_s:.2f} steps/s ({baseline.median_step_ms:.1f} ms median)")
     progress = _Progress(original, baseline, baseline)
     progress.run_durations_s.append(time.monotonic() - started)
@@ -181,7 +183,7 @@ def next_fix(
         planned = plan_fix(
             fix,
             progress.plan,
-            current.settings,
+            settings_table(current.settings),
             machine,
             bindings=options.bindings,
             allow=options.allow,

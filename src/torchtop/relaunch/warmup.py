@@ -19,9 +19,10 @@ more steps arrive, so the live wait and the final measurement agree.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from torchtop.runs.records import Settings
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class Warmup:
     """`stationary`, `step cap` or `time cap`."""
     duration_s: float
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, int | str | float]:
         return {
             "steps": self.steps,
             "queued_batches": self.queued_batches,
@@ -72,15 +73,15 @@ class Warmup:
         }
 
 
-def queued_batches(settings: Mapping[str, Any]) -> int:
+def queued_batches(settings: Settings | None) -> int:
     """The batches the DataLoader queues at start, from the agent's `settings` record."""
-    loader = settings.get("dataloader")
-    if not isinstance(loader, Mapping):
+    loader = settings.dataloader if settings is not None else None
+    if loader is None:
         return 0
-    workers, prefetch = loader.get("num_workers"), loader.get("prefetch_factor")
-    if not isinstance(workers, int) or workers <= 0:
+    workers, prefetch = loader.num_workers, loader.prefetch_factor
+    if workers is None or workers <= 0:
         return 0
-    if not isinstance(prefetch, int) or prefetch <= 0:
+    if prefetch is None or prefetch <= 0:
         prefetch = DEFAULT_PREFETCH_FACTOR
     return workers * prefetch
 

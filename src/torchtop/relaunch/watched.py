@@ -31,7 +31,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -55,6 +54,8 @@ from torchtop.relaunch.trial import (
     run_trial,
 )
 from torchtop.relaunch.tune import TuneOptions
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import Settings, settings_table
 from torchtop.runs.state import RunState
 
 CANCEL_WAIT_S = 30.0
@@ -164,7 +165,7 @@ class WatchedJob:
         planned = plan_fix(
             fix,
             self.plan,
-            settings,
+            settings_table(settings),
             self._machine,
             bindings=self.options.bindings,
             allow=self.options.allow,
@@ -270,7 +271,7 @@ class WatchedJob:
         gain: float | None = None,
     ) -> TrialOutcome:
         number = next_trial_number(self.run_root)
-        self._trial_dir = self.run_root / "trials" / f"{number:02d}"
+        self._trial_dir = RunLayout(self.run_root).trial_dir(number)
         say(TrialEvent("stopping the job, so that the trial's runs have the machine alone"))
         self._stop_watched()
         trial, error = None, None
@@ -329,7 +330,7 @@ class WatchedJob:
 
     def _start(self, plan: LaunchPlan) -> Path:
         """Start `plan` as `torchtop run` would (periodic profiler windows, output to files)."""
-        folder = _next_folder(self.run_root / "jobs")
+        folder = _next_folder(RunLayout(self.run_root).jobs_dir)
         job = start_plan(plan, folder, self.kind, PERIODIC)
         self.job, self.plan = job, plan
         self.collectors = start_collectors(job.layout, job.pid, with_agent=True)
@@ -352,13 +353,13 @@ class WatchedJob:
                 os.killpg(pid, signal.SIGKILL if late else signal.SIGTERM)
 
 
-def _agent_records(state: RunState) -> tuple[dict[str, Any], tuple[str, ...] | None]:
-    """The main process's `settings` record and argv, copied out of the live state."""
+def _agent_records(state: RunState) -> tuple[Settings | None, tuple[str, ...] | None]:
+    """The main process's `settings` record and argv, out of the live state (a new record
+    replaces the old one, never changes it, so the tick thread can go on folding them in)."""
     process = main_process(state)
     if process is None:
-        return {}, None
-    argv = process.hello.get("argv")
-    return dict(process.settings), tuple(str(a) for a in argv) if isinstance(argv, list) else None
+        return None, None
+    return process.settings, process.argv
 
 
 def _set_aside(folder: Path) -> None:

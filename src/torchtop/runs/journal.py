@@ -3,7 +3,8 @@
 A record is written with a single `os.write` of one complete line on an `O_APPEND` descriptor,
 so a reader sees whole lines, or at worst a torn last line when the writer died mid-write;
 `JournalReader` leaves an unterminated last line for the next read and, once the writer is
-known to be gone, skips it and counts it.
+known to be gone, skips it and counts it. Lines are encoded and decoded only through the
+Structs of `runs.records`, so what is written is what the readers expect.
 """
 
 from __future__ import annotations
@@ -12,9 +13,16 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+from torchtop.runs.codec import (
+    D,
+    Decoded,
+    decode_document,
+    decode_line,
+    encode_document,
+    encode_line,
+)
+from torchtop.runs.records import Document, JournalRecord, Record
 
 
 class JournalWriter:
@@ -25,8 +33,8 @@ class JournalWriter:
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
-    def write(self, record: dict[str, Any]) -> None:
-        os.write(self._fd, (_ENCODE(record) + "\n").encode("utf-8"))
+    def write(self, record: JournalRecord) -> None:
+        os.write(self._fd, encode_line(record))
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -47,9 +55,13 @@ class JournalReader:
         self.path = path
         self.offset = 0
         self.torn_lines = 0
-        self.bad_lines = 0
+        self.decoded = Decoded()
 
-    def read_new(self, final: bool = False) -> Iterator[dict[str, Any]]:
+    @property
+    def bad_lines(self) -> int:
+        return self.decoded.bad_lines
+
+    def read_new(self, final: bool = False) -> Iterator[Record]:
         """New whole records; with `final`, the writer is gone and a torn tail is dropped."""
         try:
             with self.path.open("rb") as handle:
@@ -64,28 +76,34 @@ class JournalReader:
         else:
             self.offset += end
         for line in data[:end].splitlines():
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                self.bad_lines += 1
-                continue
-            if isinstance(record, dict):
-                yield record
+            if line.strip():
+                record = decode_line(line, self.decoded)
+                if record is not None:
+                    yield record
 
 
-def write_once(path: Path, record: dict[str, Any]) -> None:
-    """Write a whole JSON document atomically (temporary file, then rename)."""
+def write_text_once(path: Path, text: str) -> None:
+    """Write a whole file atomically (temporary file, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+    temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
 
 
-def read_document(path: Path) -> dict[str, Any] | None:
+def write_once(path: Path, document: object) -> None:
+    """Write a JSON document (a report, a trial) atomically, indented."""
+    write_text_once(path, json.dumps(document, indent=2, default=str) + "\n")
+
+
+def write_record(path: Path, document: Document) -> None:
+    """Write `run.json` or `exit.json` atomically, through its Struct."""
+    write_text_once(path, encode_document(document))
+
+
+def read_record(path: Path, kind: type[D]) -> D | None:
+    """`run.json` or `exit.json`; None when absent or not such a document."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
+        text = path.read_bytes()
+    except FileNotFoundError:
         return None
-    return data if isinstance(data, dict) else None
+    return decode_document(text, kind)

@@ -10,8 +10,15 @@ RUN/
   traces/*.pt.trace.json.gz profiler windows, named as tensorboard_trace_handler names them
   logs/profiler-<pid>.log  what the profiler printed during that process's windows (kept out
                            of the job's stderr)
+  requests/window          touched to ask the agents for a profiler window
+  stdout.log, stderr.log   the job's output, where torchtop captured it (trials, relaunches)
+  job.log                  the job's output while the dashboard covers the terminal
   exit.json                how the job ended (written once, atomically)
   report.json              the final report
+  baseline/                tune's first measured run (a run folder)
+  trials/NN.json, NN/      a trial and its measured runs (run folders)
+  jobs/NN/                 the job started again after trial NN (a run folder)
+  reverts.jsonl            the fixes the user took back
 ```
 """
 
@@ -22,6 +29,8 @@ from pathlib import Path
 import msgspec
 
 RUN_SCHEMA = "torchtop.run/1"
+"""`run.json`'s `schema` (defined here, not beside the records, so that `analyze` of plain
+traces, which asks `is_run_folder`, does not define the run folder's Structs)."""
 
 
 class RunLayout(msgspec.Struct, frozen=True):
@@ -55,6 +64,50 @@ class RunLayout(msgspec.Struct, frozen=True):
     def logs_dir(self) -> Path:
         return self.root / "logs"
 
+    @property
+    def window_request(self) -> Path:
+        """Touched (never deleted) to ask every agent for one profiler window."""
+        return self.root / "requests" / "window"
+
+    @property
+    def stdout_log(self) -> Path:
+        return self.root / "stdout.log"
+
+    @property
+    def stderr_log(self) -> Path:
+        return self.root / "stderr.log"
+
+    @property
+    def job_log(self) -> Path:
+        return self.root / "job.log"
+
+    @property
+    def baseline_dir(self) -> Path:
+        return self.root / "baseline"
+
+    @property
+    def trials_dir(self) -> Path:
+        return self.root / "trials"
+
+    def trial_json(self, number: int) -> Path:
+        return self.trials_dir / f"{number:02d}.json"
+
+    def trial_dir(self, number: int) -> Path:
+        """The measured runs of trial `number`: `{before,after}-K/`, each a run folder."""
+        return self.trials_dir / f"{number:02d}"
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.root / "jobs"
+
+    def job_dir(self, number: int) -> Path:
+        """The job started again after trial `number`."""
+        return self.jobs_dir / f"{number:02d}"
+
+    @property
+    def reverts(self) -> Path:
+        return self.root / "reverts.jsonl"
+
     def profiler_log(self, pid: int) -> Path:
         return self.logs_dir / f"profiler-{pid}.log"
 
@@ -70,4 +123,4 @@ class RunLayout(msgspec.Struct, frozen=True):
 
 
 def is_run_folder(path: Path) -> bool:
-    return (path / "run.json").is_file() or (path / "events").is_dir()
+    return RunLayout(path).run_json.is_file() or RunLayout(path).events_dir.is_dir()

@@ -2,11 +2,13 @@
 
 `RunWatcher.poll()` reads only what was appended since the last poll, so the live view can call
 it every second on a run of hours; `load_run()` reads a finished folder in one go through the
-same code. Buffers are bounded: the newest `MAX_STEPS` step records per process, and per sample
-source the newest `SAMPLES_BOUND[source]` records (an hour of host and GPU samples, only the few
-stack dumps that anything reads). Every step's number and wall time are also kept, for the step
-figures of the whole run, in `StepWalls`: two numpy arrays grown in chunks (8 bytes a step, 8 MB
-for a million steps) rather than an object per step.
+same code. Records arrive typed (`runs.records`, decoded by `runs.codec`); what a newer writer
+added is skipped and counted here (`unknown_kinds`, `unknown_fields`). Buffers are bounded: the
+newest `MAX_STEPS` step records per process, and per sample source the newest records in
+`Samples` (an hour of host and GPU samples, only the few stack dumps that anything reads).
+Every step's number and wall time are also kept, for the step figures of the whole run, in
+`StepWalls`: two numpy arrays grown in chunks (8 bytes a step, 8 MB for a million steps)
+rather than an object per step.
 """
 
 from __future__ import annotations
@@ -14,12 +16,26 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from torchtop.runs.journal import JournalReader, read_document
+from torchtop.runs.journal import JournalReader, read_record
 from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import (
+    Bye,
+    ExitRecord,
+    GpuSample,
+    Hello,
+    HostSample,
+    Note,
+    Record,
+    RunRecord,
+    Settings,
+    StacksSample,
+    Step,
+    Unavailable,
+    Window,
+)
 
 MAX_STEPS = 4096
 STEP_NUMBER_MAX = 2**31 - 1
@@ -29,8 +45,7 @@ MAX_SAMPLES = 3600
 # counts the last 10 (tui.hotstacks.DUMPS_COUNTED). tests/runs/test_state.py holds this bound to
 # the larger of the two, so a reader that wants more fails a test instead of reading fewer.
 MAX_STACK_DUMPS = 60
-SAMPLES_BOUND = {"host": MAX_SAMPLES, "gpu": MAX_SAMPLES, "stacks": MAX_STACK_DUMPS}
-SAMPLE_SOURCES = tuple(SAMPLES_BOUND)
+SAMPLE_SOURCES = ("host", "gpu", "stacks")
 
 
 @dataclass
@@ -82,21 +97,27 @@ class ProcessState:
     """One agent process (one rank, or the only training process)."""
 
     pid: int
-    hello: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
+    hello: Hello | None = None
+    settings: Settings | None = None
+    """The newest `settings` record; None until the agent wrote one."""
     steps: deque[StepRecord] = field(default_factory=lambda: deque(maxlen=MAX_STEPS))
     steps_seen: int = 0
     walls: StepWalls = field(default_factory=StepWalls)
     """Every timed step since the process started, for the whole run's step figures; `steps`
     holds only the newest records, with their DataLoader waits."""
-    windows: list[dict[str, Any]] = field(default_factory=list)
+    windows: list[Window] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     ended: bool = False
 
     @property
     def rank(self) -> int | None:
-        rank = self.hello.get("rank")
-        return rank if isinstance(rank, int) else None
+        return self.hello.rank if self.hello is not None else None
+
+    @property
+    def argv(self) -> tuple[str, ...] | None:
+        """The script's `sys.argv`, from its `hello`."""
+        argv = self.hello.argv if self.hello is not None else None
+        return tuple(argv) if argv is not None else None
 
     @property
     def label(self) -> str:
@@ -104,16 +125,48 @@ class ProcessState:
 
 
 @dataclass
+class Samples:
+    """The newest samples of each source: an hour of host and GPU samples, the stack dumps
+    that are read (`MAX_STACK_DUMPS`)."""
+
+    host: deque[HostSample] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
+    gpu: deque[GpuSample] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
+    stacks: deque[StacksSample] = field(default_factory=lambda: deque(maxlen=MAX_STACK_DUMPS))
+
+    def newest_t(self) -> list[float | None]:
+        """The time of each source's newest sample."""
+        return [samples[-1].t for samples in (self.host, self.gpu, self.stacks) if samples]
+
+    def add(self, record: HostSample | GpuSample | StacksSample) -> None:
+        if isinstance(record, HostSample):
+            self.host.append(record)
+        elif isinstance(record, GpuSample):
+            self.gpu.append(record)
+        else:
+            self.stacks.append(record)
+
+
+@dataclass
 class RunState:
     layout: RunLayout
-    run: dict[str, Any] = field(default_factory=dict)
+    run: RunRecord | None = None
     processes: dict[int, ProcessState] = field(default_factory=dict)
-    samples: dict[str, deque[dict[str, Any]]] = field(
-        default_factory=lambda: {s: deque(maxlen=n) for s, n in SAMPLES_BOUND.items()}
-    )
+    samples: Samples = field(default_factory=Samples)
     unavailable: dict[str, str] = field(default_factory=dict)
-    exit: dict[str, Any] | None = None
+    sampler_notes: list[str] = field(default_factory=list)
+    """What the launcher's samplers noted (a collector that raised), in the samples files."""
+    exit: ExitRecord | None = None
     torn_lines: int = 0
+    """Torn or unreadable lines skipped (the count of all files)."""
+    unknown_kinds: int = 0
+    """Records of a kind this version does not know (a newer writer's), skipped."""
+    unknown_fields: int = 0
+    """Fields this version does not know, dropped from the records that were read."""
+
+    @property
+    def launch(self) -> RunRecord:
+        """`run.json`, or a record with nothing known while it is not written yet."""
+        return self.run if self.run is not None else RunRecord()
 
     @property
     def training_processes(self) -> list[ProcessState]:
@@ -123,7 +176,7 @@ class RunState:
 
     @property
     def windows(self) -> list[Path]:
-        paths = [self.layout.root / w["path"] for p in self.processes.values() for w in p.windows]
+        paths = [self.layout.root / w.path for p in self.processes.values() for w in p.windows]
         return [p for p in paths if p.is_file()]
 
 
@@ -137,8 +190,8 @@ class RunWatcher:
 
     def poll(self, final: bool = False) -> RunState:
         state = self.state
-        if not state.run:
-            state.run = read_document(state.layout.run_json) or {}
+        if state.run is None:
+            state.run = read_record(state.layout.run_json, RunRecord)
         if state.layout.events_dir.is_dir():
             for path in sorted(state.layout.events_dir.glob("agent-*.jsonl")):
                 reader = self._agents.setdefault(path, JournalReader(path))
@@ -146,14 +199,13 @@ class RunWatcher:
                     _apply_agent_record(state, _pid_of(path), record)
         for source, reader in self._samples.items():
             for record in reader.read_new(final):
-                if record.get("kind") == "unavailable":
-                    state.unavailable[source] = str(record.get("reason", "not measured"))
-                else:
-                    state.samples[source].append(record)
+                _apply_sample(state, source, record)
         if state.exit is None:
-            state.exit = read_document(state.layout.exit_json)
+            state.exit = read_record(state.layout.exit_json, ExitRecord)
         readers = [*self._agents.values(), *self._samples.values()]
         state.torn_lines = sum(r.torn_lines + r.bad_lines for r in readers)
+        state.unknown_kinds = sum(r.decoded.unknown_kinds for r in readers)
+        state.unknown_fields = sum(r.decoded.unknown_fields for r in readers)
         return state
 
 
@@ -169,43 +221,41 @@ def _pid_of(path: Path) -> int:
         return -1
 
 
-def _apply_agent_record(state: RunState, pid: int, record: dict[str, Any]) -> None:
+def _apply_sample(state: RunState, source: str, record: Record) -> None:
+    if isinstance(record, Unavailable):
+        state.unavailable[source] = record.reason
+    elif isinstance(record, Note):
+        state.sampler_notes.append(record.message)
+    elif isinstance(record, HostSample | GpuSample | StacksSample):
+        state.samples.add(record)
+
+
+def _apply_agent_record(state: RunState, pid: int, record: Record) -> None:
     process = state.processes.setdefault(pid, ProcessState(pid))
-    kind = record.get("kind")
-    if kind == "hello":
-        process.hello = record
-    elif kind == "settings":
-        process.settings = record
-    elif kind == "step":
-        step = _step(pid, record)
-        if step is not None:
-            process.steps.append(step)
-            process.walls.append(step.step, step.wall_s)
+    if isinstance(record, Step):
+        if record.wall_s is not None and record.wall_s >= 0:
+            process.steps.append(_step(pid, record, record.wall_s))
+            process.walls.append(record.step, record.wall_s)
             process.steps_seen += 1
-    elif kind == "window":
+    elif isinstance(record, Hello):
+        process.hello = record
+    elif isinstance(record, Settings):
+        process.settings = record
+    elif isinstance(record, Window):
         process.windows.append(record)
-    elif kind == "note":
-        process.notes.append(str(record.get("message", "")))
-    elif kind == "bye":
+    elif isinstance(record, Note):
+        process.notes.append(record.message)
+    elif isinstance(record, Bye):
         process.ended = True
 
 
-def _step(pid: int, record: dict[str, Any]) -> StepRecord | None:
-    wall = _float(record.get("wall_s"))
-    if wall is None or wall < 0:
-        return None
+def _step(pid: int, record: Step, wall_s: float) -> StepRecord:
     return StepRecord(
         pid=pid,
-        step=int(record.get("step", 0)),
-        t=_float(record.get("t")) or 0.0,
-        wall_s=wall,
-        data_wait_s=_float(record.get("data_wait_s")),
-        h2d_s=_float(record.get("h2d_s")),
-        sync_s=_float(record.get("sync_s")),
+        step=record.step,
+        t=record.t,
+        wall_s=wall_s,
+        data_wait_s=record.data_wait_s,
+        h2d_s=record.h2d_s,
+        sync_s=record.sync_s,
     )
-
-
-def _float(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)

@@ -28,6 +28,7 @@ from torchtop.relaunch.summary import render_summary, tune_report
 from torchtop.relaunch.tune import DEFAULT_BUDGET_S, TuneOptions, tune
 from torchtop.relaunch.tuned import TUNED_FILE, load_tuned, write_tuned
 from torchtop.runs.journal import write_once
+from torchtop.runs.layout import RunLayout
 
 _DEFAULTS = TuneOptions()
 
@@ -89,7 +90,7 @@ def tune_session(command: Sequence[str], options: TuneCommand, tree: RuleTree) -
         return _unmeasurable(exc)
     write_tuned(toml_path, result)
     document = tune_report(result)
-    write_once(run_dir / "report.json", document)
+    write_once(RunLayout(run_dir).report_json, document)
     if options.report:
         write_once(Path(options.report), document)
     sys.stdout.write(render_summary(result, toml_path))

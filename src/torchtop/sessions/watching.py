@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +56,7 @@ def run_session(
     for line in config.announcement():
         print(line, file=sys.stderr)
     run_dir = options.run_dir or default_run_dir()
-    job_log = None if options.headless else run_dir / "job.log"
+    job_log = None if options.headless else RunLayout(run_dir).job_log
     env = {**os.environ, **config.tuned.env}
     output = TERMINAL if job_log is None else Output.log(job_log)
     try:

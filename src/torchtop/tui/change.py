@@ -13,13 +13,13 @@ Pure: the fix, the launch command and the seen options in, lines of text out.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from torchtop.model.findings import Fix
+from torchtop.runs.records import CliOption
 
-Options = Sequence[Mapping[str, Any]]
+Options = Sequence[CliOption]
 
 
 @dataclass(frozen=True)
@@ -65,12 +65,12 @@ def _env_change(fix: Fix, command: Sequence[str]) -> Change:
     return Change(f"set {name}={value} in the environment of the relaunched job", tuple(lines))
 
 
-def find_option(knob: str, options: Options) -> Mapping[str, Any] | None:
+def find_option(knob: str, options: Options) -> CliOption | None:
     """The script's option for a knob: same dest as the knob's last part, or a matching flag."""
     name = knob.rsplit(".", 1)[-1]
     flag = "--" + name.replace("_", "-")
     for option in options:
-        if option.get("dest") == name or flag in (option.get("flags") or ()):
+        if option.dest == name or flag in option.flags:
             return option
     return None
 
@@ -88,11 +88,11 @@ def new_value(value: object, current: object) -> object:
     return value
 
 
-def rewrite(command: Sequence[str], option: Mapping[str, Any], value: object) -> list[str]:
+def rewrite(command: Sequence[str], option: CliOption, value: object) -> list[str]:
     """The command with the option set to `value` (replaced where given, else appended)."""
-    flags = [str(f) for f in option.get("flags") or ()]
+    flags = option.flags
     words = list(command)
-    if option.get("type") == "bool":
+    if option.type == "bool":
         words = [w for w in words if w not in flags]
         return [*words, _long(flags)] if value is True else words
     for i, word in enumerate(words):
@@ -122,9 +122,9 @@ def _arg_change(fix: Fix, command: Sequence[str], options: Options) -> Change:
             f"set {name} to {fix.value} in the script's arguments",
             (ChangeLine("note", why + f": set {name} to {fix.value} yourself"),),
         )
-    current = option.get("value", option.get("default"))
+    current = option.value
     value = new_value(fix.value, current)
-    flag = _long([str(f) for f in option.get("flags") or ()])
+    flag = _long(option.flags)
     lines = [ChangeLine("note", f"{flag}: {current} -> {value}")]
     if command:
         lines += [
@@ -149,8 +149,8 @@ def _override_change(fix: Fix, command: Sequence[str], options: Options) -> Chan
     lines = [ChangeLine("new", f"the agent sets {statement} in the relaunched process")]
     option = find_option(fix.knob, options)
     if option is not None and command:
-        current = option.get("value", option.get("default"))
-        flag = _long([str(f) for f in option.get("flags") or ()])
+        current = option.value
+        flag = _long(option.flags)
         lines += [
             ChangeLine("note", f"or through the script's own {flag} (now {current}):"),
             ChangeLine("old", shlex.join(command)),

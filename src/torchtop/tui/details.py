@@ -7,8 +7,8 @@ running) the key is shown dimmed in the footer and does nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,7 +21,7 @@ from torchtop.advice.patches import code_patch
 from torchtop.model.findings import format_value, gain_text
 from torchtop.relaunch.watched import Proposal
 from torchtop.tui.apply import PATCH_STYLE, planned_value, proposal_text
-from torchtop.tui.change import describe_change
+from torchtop.tui.change import Options, describe_change
 from torchtop.tui.charts import metric_text
 from torchtop.tui.palette import (
     APPLY_COLOUR,
@@ -43,7 +43,7 @@ def section(text: Text, title: str) -> None:
 def change_text(
     ranked: RankedFix,
     command: Sequence[str],
-    options: Sequence[Mapping[str, Any]],
+    options: Options,
     proposal: Proposal | None = None,
 ) -> Text:
     """The exact change: as planned on the running job when there is a `proposal` (what `a`
@@ -68,7 +68,7 @@ def change_text(
 def details_text(
     ranked: RankedFix,
     command: Sequence[str],
-    options: Sequence[Mapping[str, Any]],
+    options: Options,
     proposal: Proposal | None = None,
 ) -> Text:
     """The fix, the exact change (planned on the running job when `proposal` is given), the
@@ -114,7 +114,7 @@ class FixDetailsScreen(ModalScreen[str | None]):
         self,
         ranked: RankedFix,
         command: Sequence[str],
-        options: Sequence[Mapping[str, Any]],
+        options: Options,
         can_apply: bool,
         proposal: Proposal | None = None,
     ) -> None:

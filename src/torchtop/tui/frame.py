@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Reversible
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from torchtop.assess.snapshot import Snapshot
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
 from torchtop.report.contract import steps_per_s as report_steps_per_s
+from torchtop.runs.records import CliOption, GpuSample, HostSample
 from torchtop.runs.state import ProcessState, RunState
 from torchtop.tui.charts import number
 from torchtop.tui.hotstacks import DUMPS_COUNTED, HotFrame, hot_frames
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 SAMPLES_KEPT = 240
 """Samples per source handed to the panels: four minutes at one a second, wider than any plot."""
 
-Record = Mapping[str, Any]
 T = TypeVar("T")
 
 
@@ -49,15 +49,15 @@ class Frame:
     steps_per_s: float | None = None
     batch_size: int | None = None
     history: tuple[Point, ...] = ()
-    host: tuple[Record, ...] = ()
-    gpu: tuple[Record, ...] = ()
+    host: tuple[HostSample, ...] = ()
+    gpu: tuple[GpuSample, ...] = ()
     unavailable: Mapping[str, str] = field(default_factory=dict)
     hot: tuple[HotFrame, ...] = ()
     recorded: bool = False
     """Whether host and GPU samples were recorded at all (live, or a recorded run folder)."""
     fixes: tuple[RankedFix, ...] = ()
     command: tuple[str, ...] = ()
-    cli_options: tuple[Record, ...] = ()
+    cli_options: tuple[CliOption, ...] = ()
     proposals: Mapping[tuple[str, str], Proposal] = field(default_factory=dict)
     step_signal: str | None = None
     """What marks the job's steps (the agent's `step_signal`: optimizer, backward, ...)."""
@@ -91,7 +91,7 @@ class FrameBuilder:
         rate = recent_steps_per_s(report)
         marker = "relaunch" if self._relaunched(state) else ""
         self.timeline.add(Point(snapshot.elapsed_s, rate, dict(report.job.breakdown), marker))
-        return Frame(
+        frame = Frame(
             report=report,
             verdict=snapshot.shown,
             live=True,
@@ -100,8 +100,8 @@ class FrameBuilder:
             finished=snapshot.finished,
             history=self.timeline.series(),
             fixes=rank_fixes(snapshot.shown),
-            **state_fields(report, state),
         )
+        return with_state(frame, state)
 
     def _relaunched(self, state: RunState) -> bool:
         """New training processes while earlier ones have said goodbye, or a new run folder
@@ -121,39 +121,38 @@ class FrameBuilder:
 
 def offline_frame(report: Report, state: RunState | None = None) -> Frame:
     """The frame of `torchtop view`: saved traces, or a recorded run folder with its state."""
-    fields = (
-        state_fields(report, state)
-        if state is not None
-        else {"job": trace_title(report), "steps_per_s": steps_per_s(report)}
-    )
-    return Frame(
+    frame = Frame(
         report=report,
         verdict=report.verdict,
         live=False,
         history=step_history(report),
         fixes=rank_fixes(report.verdict),
-        **fields,
     )
+    if state is not None:
+        return with_state(frame, state)
+    return replace(frame, job=trace_title(report), steps_per_s=steps_per_s(report))
 
 
-def state_fields(report: Report, state: RunState) -> dict[str, Any]:
-    """The frame's fields that come from the run state, copied so the state may move on."""
+def with_state(frame: Frame, state: RunState) -> Frame:
+    """`frame` with the fields that come from the run state, copied so the state may move on
+    (records are never changed once read, so holding them is copying them)."""
     processes = state.training_processes
-    first = processes[0] if processes else None
-    return {
-        "job": job_title(report),
-        "step": max((p.steps[-1].step for p in processes if p.steps), default=None),
-        "steps_per_s": steps_per_s(report),
-        "batch_size": batch_size(first),
-        "host": tail(state.samples["host"], SAMPLES_KEPT),
-        "gpu": tail(state.samples["gpu"], SAMPLES_KEPT),
-        "unavailable": dict(state.unavailable),
-        "hot": hot_frames(tail(state.samples["stacks"], DUMPS_COUNTED)),
-        "recorded": True,
-        "command": tuple(report.command or ()),
-        "cli_options": tuple(first.settings.get("cli_options") or ()) if first else (),
-        "step_signal": first.settings.get("step_signal") if first else None,
-    }
+    settings = processes[0].settings if processes else None
+    return replace(
+        frame,
+        job=job_title(frame.report),
+        step=max((p.steps[-1].step for p in processes if p.steps), default=None),
+        steps_per_s=steps_per_s(frame.report),
+        batch_size=batch_size(processes[0] if processes else None),
+        host=tail(state.samples.host, SAMPLES_KEPT),
+        gpu=tail(state.samples.gpu, SAMPLES_KEPT),
+        unavailable=dict(state.unavailable),
+        hot=hot_frames(tail(state.samples.stacks, DUMPS_COUNTED)),
+        recorded=True,
+        command=tuple(frame.report.command or ()),
+        cli_options=tuple(settings.cli_options) if settings is not None else (),
+        step_signal=settings.step_signal if settings is not None else None,
+    )
 
 
 def tail(records: Reversible[T], count: int) -> tuple[T, ...]:
@@ -175,9 +174,10 @@ def recent_steps_per_s(report: Report) -> float | None:
 
 
 def batch_size(process: ProcessState | None) -> int | None:
-    loader = (process.settings.get("dataloader") or {}) if process else {}
-    size = loader.get("batch_size") if isinstance(loader, dict) else None
-    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
+    settings = process.settings if process is not None else None
+    loader = settings.dataloader if settings is not None else None
+    size = loader.batch_size if loader is not None else None
+    return size if size is not None and size > 0 else None
 
 
 def job_title(report: Report) -> str:

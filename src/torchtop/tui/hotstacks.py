@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from torchtop.runs.records import StackFrame, StacksSample
 
 DUMPS_COUNTED = 10
 _LIBRARY = re.compile(
@@ -43,16 +44,15 @@ def is_user_code(path: str) -> bool:
     return _LIBRARY.search(path) is None
 
 
-def counted_threads(record: Mapping[str, Any]) -> Iterable[list[dict[str, Any]]]:
+def counted_threads(record: StacksSample) -> Iterable[list[StackFrame]]:
     """The stacks of one dump worth counting: main threads, and threads py-spy saw running."""
-    for process in record.get("processes") or ():
-        for thread in process.get("threads") or ():
-            frames = thread.get("frames") or []
-            if frames and (thread.get("active") or thread.get("name") == "MainThread"):
-                yield frames
+    for process in record.processes:
+        for thread in process.threads:
+            if thread.frames and (thread.active or thread.name == "MainThread"):
+                yield thread.frames
 
 
-def hot_frames(records: Sequence[Mapping[str, Any]], limit: int = 12) -> tuple[HotFrame, ...]:
+def hot_frames(records: Sequence[StacksSample], limit: int = 12) -> tuple[HotFrame, ...]:
     """The hottest frames over the last `DUMPS_COUNTED` dumps of `records` (oldest first)."""
     user: Counter[FrameKey] = Counter()
     library: Counter[FrameKey] = Counter()
@@ -76,10 +76,5 @@ def hot_frames(records: Sequence[Mapping[str, Any]], limit: int = 12) -> tuple[H
     return tuple(ranked[:limit])
 
 
-def _key(frame: Mapping[str, Any]) -> FrameKey:
-    line = frame.get("line")
-    return (
-        str(frame.get("function") or "?"),
-        str(frame.get("file") or "?"),
-        line if isinstance(line, int) else None,
-    )
+def _key(frame: StackFrame) -> FrameKey:
+    return (frame.function or "?", frame.file or "?", frame.line)

@@ -4,15 +4,15 @@ docs/run-folder.md), fitted to the rows the GPUs leave."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from rich.text import Text
 
+from torchtop.runs.records import HostProcess, HostSample
 from torchtop.tui.charts import meter, number, rate, size, sparkline
-from torchtop.tui.frame import Frame, Record
+from torchtop.tui.frame import Frame
 from torchtop.tui.palette import MUTED
-from torchtop.tui.widgets.plots import BUSY, WARM, field, percent, plot_line, series
+from torchtop.tui.widgets.plots import BUSY, WARM, percent, plot_line, series
 
 CORE_CELL = 16
 
@@ -25,21 +25,21 @@ def host_lines(frame: Frame, width: int, height: int) -> list[Text]:
         reason = frame.unavailable.get("host") or "no host samples yet"
         return [Text.assemble(("CPU   ", "bold"), (reason, MUTED))]
     last = records[-1]
-    cpu = number(last.get("cpu_pct"))
-    head = [plot_line("CPU", series(records, field("cpu_pct")), percent(cpu), width, 100.0)]
+    cpu = number(last.cpu_pct)
+    head = [plot_line("CPU", series(records, lambda r: r.cpu_pct), percent(cpu), width, 100.0)]
     if height >= 14:
-        iowait = series(records, field("iowait_pct"))
+        iowait = series(records, lambda r: r.iowait_pct)
         head.append(plot_line("iowait", iowait, percent(iowait[-1]), width, 100.0, WARM))
     else:
-        head[0].append(f" io {percent(number(last.get('iowait_pct')))}")
+        head[0].append(f" io {percent(number(last.iowait_pct))}")
     io = io_lines(last, split=height >= 12)
-    processes = process_lines(last.get("processes") or [], width)
+    processes = process_lines(last.processes, width)
     room = max(height - len(head) - len(io) - 1, 1)
     if len(processes) > room:
-        processes = [*processes[: room - 1], summary_line(last.get("processes") or [], room)]
+        processes = [*processes[: room - 1], summary_line(last.processes, room)]
     lines = head + processes
     rows = max(height - len(lines) - len(io), 1)
-    cores = last.get("per_cpu_pct") or []
+    cores = last.per_cpu_pct or []
     if len(cores) <= rows and len(records) > 1:
         lines += core_plots(records, len(cores), width)
     else:
@@ -47,13 +47,13 @@ def host_lines(frame: Frame, width: int, height: int) -> list[Text]:
     return lines + io
 
 
-def summary_line(processes: Sequence[Mapping[str, Any]], room: int) -> Text:
+def summary_line(processes: Sequence[HostProcess], room: int) -> Text:
     """The processes that did not fit, as counts and mean CPU per role."""
     skipped = 0 if room == 1 else room - 1
     roles: dict[str, list[float]] = {}
-    for process in sorted(processes, key=lambda p: (p.get("role") != "main", p.get("pid") or 0)):
-        if process.get("role") in ("main", "worker"):
-            roles.setdefault(str(process["role"]), []).append(number(process.get("cpu_pct")) or 0)
+    for process in sorted(processes, key=lambda p: (p.role != "main", p.pid)):
+        if process.role in ("main", "worker"):
+            roles.setdefault(process.role, []).append(number(process.cpu_pct) or 0)
     parts, seen = [], 0
     for role, loads in roles.items():
         rest = loads[max(skipped - seen, 0) :]
@@ -63,30 +63,30 @@ def summary_line(processes: Sequence[Mapping[str, Any]], room: int) -> Text:
     return Text(("+ " if skipped else "") + " · ".join(parts), style=MUTED)
 
 
-def process_lines(processes: Sequence[Mapping[str, Any]], width: int) -> list[Text]:
+def process_lines(processes: Sequence[HostProcess], width: int) -> list[Text]:
     """The main process and each DataLoader worker: CPU (100% is one core) and memory."""
-    shown = [p for p in processes if p.get("role") in ("main", "worker")]
-    shown.sort(key=lambda p: (p.get("role") != "main", p.get("pid") or 0))
+    shown = [p for p in processes if p.role in ("main", "worker")]
+    shown.sort(key=lambda p: (p.role != "main", p.pid))
     bar = max(min(width - 31, 30), 4)
     lines = []
     for process in shown:
-        cpu = number(process.get("cpu_pct"))
-        line = Text(f"{process.get('role', ''):<6}", style="bold")
-        line.append(f"{process.get('pid', ''):>7} ")
+        cpu = number(process.cpu_pct)
+        line = Text(f"{process.role or '':<6}", style="bold")
+        line.append(f"{process.pid:>7} ")
         line.append_text(meter(min(cpu, 100.0) if cpu is not None else None, bar, BUSY))
         line.append(f" {cpu:4.0f}%" if cpu is not None else "  n/a")
-        line.append(f" {size(number(process.get('rss_bytes')))}", style=MUTED)
+        line.append(f" {size(number(process.rss_bytes))}", style=MUTED)
         lines.append(line)
     return lines
 
 
-def core_plots(records: Sequence[Record], cores: int, width: int) -> list[Text]:
+def core_plots(records: Sequence[HostSample], cores: int, width: int) -> list[Text]:
     """With room to spare (no GPU, a tall terminal), each core's load over time."""
 
-    def core(index: int) -> Callable[[Record], float | None]:
-        def read(record: Record) -> float | None:
-            values = record.get("per_cpu_pct") or []
-            return number(values[index]) if index < len(values) else None
+    def core(index: int) -> Callable[[HostSample], float | None]:
+        def read(record: HostSample) -> float | None:
+            values = record.per_cpu_pct or []
+            return values[index] if index < len(values) else None
 
         return read
 
@@ -117,17 +117,11 @@ def core_lines(per_cpu: Sequence[object], width: int, rows: int) -> list[Text]:
     return lines
 
 
-def io_lines(record: Record, split: bool) -> list[Text]:
+def io_lines(record: HostSample, split: bool) -> list[Text]:
     """Disk, network and memory: a line each when there is room, else one short line."""
-    disk_r, disk_w = (
-        number(record.get("disk_read_bytes_per_s")),
-        number(record.get("disk_write_bytes_per_s")),
-    )
-    net_in, net_out = (
-        number(record.get("net_recv_bytes_per_s")),
-        number(record.get("net_sent_bytes_per_s")),
-    )
-    used, total = number(record.get("mem_used_bytes")), number(record.get("mem_total_bytes"))
+    disk_r, disk_w = number(record.disk_read_bytes_per_s), number(record.disk_write_bytes_per_s)
+    net_in, net_out = number(record.net_recv_bytes_per_s), number(record.net_sent_bytes_per_s)
+    used, total = number(record.mem_used_bytes), number(record.mem_total_bytes)
     if not split:
         line = Text("disk ", style="bold")
         line.append(f"r {short(disk_r)} w {short(disk_w)} ")

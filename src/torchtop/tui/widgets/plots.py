@@ -4,11 +4,11 @@ sparkline line per counter (label, plot over time, the newest value)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from rich.text import Text
 
 from torchtop.tui.charts import number, sparkline
-from torchtop.tui.frame import Record
 
 LABEL = 7
 VALUE = 28
@@ -18,12 +18,12 @@ BUSY = "#5fc75f"
 WARM = "#e0b000"
 
 
-def series(records: Sequence[Record], read: Callable[[Record], float | None]) -> list[float | None]:
-    return [read(r) for r in records]
+R = TypeVar("R")
 
 
-def field(name: str) -> Callable[[Record], float | None]:
-    return lambda record: number(record.get(name))
+def series(records: Sequence[R], read: Callable[[R], float | None]) -> list[float | None]:
+    """One counter of each sample record, oldest first (None where not measured)."""
+    return [number(read(r)) for r in records]
 
 
 def plot_line(label: str, values: list[float | None], value: str, width: int, top: float | None,

@@ -1,0 +1,321 @@
+"""Every record of the run folder, as msgspec Structs: the one schema writers and readers share.
+
+Journal records (the `.jsonl` files) are tagged on `kind`, so one `Decoder` turns a line into
+the right Struct; `run.json` and `exit.json` are whole documents (`RunRecord`, `ExitRecord`):
+`run.json`'s `kind` names the run's kind (`run`, `demo`, `attach`, `tune`), not a record type,
+so it is no member of the tagged union. Field order is the order the writers wrote before these
+Structs existed, so the files read the same, byte for byte where nothing was missing.
+
+`runs.codec` encodes and decodes them; docs/run-folder.md lists every record and field here
+(its schema section is generated from these Structs by `runs.schema_doc`, and a test holds the
+two together).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from torchtop.runs.layout import RUN_SCHEMA
+
+Scalar = str | int | float | bool | None
+"""A knob's value (an override, a fix's value): what a command line or variable can carry."""
+Number = int | float
+"""A counter as the collector read it: kept as written (NVML and psutil give ints for counts
+and bytes, floats for rates), so a record read and written again is the same JSON."""
+
+
+class Part(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A table inside a record (a DataLoader's settings, a GPU device, a stack frame)."""
+
+
+class JournalRecord(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True, kw_only=True):
+    """One line of a `.jsonl` file; `kind` names the Struct."""
+
+
+# events/agent-<pid>.jsonl: written by the agent inside each training process.
+
+
+class Hello(JournalRecord, tag="hello"):
+    t: float
+    pid: int | None = None
+    ppid: int | None = None
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+    argv: list[str] | None = None
+    python: str | None = None
+    torch: str | None = None
+    host: str | None = None
+
+
+class LoaderSettings(Part):
+    num_workers: int | None = None
+    pin_memory: bool | None = None
+    batch_size: int | None = None
+    persistent_workers: bool | None = None
+    prefetch_factor: int | None = None
+
+
+class ThreadSettings(Part):
+    torch_num_threads: int | None = None
+    torch_interop_threads: int | None = None
+    omp_num_threads_env: str | None = None
+    openmp_runtime: str | None = None
+    usable_cores: int | None = None
+
+
+class CliOption(Part):
+    """An option of the script's argparse parser. `default` and `value` are whatever the parser
+    holds (any JSON value; what JSON cannot hold is written as its `str`)."""
+
+    flags: list[str] = []
+    dest: str = ""
+    type: str | None = None
+    default: object = None
+    value: object = None
+
+
+class Settings(JournalRecord, tag="settings"):
+    dataloader: LoaderSettings | None = None
+    threads: ThreadSettings | None = None
+    device: str | None = None
+    amp: bool | None = None
+    compiled: bool | None = None
+    cli_options: list[CliOption] = []
+    overrides: dict[str, Scalar] = {}
+    step_signal: str | None = None
+    step_signal_held: str | None = None
+    t: float | None = None
+
+
+class Step(JournalRecord, tag="step"):
+    step: int
+    wall_s: float | None
+    data_wait_s: float | None = None
+    h2d_s: float | None = None
+    sync_s: float | None = None
+    t: float = 0.0
+
+
+class Window(JournalRecord, tag="window"):
+    t: float
+    path: str
+    first_step: int | None = None
+    last_step: int | None = None
+
+
+class Note(JournalRecord, tag="note"):
+    """Something to show the user once; the agent and the launcher's samplers write them."""
+
+    t: float
+    message: str = ""
+
+
+class Bye(JournalRecord, tag="bye"):
+    t: float
+    reason: str | None = None
+
+
+AgentRecord = Hello | Settings | Step | Window | Note | Bye
+
+
+# samples/<source>.jsonl: written by the launcher's collectors.
+
+
+class HostProcess(Part):
+    pid: int
+    ppid: int | None = None
+    name: str | None = None
+    role: str | None = None
+    cpu_pct: Number | None = None
+    rss_bytes: Number | None = None
+    threads: int | None = None
+    read_bytes_per_s: Number | None = None
+    write_bytes_per_s: Number | None = None
+
+
+class HostSample(JournalRecord, tag="host"):
+    t: float
+    cpu_pct: Number | None = None
+    per_cpu_pct: list[Number | None] | None = None
+    iowait_pct: Number | None = None
+    mem_used_bytes: Number | None = None
+    mem_total_bytes: Number | None = None
+    disk_read_bytes_per_s: Number | None = None
+    disk_write_bytes_per_s: Number | None = None
+    net_recv_bytes_per_s: Number | None = None
+    net_sent_bytes_per_s: Number | None = None
+    processes: list[HostProcess] = []
+
+
+class GpuDevice(Part):
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    utilization_gpu_pct: Number | None = None
+    utilization_memory_pct: Number | None = None
+    sm_clock_mhz: Number | None = None
+    mem_clock_mhz: Number | None = None
+    memory_used_bytes: Number | None = None
+    memory_total_bytes: Number | None = None
+    power_w: Number | None = None
+    power_limit_w: Number | None = None
+    temperature_c: Number | None = None
+    pcie_tx_bytes_per_s: Number | None = None
+    pcie_rx_bytes_per_s: Number | None = None
+    throttle_reasons: list[str] | None = None
+
+
+class GpuProcess(Part):
+    pid: int
+    device_index: int | None = None
+    memory_used_bytes: Number | None = None
+    sm_util_pct: Number | None = None
+
+
+class GpuSample(JournalRecord, tag="gpu"):
+    t: float
+    devices: list[GpuDevice] = []
+    processes: list[GpuProcess] = []
+
+
+class StackFrame(Part):
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+class StackThread(Part):
+    tid: int | None = None
+    name: str | None = None
+    active: bool | None = None
+    frames: list[StackFrame] = []
+    """Innermost first."""
+
+
+class StackProcess(Part):
+    pid: int
+    role: str | None = None
+    threads: list[StackThread] = []
+
+
+class Unreadable(Part):
+    """A process py-spy gave up on, and why."""
+
+    pid: int
+    reason: str
+
+
+class StacksSample(JournalRecord, tag="stacks"):
+    t: float
+    processes: list[StackProcess] = []
+    unreadable: list[Unreadable] | msgspec.UnsetType = msgspec.UNSET
+    """The processes given up on since the last record (only when there are some)."""
+
+
+class Unavailable(JournalRecord, tag="unavailable"):
+    """A collector that cannot measure this run says why, once, and writes nothing more."""
+
+    t: float
+    reason: str = "not measured"
+
+
+SampleRecord = HostSample | GpuSample | StacksSample | Unavailable | Note
+
+
+# reverts.jsonl: one record per fix the user took back from the dashboard.
+
+
+class FixRecord(Part):
+    """A fix as the report and the run folder name it (CONTRACT.md's fix shape)."""
+
+    knob: str
+    value: Scalar = None
+    apply: str | None = None
+    description: str | None = None
+
+
+class SinceRelaunch(Part):
+    """How the job relaunched with a kept fix ran against its trial (relaunch.holding)."""
+
+    steps: int
+    duration_s: float
+    steps_per_s: float | None = None
+    speedup: float | None = None
+    holds: bool | None = None
+    reason: str | None = None
+    recent_steps: int | None = None
+    recent_steps_per_s: float | None = None
+    p_value: float | None = None
+    margin: float | None = None
+    checked_at: str | None = None
+
+
+class Revert(JournalRecord, tag="revert"):
+    t: float
+    at: str
+    trial: int
+    fixes: list[FixRecord] = []
+    from_run_dir: str | None = None
+    run_dir: str | None = None
+    command: list[str] = []
+    since_relaunch: SinceRelaunch | None = None
+
+
+Record = AgentRecord | SampleRecord | Revert
+RECORD_TYPES: tuple[type[JournalRecord], ...] = (
+    Hello,
+    Settings,
+    Step,
+    Window,
+    Note,
+    Bye,
+    HostSample,
+    GpuSample,
+    StacksSample,
+    Unavailable,
+    Revert,
+)
+
+
+# run.json and exit.json: whole documents, written once, atomically.
+
+
+class RunRecord(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """`run.json`: the launch. `overrides` and `fixes` only where the launch applied fixes."""
+
+    schema: str = RUN_SCHEMA
+    kind: str | None = None
+    """`run`, `demo`, `attach` or `tune`: how the job came to be watched."""
+    command: list[str] = []
+    cwd: str | None = None
+    pid: int | None = None
+    started_at: float | None = None
+    host: str | None = None
+    cpu_count: int | None = None
+    torchtop: str | None = None
+    overrides: dict[str, Scalar] | msgspec.UnsetType = msgspec.UNSET
+    fixes: list[FixRecord] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExitRecord(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """`exit.json`: how the job ended. `duration_s` where torchtop started the job."""
+
+    kind: str = "exit"
+    ended_at: float | None = None
+    how: str | None = None
+    """`exited`, `crashed`, `killed`, `stopped` (by torchtop, after `--for`), `detached`."""
+    exit_status: int | None = None
+    signal: str | None = None
+    duration_s: float | msgspec.UnsetType = msgspec.UNSET
+
+
+Document = RunRecord | ExitRecord
+
+
+def settings_table(settings: Settings | None) -> dict[str, object]:
+    """The `settings` record as the JSON table it is written as, for the fix planner, which
+    reads the job's settings as a table so a test can build one by hand (advice.job.JobView)."""
+    table = msgspec.to_builtins(settings) if settings is not None else {}
+    assert isinstance(table, dict)
+    return table
