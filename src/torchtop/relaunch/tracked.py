@@ -19,13 +19,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.plan import LaunchPlan
-from torchtop.relaunch.holding import Holding, HoldingTest, TrialClaim, check_holding
+from torchtop.model.trial_entry import Reverted, SinceRelaunch, TrialEntry
+from torchtop.model.trials import Holding, Trial
+from torchtop.relaunch.holding import HoldingTest, TrialClaim, check_holding
 from torchtop.relaunch.measure import main_process
-from torchtop.relaunch.trial import Trial
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.state import RunState
 
@@ -101,9 +103,9 @@ class FixTracker:
         self.run_root = run_root
         self.test = test
         self.current: Relaunch | None = None
-        self.seen: dict[int, dict[str, Any]] = {}
+        self.seen: dict[int, SinceRelaunch] = {}
         """trial number -> its `since_relaunch` entry, the newest judgement."""
-        self.reverted: dict[int, dict[str, Any]] = {}
+        self.reverted: dict[int, Reverted] = {}
         self._lock = threading.Lock()
 
     def started(self, plan: LaunchPlan, run_dir: Path, trials: list[Trial]) -> None:
@@ -131,15 +133,16 @@ class FixTracker:
                 walls, claim_of(relaunch.trial), test, whole, was_short=relaunch.short
             )
             relaunch.short = holding.holds is False
-            self.seen[relaunch.trial.number] = holding.as_json(_now_iso())
+            self.seen[relaunch.trial.number] = holding.entry(_now_iso())
             return holding
 
     def revert(self, relaunch: Relaunch, holding: Holding | None, run_dir: Path) -> None:
         """Record that the user took `relaunch`'s fix back; the job now runs in `run_dir`."""
+        at = _now_iso()
         record = {
             "kind": "revert",
             "t": time.time(),
-            "at": _now_iso(),
+            "at": at,
             "trial": relaunch.trial.number,
             "fixes": [f.as_json() for f in relaunch.trial.fixes],
             "from_run_dir": str(relaunch.run_dir),
@@ -149,18 +152,17 @@ class FixTracker:
         }
         with JournalWriter(self.run_root / REVERTS_FILE) as writer:
             writer.write(record)
-        self.reverted[relaunch.trial.number] = {
-            k: record[k] for k in ("at", "run_dir", "from_run_dir")
-        }
+        self.reverted[relaunch.trial.number] = Reverted(
+            at=at, run_dir=str(run_dir), from_run_dir=str(relaunch.run_dir)
+        )
 
-    def entry(self, trial: Trial, entry: dict[str, Any]) -> dict[str, Any]:
+    def entry(self, trial: Trial, entry: TrialEntry) -> TrialEntry:
         """`entry` (the trial's report entry) with what was seen after its relaunch."""
-        added: dict[str, Any] = {}
-        if trial.number in self.seen:
-            added["since_relaunch"] = self.seen[trial.number]
-        if trial.number in self.reverted:
-            added["reverted"] = self.reverted[trial.number]
-        return {**entry, **added}
+        return msgspec.structs.replace(
+            entry,
+            since_relaunch=self.seen.get(trial.number),
+            reverted=self.reverted.get(trial.number),
+        )
 
     def _test_for(self, trial: Trial) -> HoldingTest:
         # The relaunched job warms up at least as long as the trial's runs did.
