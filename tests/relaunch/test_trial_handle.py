@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from torchtop.advice.plan import initial_plan
-from torchtop.model.trials import Measured, TrialEvent
+from torchtop.model.trials import Decided, Measured, TrialEvent
 from torchtop.relaunch import handle as handle_module
 from torchtop.relaunch.handle import TrialCancelled, TrialHandle
 from torchtop.relaunch.trial import TrialSettings, run_trial
@@ -128,7 +128,9 @@ def test_cancelling_mid_run_ends_the_trial_with_no_record_and_no_process_left(
     assert (tmp_path / "run" / "trials" / "01" / "before-1" / "exit.json").is_file()
 
 
-def test_a_measured_run_is_said_as_a_typed_event_with_tunes_line() -> None:
+def test_a_measured_run_and_the_decision_are_typed_events_with_tunes_lines() -> None:
     event = Measured(3, "after-2", 12.3456)
     assert (event.label, event.steps_per_s) == ("after-2", 12.3456)
     assert event.text == "trial 3 after-2: 12.35 steps/s"  # tune's stderr line, word for word
+    decided = Decided(3, False, "no difference beyond noise: 1.01x; reverted")
+    assert decided.text == "trial 3: reverted: no difference beyond noise: 1.01x; reverted"

@@ -6,8 +6,8 @@ that the TUI and the report can hold a trial without importing the code that sta
 jobs: only data crosses, never process control.
 
 A trial says what it did as typed events (`Stage`: a step in words; `Measured`: one run's
-steps/s), so a listener reads fields instead of parsing text; `tune` prints each event's
-`text`, the same line it always printed.
+steps/s; `Decided`: kept or reverted, and why), so a listener reads fields instead of parsing
+text; `tune` prints each event's `text`, the same line it always printed.
 """
 
 from __future__ import annotations
@@ -191,7 +191,20 @@ class Measured:
         return f"trial {self.trial} {self.label}: {self.steps_per_s:.2f} steps/s"
 
 
-TrialEvent = Stage | Measured
+@dataclass(frozen=True)
+class Decided:
+    """Trial `trial` kept its fix or reverted it, and why (`NN.json` is written)."""
+
+    trial: int
+    kept: bool
+    reason: str
+
+    @property
+    def text(self) -> str:
+        return f"trial {self.trial}: {'kept' if self.kept else 'reverted'}: {self.reason}"
+
+
+TrialEvent = Stage | Measured | Decided
 
 
 @dataclass(frozen=True)

@@ -72,8 +72,8 @@ def measure(
         if _wait_for_steps(job.poll, watcher, span, deadline_s) and window:
             _wait_for_window(job.poll, watcher, run_dir, deadline_s)
     finally:
+        handle.measuring(None)  # before the job is reaped: its pid must not be signalled after
         ending = stop_job(job)
-        handle.measuring(None)
     process = main_process(watcher.poll(final=True))
     walls, warmup = _steady(process, span) if process else ((), None)
     if len(walls) < span.steps:

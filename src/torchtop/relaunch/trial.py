@@ -31,7 +31,7 @@ from torchtop.advice.show import env_changes, format_overrides
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.report import Report
 from torchtop.model.trial_entry import FixEntry, TrialEntry, TrialRuns, entry_json
-from torchtop.model.trials import Measured, MeasuredRun, Span, TrialEvent, walls_of
+from torchtop.model.trials import Decided, Measured, MeasuredRun, Span, TrialEvent, walls_of
 from torchtop.model.trials import Trial as Trial
 from torchtop.relaunch.handle import TrialCancelled as TrialCancelled
 from torchtop.relaunch.handle import TrialHandle
@@ -106,9 +106,10 @@ def run_trial(
     predicted_gain: float | None = None,
     handle: TrialHandle | None = None,
 ) -> Trial:
-    """Measure both plans, decide, and write `run_root/trials/NN.json`. Each run measured is
-    said as a `Measured` event; the run being measured is registered on `handle`, and once
-    the handle is cancelled the trial ends with `TrialCancelled`, writing nothing."""
+    """Measure both plans, decide, and write `run_root/trials/NN.json`. Each measured run is
+    said as a `Measured` event, the decision as `Decided`; the run being measured is registered
+    on `handle`, and once the handle is cancelled the trial ends with `TrialCancelled`, writing
+    nothing."""
     settings = settings or TrialSettings()
     say = on_event or (lambda _: None)
     handle = handle or TrialHandle()
@@ -162,6 +163,7 @@ def run_trial(
         predicted_gain=predicted_gain,
     )
     write_once(run_root / "trials" / f"{number:02d}.json", entry_json(trial_entry(trial)))
+    say(Decided(number, kept, reason))
     return trial
 
 

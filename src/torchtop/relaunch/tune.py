@@ -135,7 +135,6 @@ def tune(
         say(format_plan(progress.plan, candidate).rstrip())
         gain = predicted_gain(report, candidate.fixes[-1].knob)
         trial = _trial(progress, candidate, options, run_dir, say, gain)
-        say(f"trial {trial.number}: {'kept' if trial.kept else 'reverted'}: {trial.reason}")
         progress.fresh = None
         if trial.kept:
             progress.plan, progress.current = candidate, measured(trial.after[0])

@@ -17,7 +17,14 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from torchtop.model.trials import Holding, RevertOutcome, Stage, TrialEvent, TrialOutcome
+from torchtop.model.trials import (
+    Decided,
+    Holding,
+    RevertOutcome,
+    Stage,
+    TrialEvent,
+    TrialOutcome,
+)
 from torchtop.tui.palette import MUTED
 from torchtop.tui.revert import holding_line
 
@@ -43,6 +50,8 @@ class TrialView:
         events = (*self.events, event.text)
         if isinstance(event, Stage):
             return replace(self, stage=event.text, events=events)
+        if isinstance(event, Decided):
+            return replace(self, events=events)  # the outcome line says it when the job runs
         stage = f"measured {event.label}: {event.steps_per_s:.2f} steps/s"
         if event.label.startswith("before"):
             return replace(
