@@ -266,14 +266,10 @@ def _tune(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from torchtop.offline import analyze_paths
-    from torchtop.runs.layout import is_run_folder
-    from torchtop.runs.state import load_run
+    from torchtop.offline import analyze_and_load
     from torchtop.tui.app import run_view
 
-    report = analyze_paths(args.paths, rules=_load_tree(args.rules))
-    single = Path(args.paths[0])
-    state = load_run(single) if len(args.paths) == 1 and is_run_folder(single) else None
+    report, state = analyze_and_load(args.paths, rules=_load_tree(args.rules))
     run_view(report, state)
     return EXIT_OK
 

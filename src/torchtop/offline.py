@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchtop.analysis.summary import job_analysis, merge_rank
 from torchtop.diagnosis.engine import diagnose
@@ -22,18 +23,35 @@ from torchtop.runs.layout import RunLayout, is_run_folder
 from torchtop.traces import find_trace_files
 from torchtop.traces.reader import ProgressSink
 
+if TYPE_CHECKING:
+    from torchtop.runs.state import RunState
+
 ProgressFactory = Callable[[Path], ProgressSink | None]
 
 
 def analyze_paths(
     paths: list[str], rules: RuleTree | None = None, progress: ProgressFactory | None = None
 ) -> Report:
+    return analyze_and_load(paths, rules, progress)[0]
+
+
+def analyze_and_load(
+    paths: list[str], rules: RuleTree | None = None, progress: ProgressFactory | None = None
+) -> tuple[Report, RunState | None]:
+    """`analyze_paths`, and the run folder's state when the one path is a run folder: `view`
+    shows both, and the folder is read once."""
     tree = rules or load_rules()
-    if len(paths) == 1 and is_run_folder(Path(paths[0])):
-        report = analyze_run(Path(paths[0]), tree)
-        if report is not None:
-            return report
-        paths = [str(RunLayout(Path(paths[0])).traces_dir)]
+    if len(paths) == 1 and is_run_folder(root := Path(paths[0])):
+        from torchtop.runs.state import load_run  # only for run folders: traces skip its import
+
+        state = load_run(root)
+        report = assess_state(state, tree)
+        traces = [str(RunLayout(root).traces_dir)]
+        return report or _analyze_traces(traces, tree, progress), state
+    return _analyze_traces(paths, tree, progress), None
+
+
+def _analyze_traces(paths: list[str], tree: RuleTree, progress: ProgressFactory | None) -> Report:
     files = find_trace_files(paths)
     by_rank: dict[str, list[RankAnalysis]] = defaultdict(list)
     for analysis in analyze_files(files, progress):  # several files: one per core at a time
@@ -79,11 +97,16 @@ def analyze_run(root: Path, tree: RuleTree) -> Report | None:
 
     None when no agent reported steps (the job never imported torch): then only its profiler
     windows, if any, can be analysed, as plain traces."""
-    from torchtop.assess.run import assess
-    from torchtop.assess.windows import WindowCache
     from torchtop.runs.state import load_run  # only for run folders: traces skip its import
 
-    state = load_run(root)
+    return assess_state(load_run(root), tree)
+
+
+def assess_state(state: RunState, tree: RuleTree) -> Report | None:
+    """`analyze_run` on a run folder already loaded."""
+    from torchtop.assess.run import assess
+    from torchtop.assess.windows import WindowCache
+
     if not state.training_processes:
         return None
     return assess(state, WindowCache().latest(state), tree, state.launch.kind or "run")

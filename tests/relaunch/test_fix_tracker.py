@@ -12,8 +12,10 @@ from tests.report.test_trials import trial
 from tests.tables import tables
 from torchtop.diagnosis.rules import load_rules
 from torchtop.live.watch import LiveMonitor
+from torchtop.model.trial_entry import entry_json
 from torchtop.relaunch.holding import HoldingTest
 from torchtop.relaunch.tracked import SETTLE_STEPS, FixTracker, StepLog
+from torchtop.relaunch.trial import trial_entry
 from torchtop.runs.journal import JournalReader, JournalWriter
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import Hello, Step, Window
@@ -56,10 +58,10 @@ def test_the_relaunched_jobs_steps_are_judged_without_warm_up_or_profiled_steps(
     assert holding.steps_per_s is not None and abs(holding.steps_per_s - 10.0) < 1e-6
     assert holding.speedup is not None and abs(holding.speedup - 2.0) < 1e-6
     assert holding.holds is True
-    entry = tracker.entry(kept, kept.as_json(with_steps=False))
-    since = entry["since_relaunch"]
-    assert isinstance(since, dict) and since["steps"] == 33 and since["holds"] is True
-    assert "reverted" not in entry
+    entry = tracker.entry(kept, trial_entry(kept, with_steps=False))
+    assert entry.since_relaunch is not None
+    assert entry.since_relaunch.steps == 33 and entry.since_relaunch.holds is True
+    assert entry.reverted is None and "reverted" not in entry_json(entry)
 
 
 def test_a_revert_is_appended_to_the_run_folder_and_shown_on_the_trials_entry(
@@ -86,9 +88,9 @@ def test_a_revert_is_appended_to_the_run_folder_and_shown_on_the_trials_entry(
     assert record["from_run_dir"] == str(folder) and record["run_dir"] == str(again)
     assert record["command"] == ["python", "train.py"]
     assert record["since_relaunch"]["holds"] is False
-    entry = tracker.entry(kept, kept.as_json(with_steps=False))
-    assert entry["reverted"]["run_dir"] == str(again)
-    assert entry["since_relaunch"]["holds"] is False
+    entry = tracker.entry(kept, trial_entry(kept, with_steps=False))
+    assert entry.reverted is not None and entry.reverted.run_dir == str(again)
+    assert entry.since_relaunch is not None and entry.since_relaunch.holds is False
 
 
 def test_a_job_started_with_an_earlier_kept_fix_is_followed_for_that_fix(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from torchtop.model.trial_entry import entry_json
 from torchtop.relaunch.holding import HoldingTest, TrialClaim, check_holding
 
 TEST = HoldingTest(warmup_steps=0, recent_steps=30, recent_s=2.0)
@@ -135,11 +136,15 @@ def test_the_whole_relaunch_figure_may_come_from_totals_beyond_the_judged_steps(
 
 def test_the_report_entry_names_its_units_and_when_it_was_checked() -> None:
     rng = random.Random(6)
-    entry = check_holding(jittered(rng, AFTER_S, 200), claim(rng), TEST).as_json(
+    entry = check_holding(jittered(rng, AFTER_S, 200), claim(rng), TEST).entry(
         "2026-11-24T10:00:00+00:00"
     )
-    assert entry["holds"] is True and entry["steps"] == 200
-    assert set(entry) >= {"steps", "steps_per_s", "speedup", "holds", "checked_at", "duration_s"}
+    assert entry.holds is True and entry.steps == 200
+    assert entry.checked_at == "2026-11-24T10:00:00+00:00"
+    assert list(entry_json(entry)) == [
+        "steps", "duration_s", "steps_per_s", "speedup", "holds", "reason", "recent_steps",
+        "recent_steps_per_s", "p_value", "margin", "checked_at",
+    ]  # fmt: skip
 
 
 def test_a_warning_stays_while_the_newest_span_is_slow_and_clears_once_it_is_fast_again() -> None:

@@ -12,10 +12,11 @@ import pytest
 from torchtop.advice.plan import initial_plan
 from torchtop.model.plan import AppliedFix
 from torchtop.model.report import Report
+from torchtop.model.trials import Trial
 from torchtop.offline import analyze_paths
 from torchtop.relaunch.measure import Measurement
 from torchtop.relaunch.summary import render_summary
-from torchtop.relaunch.trial import Trial, predicted_gain
+from torchtop.relaunch.trial import measured, predicted_gain, trial_entry
 from torchtop.relaunch.tune import TuneResult
 from torchtop.report import render_text, report_to_json
 
@@ -67,7 +68,7 @@ def test_the_trials_predicted_gain_is_that_of_the_first_finding_offering_its_kno
 def test_predicted_and_measured_stand_side_by_side_in_the_json_and_the_text(
     report: Report,
 ) -> None:
-    tried = msgspec.structs.replace(report, trials=(trial(6.2).as_json(with_steps=False),))
+    tried = msgspec.structs.replace(report, trials=(trial_entry(trial(6.2), with_steps=False),))
     (entry,) = report_to_json(tried)["trials"]
     assert entry["predicted_gain"] == 6.2 and entry["speedup"] == 4.0
     text = render_text(tried)
@@ -77,7 +78,7 @@ def test_predicted_and_measured_stand_side_by_side_in_the_json_and_the_text(
 def test_a_trial_without_a_prediction_says_none_and_shows_only_its_measurement(
     report: Report,
 ) -> None:
-    tried = msgspec.structs.replace(report, trials=(trial(None).as_json(with_steps=False),))
+    tried = msgspec.structs.replace(report, trials=(trial_entry(trial(None), with_steps=False),))
     (entry,) = report_to_json(tried)["trials"]
     assert entry["predicted_gain"] is None
     assert "predicted" not in render_text(tried)
@@ -87,7 +88,7 @@ def test_tunes_summary_shows_each_trials_prediction_beside_its_measurement(
     tmp_path: Path,
 ) -> None:
     made = trial(6.2)
-    result = TuneResult(tmp_path, made.plan_before, made.plan_after, (made,), (), made.before[0],
+    result = TuneResult(tmp_path, made.plan_before, made.plan_after, (made,), (), measured(made.before[0]),
                         None, "no untried fix applies")  # fmt: skip
     assert "5.00 -> 20.00 steps/s (4.00x) against 6.20x predicted: kept" in render_summary(
         result, None

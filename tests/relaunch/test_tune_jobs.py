@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from torchtop.sessions.tune import TuneCommand, tune_session
 
 pytestmark = pytest.mark.slow
 TREE = load_rules(RULES_DIR)
+MEASURED_LINE = r"torchtop tune: trial 1 (before|after)-\d: \d+\.\d\d steps/s"
 
 
 def assert_honest(result: TuneResult) -> None:
@@ -41,7 +43,7 @@ def assert_honest(result: TuneResult) -> None:
 
 
 def test_tune_gives_a_starved_job_more_workers_through_its_own_num_workers_option(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     toml_path, report_path = tmp_path / "torchtop.toml", tmp_path / "report.json"
     options = TuneCommand(
@@ -50,6 +52,13 @@ def test_tune_gives_a_starved_job_more_workers_through_its_own_num_workers_optio
         max_trials=1,
     )  # fmt: skip
     assert tune_session(job("starved_options"), options, TREE) == 0
+    # The trial's events, printed as tune always printed them.
+    said = capsys.readouterr().err.splitlines()
+    measured = [line for line in said if re.fullmatch(MEASURED_LINE, line)]
+    # The baseline stands for before-1; the second round runs in the opposite order.
+    assert [line.split()[4] for line in measured] == ["after-1:", "after-2:", "before-2:"]
+    assert any(line.startswith("torchtop tune: trial 1: kept: faster beyond noise: ")
+               for line in said)  # fmt: skip
 
     report = json.loads(report_path.read_text())
     (trial,) = report["trials"]

@@ -17,7 +17,8 @@ from torchtop.live.collect import Collectors
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
-from torchtop.relaunch.watched import Proposal, TrialEvent, WatchedJob
+from torchtop.model.trials import Proposal, TrialEvent
+from torchtop.relaunch.watched import WatchedJob
 
 # Ends after 12 steps: fewer than a trial's warm-up (3) and steps (10) need.
 SHORT = [sys.executable, "-m", "torchtop.demo.train", "--steps", "12", "--batch-size", "8",

@@ -13,9 +13,11 @@ import pytest
 from torchtop.advice.plan import initial_plan
 from torchtop.model.plan import AppliedFix
 from torchtop.model.report import Report
+from torchtop.model.trial_entry import Reverted, SinceRelaunch
+from torchtop.model.trials import Trial
 from torchtop.offline import analyze_paths
 from torchtop.relaunch.measure import Measurement
-from torchtop.relaunch.trial import Trial
+from torchtop.relaunch.trial import trial_entry
 from torchtop.report import render_text, report_to_json
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
@@ -53,7 +55,7 @@ def test_a_report_without_trials_has_no_trials_key(report: Report) -> None:
 
 def test_each_trial_has_the_contracts_keys_first_then_its_evidence(report: Report) -> None:
     tried = msgspec.structs.replace(
-        report, trials=(trial(True, 0.2, 0.1).as_json(with_steps=False),)
+        report, trials=(trial_entry(trial(True, 0.2, 0.1), with_steps=False),)
     )
     (entry,) = report_to_json(tried)["trials"]
     assert list(entry)[:5] == CONTRACT_KEYS
@@ -69,7 +71,7 @@ def test_each_trial_has_the_contracts_keys_first_then_its_evidence(report: Repor
 def test_the_text_report_lists_each_trial_with_its_rates_and_outcome(report: Report) -> None:
     trials = (trial(True, 0.2, 0.1), trial(False, 0.2, 0.2))
     tried = msgspec.structs.replace(
-        report, trials=tuple(t.as_json(with_steps=False) for t in trials)
+        report, trials=tuple(trial_entry(t, with_steps=False) for t in trials)
     )
     text = render_text(tried)
     section = text[text.index("TRIALS") :].splitlines()
@@ -83,14 +85,15 @@ def test_the_text_report_lists_each_trial_with_its_rates_and_outcome(report: Rep
 
 def test_the_text_report_holds_each_kept_fix_against_its_relaunch(report: Report) -> None:
     """What the relaunched job did since (`since_relaunch`) and a revert, under the trial."""
-    holding = {"steps": 412, "steps_per_s": 9.8, "speedup": 1.96, "holds": True, "reason": "x"}
+    holding = SinceRelaunch(412, 40.0, 9.8, 1.96, True, "x", 30, 9.8, 0.5, 0.15, "T0")
     why = "falls short of the trial beyond noise: the last 30 steps ran at 6.10"
-    short = {**holding, "steps_per_s": 6.1, "speedup": 1.22, "holds": False, "reason": why}
-    entry = trial(True, 0.2, 0.1).as_json(with_steps=False)
+    short = msgspec.structs.replace(holding, steps_per_s=6.1, speedup=1.22, holds=False, reason=why)
+    entry = trial_entry(trial(True, 0.2, 0.1), with_steps=False)
+    back = Reverted(at="T", run_dir="RUN/jobs/02", from_run_dir="RUN/jobs/01")
     entries = (
-        {**entry, "since_relaunch": holding},
-        {**entry, "since_relaunch": short},
-        {**entry, "since_relaunch": short, "reverted": {"at": "T", "run_dir": "RUN/jobs/02"}},
+        msgspec.structs.replace(entry, since_relaunch=holding),
+        msgspec.structs.replace(entry, since_relaunch=short),
+        msgspec.structs.replace(entry, since_relaunch=short, reverted=back),
     )
     text = render_text(msgspec.structs.replace(report, trials=entries))
     section = text[text.index("TRIALS") :].splitlines()

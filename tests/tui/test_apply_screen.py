@@ -16,7 +16,7 @@ from torchtop.advice.machine import Machine
 from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
-from torchtop.relaunch.watched import Proposal, TrialEvent, TrialOutcome
+from torchtop.model.trials import Measured, Proposal, Stage, TrialEvent, TrialOutcome
 from torchtop.tui.app import Dashboard
 from torchtop.tui.apply import NEW_STYLE, OLD_STYLE, ApplyScreen, proposal_text
 from torchtop.tui.details import FixDetailsScreen
@@ -122,9 +122,9 @@ async def test_without_an_applier_the_apply_key_is_neither_offered_nor_active(
 
 def test_the_trial_panel_shows_each_runs_rate_under_before_and_after() -> None:
     view = TrialView("option --num-workers: 0 -> 2")
-    view = view.updated(TrialEvent("trial 1 before-1: 4.10 steps/s", "before-1", 4.1))
-    view = view.updated(TrialEvent("trial 1 after-1: 9.80 steps/s", "after-1", 9.8))
-    view = view.updated(TrialEvent("starting the job with the fix"))
+    view = view.updated(Measured(1, "before-1", 4.1))
+    view = view.updated(Measured(1, "after-1", 9.8))
+    view = view.updated(Stage("starting the job with the fix"))
     lines = trial_text(view).plain.splitlines()
     assert lines == [
         "option --num-workers: 0 -> 2",

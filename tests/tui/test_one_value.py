@@ -26,7 +26,7 @@ from torchtop.live.headless import progress_line
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
-from torchtop.relaunch.watched import Proposal, TrialEvent, TrialOutcome
+from torchtop.model.trials import Proposal, TrialEvent, TrialOutcome
 from torchtop.report import report_to_json
 from torchtop.report.text import render_text
 from torchtop.runs.records import settings_table

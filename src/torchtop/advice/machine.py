@@ -3,20 +3,22 @@
 Symbolic values in the rules ("physical cores", "cores / (workers + 1)") become numbers from
 here, and an `LD_PRELOAD` fix is offered only for a library that exists on this machine. The
 planner takes a `Machine` value, so tests can plan for any machine; `this_machine()` reads the
-real one.
+real one. Physical cores come from Linux's CPU topology files, as psutil reads them there; psutil
+is imported only where those are missing, so that assessing a recorded run (`torchtop view`)
+loads no process-inspection library.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes.util
 import functools
+import glob
 import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import psutil
 
 LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib")
 
@@ -42,7 +44,7 @@ def this_machine(
     find: Callable[[str], str | None] | None = None,
 ) -> Machine:
     logical = _usable_cores()
-    physical = psutil.cpu_count(logical=False) or logical
+    physical = _physical_cores() or logical
     finder = find or find_library
     found = {stem: path for stem in PRELOADABLE if (path := finder(stem)) is not None}
     return Machine(logical, min(physical, logical), found)
@@ -71,6 +73,24 @@ def find_library(stem: str, extra_dirs: Iterable[str] = ()) -> str | None:
         if (Path(folder) / name).is_file():
             return str(Path(folder) / name)
     return None
+
+
+TOPOLOGY = "/sys/devices/system/cpu/cpu[0-9]*/topology/"
+
+
+def _physical_cores() -> int | None:
+    """Cores, each counted once whatever its hardware threads: the distinct sibling lists of
+    the topology files (`core_cpus_list`, or its older name), as psutil counts them on Linux."""
+    paths = glob.glob(TOPOLOGY + "core_cpus_list") or glob.glob(TOPOLOGY + "thread_siblings_list")
+    siblings = set()
+    for path in paths:
+        with contextlib.suppress(OSError):
+            siblings.add(Path(path).read_text(encoding="ascii").strip())
+    if siblings:
+        return len(siblings)
+    import psutil  # elsewhere (no /sys), psutil's own reading
+
+    return psutil.cpu_count(logical=False)
 
 
 def _usable_cores() -> int:

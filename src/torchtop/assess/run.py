@@ -42,13 +42,6 @@ WARMUP_STEPS = 2
 # A job that has not ended a step this long after its start gets told why and how to mark
 # them; 20 s covers importing torch and building a model on a slow machine.
 NO_STEP_HINT_S = float(os.environ.get("TORCHTOP_NO_STEP_HINT_S", "20"))
-# The agent's `step_signal` values, as the dashboard names them, and the report's note.
-STEP_SIGNAL_LABELS = {
-    "explicit": "torchtop.step()",
-    "optimizer": "optimizer.step()",
-    "backward": "backward()",
-    "dataloader": "DataLoader batches",
-}
 # Why steps the agent has seen are not counted yet (`step_signal_held`, agent/step_clock.py).
 HELD_STEPS = {
     "backward": "backward() calls were seen, but an optimizer exists that has not stepped yet "

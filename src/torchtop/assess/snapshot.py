@@ -11,6 +11,15 @@ from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
 from torchtop.runs.state import RunState
 
+STEP_SIGNAL_LABELS = {
+    "explicit": "torchtop.step()",
+    "optimizer": "optimizer.step()",
+    "backward": "backward()",
+    "dataloader": "DataLoader batches",
+}
+"""The agent's `step_signal` values, as the dashboard names them (`assess.run` words the
+report's note)."""
+
 
 @dataclass(frozen=True)
 class Snapshot:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import msgspec
 
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
+from torchtop.model.trial_entry import TrialEntry
 
 
 class RankReport(msgspec.Struct, frozen=True):
@@ -27,7 +25,7 @@ class Report(msgspec.Struct, frozen=True):
     command: tuple[str, ...] | None = None
     pid: int | None = None
     notes: tuple[str, ...] = msgspec.field(default_factory=tuple)
-    trials: tuple[Mapping[str, Any], ...] = ()
+    trials: tuple[TrialEntry, ...] = ()
     """A/B trials of fixes (`tune`'s, or those accepted in the dashboard), each the contract's
     `trials` entry: `fixes`, `baseline_steps_per_s`, `trial_steps_per_s`, `speedup`, `kept`,
-    and whatever evidence the trial adds (`relaunch.trial.Trial.as_json`)."""
+    and the trial's evidence (`relaunch.trial.trial_entry`)."""

@@ -33,7 +33,8 @@ job: 22 of 7,600 checks for one span, none for two; 10 s spans, the default: non
 a real shortfall lasts. The price is the delay: a fix that stops paying is named once two spans
 of slow steps were seen. Until two spans were
 recorded there is no judgement (`holds` is None), never a guess.
-Pure: step times and the trial's numbers in, a `Holding` out; `relaunch.watched` feeds it.
+Pure: step times and the trial's numbers in, a `Holding` (`model.trials`: the dashboard shows
+it) out; `relaunch.tracked` feeds it.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from torchtop.relaunch.stats import mann_whitney_p, steps_per_s
+from torchtop.model.trials import Holding as Holding
+from torchtop.model.trials import steps_per_s
+from torchtop.relaunch.stats import mann_whitney_p
 
 
 @dataclass(frozen=True)
@@ -86,43 +89,6 @@ class TrialClaim:
         if len(rates) < 2:
             return 0.0
         return (max(rates) - min(rates)) / (sum(rates) / len(rates))
-
-
-@dataclass(frozen=True)
-class Holding:
-    """The relaunched job so far, against the trial that kept its fix."""
-
-    steps: int
-    """Steady-state steps since the relaunch (warm-up and profiler windows left out)."""
-    duration_s: float
-    steps_per_s: float | None
-    speedup: float | None
-    """`steps_per_s` over the trial's "before" rate: the gain the fix gives in the long run."""
-    claimed_speedup: float | None
-    claimed_steps_per_s: float | None
-    holds: bool | None
-    """False: the recent span falls short of the trial beyond noise; None: too few steps yet."""
-    reason: str
-    recent_steps: int = 0
-    recent_steps_per_s: float | None = None
-    p_value: float | None = None
-    margin: float | None = None
-
-    def as_json(self, checked_at: str) -> dict[str, object]:
-        """The report's `since_relaunch` entry of a kept trial."""
-        return {
-            "steps": self.steps,
-            "duration_s": round(self.duration_s, 3),
-            "steps_per_s": _round(self.steps_per_s),
-            "speedup": _round(self.speedup),
-            "holds": self.holds,
-            "reason": self.reason,
-            "recent_steps": self.recent_steps,
-            "recent_steps_per_s": _round(self.recent_steps_per_s),
-            "p_value": self.p_value,
-            "margin": _round(self.margin),
-            "checked_at": checked_at,
-        }
 
 
 def check_holding(
@@ -217,7 +183,3 @@ def _too_few(head: Holding, test: HoldingTest) -> Holding:
 
 def _below(share: float) -> str:
     return f"{share:.0%} below" if share >= 0 else f"{-share:.0%} above"
-
-
-def _round(value: float | None) -> float | None:
-    return round(value, 4) if value is not None else None

@@ -16,7 +16,6 @@ profiler slowing the measured steps.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ from pathlib import Path
 from torchtop.jobs.env import ON_REQUEST
 from torchtop.jobs.job import TERMINAL, start_plan
 from torchtop.model.plan import LaunchPlan
+from torchtop.model.trials import MeasuredRun
+from torchtop.relaunch.handle import TrialHandle
 from torchtop.relaunch.warmup import Span, Warmup, end_of_warmup, queued_batches
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import Settings
@@ -43,48 +44,13 @@ class MeasureError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Measurement:
-    run_dir: Path
-    step_wall_s: tuple[float, ...]
-    warmup_steps: int
+class Measurement(MeasuredRun):
+    """A measured run with what its agent said of the job (settings, argv) and its ending."""
+
     ending: dict[str, object] = field(default_factory=dict)
     settings: Settings | None = None
     argv: tuple[str, ...] | None = None
     has_window: bool = False
-    warmup: Warmup | None = None
-    """The warm-up this run used (None for a measurement made without the rule)."""
-
-    @property
-    def duration_s(self) -> float:
-        return sum(self.step_wall_s)
-
-    @property
-    def steps_per_s(self) -> float:
-        total = self.duration_s
-        return len(self.step_wall_s) / total if total > 0 else 0.0
-
-    @property
-    def median_step_ms(self) -> float:
-        return statistics.median(self.step_wall_s) * 1000.0
-
-    @property
-    def mad_step_ms(self) -> float:
-        median = statistics.median(self.step_wall_s)
-        return statistics.median(abs(s - median) for s in self.step_wall_s) * 1000.0
-
-    def summary(self, with_steps: bool = True) -> dict[str, object]:
-        steps = {"step_wall_s": [round(s, 6) for s in self.step_wall_s]} if with_steps else {}
-        return {
-            "run_dir": str(self.run_dir),
-            "steps": len(self.step_wall_s),
-            "warmup_steps": self.warmup_steps,
-            "steps_per_s": round(self.steps_per_s, 4),
-            "median_step_ms": round(self.median_step_ms, 3),
-            "mad_step_ms": round(self.mad_step_ms, 3),
-            "duration_s": round(self.duration_s, 3),
-            "warmup": self.warmup.as_json() if self.warmup is not None else None,
-            **steps,
-        }
 
 
 def measure(
@@ -94,16 +60,21 @@ def measure(
     timeout_s: float,
     window: bool = False,
     capture_output: bool = True,
+    handle: TrialHandle | None = None,
 ) -> Measurement:
-    """Run `plan` until `span` is recorded (and the window, if asked), then stop it."""
+    """Run `plan` until `span` is recorded (and the window, if asked), then stop it; the job
+    is registered on `handle` while it runs, so the trial's caller can end it."""
+    handle = handle or TrialHandle()
     output = None if capture_output else TERMINAL
     job = start_plan(plan, run_dir, "tune", ON_REQUEST, output)
+    handle.measuring(job)
     watcher = RunWatcher(run_dir)
     deadline_s = time.monotonic() + timeout_s
     try:
         if _wait_for_steps(job.poll, watcher, span, deadline_s) and window:
             _wait_for_window(job.poll, watcher, run_dir, deadline_s)
     finally:
+        handle.measuring(None)  # before the job is reaped: its pid must not be signalled after
         ending = job.finish()
     process = main_process(watcher.poll(final=True))
     walls, warmup = _steady(process, span) if process else ((), None)

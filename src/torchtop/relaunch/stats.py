@@ -13,6 +13,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from torchtop.model.trials import steps_per_s as steps_per_s
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -26,12 +28,6 @@ class Comparison:
 
     def slower(self, alpha: float) -> bool:
         return self.p_value < alpha and self.speedup < 1.0
-
-
-def steps_per_s(walls_s: Sequence[float]) -> float | None:
-    """The rate of step times (seconds): their count over their sum; None when there is none."""
-    total_s = sum(walls_s)
-    return len(walls_s) / total_s if walls_s and total_s > 0 else None
 
 
 def compare(before_s: Sequence[float], after_s: Sequence[float]) -> Comparison:

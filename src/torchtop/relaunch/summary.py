@@ -17,7 +17,8 @@ from typing import Any
 from msgspec.structs import replace
 
 from torchtop.advice.show import env_changes, format_overrides
-from torchtop.relaunch.trial import Trial
+from torchtop.model.trials import Trial
+from torchtop.relaunch.trial import trial_entry
 from torchtop.relaunch.tune import TuneResult
 from torchtop.relaunch.tuned import describe_final
 from torchtop.report import report_to_json
@@ -25,7 +26,7 @@ from torchtop.report.contract import SCHEMA, trials_json
 
 
 def tune_report(result: TuneResult) -> dict[str, Any]:
-    trials = tuple(t.as_json(with_steps=False) for t in result.trials)
+    trials = tuple(trial_entry(t, with_steps=False) for t in result.trials)
     if result.report is not None:
         report = replace(
             result.report, source_kind="tune", command=result.original.command, trials=trials

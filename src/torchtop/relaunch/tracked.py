@@ -24,12 +24,14 @@ import msgspec
 
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.plan import LaunchPlan
-from torchtop.relaunch.holding import Holding, HoldingTest, TrialClaim, check_holding
+from torchtop.model.trial_entry import Reverted, SinceRelaunch, TrialEntry
+from torchtop.model.trials import Holding, Trial
+from torchtop.relaunch.holding import HoldingTest, TrialClaim, check_holding
 from torchtop.relaunch.measure import main_process
-from torchtop.relaunch.trial import Trial
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.layout import RunLayout
-from torchtop.runs.records import FixRecord, Revert, SinceRelaunch
+from torchtop.runs.records import FixRecord, Revert
+from torchtop.runs.records import SinceRelaunch as SinceRelaunchRecord
 from torchtop.runs.state import RunState
 
 SETTLE_STEPS = 256
@@ -84,18 +86,6 @@ class StepLog:
         return step >= self.warmup_steps and step not in self.slowed
 
 
-@dataclass(frozen=True)
-class Reverted:
-    """A kept fix the user took back: when, and the jobs with it and without it."""
-
-    at: str
-    run_dir: str
-    from_run_dir: str
-
-    def as_json(self) -> dict[str, str]:
-        return {"at": self.at, "run_dir": self.run_dir, "from_run_dir": self.from_run_dir}
-
-
 @dataclass
 class Relaunch:
     """A job started with the fix `trial` kept, recorded in `run_dir`."""
@@ -114,8 +104,8 @@ class FixTracker:
         self.run_root = run_root
         self.test = test
         self.current: Relaunch | None = None
-        self.seen: dict[int, tuple[Holding, str]] = {}
-        """trial number -> the newest judgement and when it was made (ISO)."""
+        self.seen: dict[int, SinceRelaunch] = {}
+        """trial number -> its `since_relaunch` entry, the newest judgement."""
         self.reverted: dict[int, Reverted] = {}
         self._lock = threading.Lock()
 
@@ -144,12 +134,12 @@ class FixTracker:
                 walls, claim_of(relaunch.trial), test, whole, was_short=relaunch.short
             )
             relaunch.short = holding.holds is False
-            self.seen[relaunch.trial.number] = (holding, _now_iso())
+            self.seen[relaunch.trial.number] = holding.entry(_now_iso())
             return holding
 
     def revert(self, relaunch: Relaunch, holding: Holding | None, run_dir: Path) -> None:
         """Record that the user took `relaunch`'s fix back; the job now runs in `run_dir`."""
-        reverted = Reverted(_now_iso(), str(run_dir), str(relaunch.run_dir))
+        reverted = Reverted(at=_now_iso(), run_dir=str(run_dir), from_run_dir=str(relaunch.run_dir))
         figures = holding.as_json(reverted.at) if holding is not None else None
         record = Revert(
             t=time.time(),
@@ -159,21 +149,19 @@ class FixTracker:
             from_run_dir=reverted.from_run_dir,
             run_dir=reverted.run_dir,
             command=list(relaunch.trial.plan_before.command),
-            since_relaunch=msgspec.convert(figures, SinceRelaunch | None),
+            since_relaunch=msgspec.convert(figures, SinceRelaunchRecord | None),
         )
         with JournalWriter(RunLayout(self.run_root).reverts) as writer:
             writer.write(record)
         self.reverted[relaunch.trial.number] = reverted
 
-    def entry(self, trial: Trial, entry: dict[str, object]) -> dict[str, object]:
+    def entry(self, trial: Trial, entry: TrialEntry) -> TrialEntry:
         """`entry` (the trial's report entry) with what was seen after its relaunch."""
-        added: dict[str, object] = {}
-        if trial.number in self.seen:
-            holding, checked_at = self.seen[trial.number]
-            added["since_relaunch"] = holding.as_json(checked_at)
-        if trial.number in self.reverted:
-            added["reverted"] = self.reverted[trial.number].as_json()
-        return {**entry, **added}
+        return msgspec.structs.replace(
+            entry,
+            since_relaunch=self.seen.get(trial.number),
+            reverted=self.reverted.get(trial.number),
+        )
 
     def _test_for(self, trial: Trial) -> HoldingTest:
         # The relaunched job warms up at least as long as the trial's runs did.

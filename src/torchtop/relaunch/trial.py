@@ -13,29 +13,34 @@ noise". So a fix is never kept on one round: the pair is measured again in the o
 (after, then before), which also cancels a steady drift, and the fix is kept only when both
 rounds pooled are faster beyond noise (Mann-Whitney, `alpha`) and each round on its own is
 faster by at least `min_gain`. Only a fix that halves the speed is reverted after one round.
-Each trial is written to `RUN/trials/NN.json`; its `as_json()` is the report's `trials` entry
-(CONTRACT.md), with the evidence added, and the `predicted_gain` of its fix (the bound its
-finding put on the gain) beside the measured `speedup`.
+Each trial is written to `RUN/trials/NN.json`; `trial_entry(trial)` is the report's `trials`
+entry (CONTRACT.md; a typed `model.trial_entry.TrialEntry`), with the evidence added, and the
+`predicted_gain` of its fix (the bound its finding put on the gain) beside the measured
+`speedup`. The trial's progress goes out as typed events (`model.trials.Measured`), and its
+caller ends it through a `relaunch.handle.TrialHandle`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from torchtop.advice.show import env_changes, format_overrides
-from torchtop.model.plan import AppliedFix, LaunchPlan
+from torchtop.model.plan import LaunchPlan
 from torchtop.model.report import Report
+from torchtop.model.trial_entry import FixEntry, TrialEntry, TrialRuns, entry_json
+from torchtop.model.trials import Decided, Measured, MeasuredRun, Span, TrialEvent, walls_of
+from torchtop.model.trials import Trial as Trial
+from torchtop.relaunch.handle import TrialCancelled as TrialCancelled
+from torchtop.relaunch.handle import TrialHandle
 from torchtop.relaunch.measure import MeasureError, Measurement, measure
-from torchtop.relaunch.stats import compare, steps_per_s
-from torchtop.relaunch.warmup import Span
+from torchtop.relaunch.stats import compare
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
 
-EventSink = Callable[[str], None]
+EventSink = Callable[[TrialEvent], None]
 
 
 @dataclass(frozen=True)
@@ -57,63 +62,35 @@ class TrialSettings:
         return Span(steps, warmup_steps, self.min_duration_s)
 
 
-@dataclass(frozen=True)
-class Trial:
-    number: int
-    fixes: tuple[AppliedFix, ...]
-    kept: bool
-    reason: str
-    before: tuple[Measurement, ...]
-    after: tuple[Measurement, ...]
-    p_value: float | None
-    plan_before: LaunchPlan
-    plan_after: LaunchPlan
-    duration_s: float
-    extra: dict[str, Any] = field(default_factory=dict)
-    predicted_gain: float | None = None
-    """The speedup bound its fix's finding predicted (None: not predicted)."""
-
-    @property
-    def baseline_steps_per_s(self) -> float:
-        return _pooled_rate(self.before)
-
-    @property
-    def trial_steps_per_s(self) -> float | None:
-        return _pooled_rate(self.after) if self.after else None
-
-    @property
-    def speedup(self) -> float | None:
-        after = self.trial_steps_per_s
-        return after / self.baseline_steps_per_s if after is not None else None
-
-    def as_json(self, with_steps: bool = True) -> dict[str, Any]:
-        """The report's `trials` entry; `with_steps` adds every measured step's wall time."""
-        speedup, after_rate = self.speedup, self.trial_steps_per_s
-        return {
-            "fixes": [f.as_json() for f in self.fixes],
-            "baseline_steps_per_s": round(self.baseline_steps_per_s, 4),
-            "trial_steps_per_s": round(after_rate, 4) if after_rate is not None else None,
-            "speedup": round(speedup, 4) if speedup is not None else None,
-            "predicted_gain": _rounded(self.predicted_gain),
-            "kept": self.kept,
-            "number": self.number,
-            "reason": self.reason,
-            "p_value": self.p_value,
-            "rounds": len(self.after),
-            "baseline_median_step_ms": _median_ms(self.before),
-            "trial_median_step_ms": _median_ms(self.after),
-            "changes": list(self.plan_after.changes),
-            "command_before": list(self.plan_before.command),
-            "command_after": list(self.plan_after.command),
-            "env_changes": env_changes(self.plan_before.env, self.plan_after.env),
-            "overrides": format_overrides(self.plan_after.overrides),
-            "runs": {
-                "before": [m.summary(with_steps) for m in self.before],
-                "after": [m.summary(with_steps) for m in self.after],
-            },
-            "duration_s": round(self.duration_s, 2),
-            **self.extra,
-        }
+def trial_entry(trial: Trial, with_steps: bool = True) -> TrialEntry:
+    """The report's `trials` entry; `with_steps` adds every measured step's wall time."""
+    speedup, after_rate = trial.speedup, trial.trial_steps_per_s
+    before, after = trial.plan_before, trial.plan_after
+    return TrialEntry(
+        fixes=tuple(FixEntry(f.knob, f.value, f.route, f.description) for f in trial.fixes),
+        baseline_steps_per_s=round(trial.baseline_steps_per_s, 4),
+        trial_steps_per_s=_rounded(after_rate),
+        speedup=_rounded(speedup),
+        predicted_gain=_rounded(trial.predicted_gain),
+        kept=trial.kept,
+        number=trial.number,
+        reason=trial.reason,
+        p_value=trial.p_value,
+        rounds=len(trial.after),
+        baseline_median_step_ms=_median_ms(trial.before),
+        trial_median_step_ms=_median_ms(trial.after),
+        changes=tuple(after.changes),
+        command_before=tuple(before.command),
+        command_after=tuple(after.command),
+        env_changes=tuple(env_changes(before.env, after.env)),
+        overrides=tuple(format_overrides(after.overrides)),
+        runs=TrialRuns(
+            before=tuple(m.entry(with_steps) for m in trial.before),
+            after=tuple(m.entry(with_steps) for m in trial.after),
+        ),
+        duration_s=round(trial.duration_s, 2),
+        measured_as=trial.measured_as.entry() if trial.measured_as is not None else None,
+    )
 
 
 def run_trial(
@@ -128,17 +105,30 @@ def run_trial(
     window_after: bool = False,
     on_event: EventSink | None = None,
     predicted_gain: float | None = None,
+    handle: TrialHandle | None = None,
 ) -> Trial:
-    """Measure both plans, decide, and write `run_root/trials/NN.json`."""
+    """Measure both plans, decide, and write `run_root/trials/NN.json`. Each measured run is
+    said as a `Measured` event, the decision as `Decided`; the run being measured is registered
+    on `handle`, and once the handle is cancelled the trial ends with `TrialCancelled`, writing
+    nothing."""
     settings = settings or TrialSettings()
     say = on_event or (lambda _: None)
+    handle = handle or TrialHandle()
     number = next_trial_number(run_root)
     folder = RunLayout(run_root).trial_dir(number)
     started = time.monotonic()
 
     def run(plan: LaunchPlan, label: str, span: Span, window: bool = False) -> Measurement:
-        result = measure(plan, folder / label, span, timeout_s, window, settings.capture_output)
-        say(f"trial {number} {label}: {result.steps_per_s:.2f} steps/s")
+        handle.check()
+        try:
+            result = measure(
+                plan, folder / label, span, timeout_s, window, settings.capture_output, handle
+            )
+        except MeasureError:
+            handle.check()  # a run cut short by the cancel is no failed run
+            raise
+        handle.check()
+        say(Measured(number, label, result.steps_per_s))
         return result
 
     if before is not None and not _long_enough(before, steps, settings.min_duration_s):
@@ -170,18 +160,26 @@ def run_trial(
         plan_before=plan_before,
         plan_after=plan_after,
         duration_s=time.monotonic() - started,
-        extra={"measured_as": asdict(same)},
+        measured_as=same,
         predicted_gain=predicted_gain,
     )
-    write_once(RunLayout(run_root).trial_json(number), trial.as_json())
+    write_once(RunLayout(run_root).trial_json(number), entry_json(trial_entry(trial)))
+    say(Decided(number, kept, reason))
     return trial
+
+
+def measured(run: MeasuredRun) -> Measurement:
+    """A run of a trial that `run_trial` measured: a `Measurement`, with the agent's records."""
+    if not isinstance(run, Measurement):
+        raise TypeError(f"{run.run_dir}: not a run that run_trial measured")
+    return run
 
 
 def _decide(
     befores: list[Measurement], afters: list[Measurement], settings: TrialSettings, final: bool
 ) -> tuple[bool, str, float | None] | None:
     """(kept, reason, p) once decided; None to measure another round."""
-    pooled = compare(_walls(befores), _walls(afters))
+    pooled = compare(walls_of(befores), walls_of(afters))
     pairs = zip(befores, afters, strict=True)
     rounds = [compare(b.step_wall_s, a.step_wall_s).speedup for b, a in pairs]
     gain = f"{pooled.speedup:.2f}x (p={pooled.p_value:.2g}, {len(rounds)} round(s))"
@@ -227,16 +225,8 @@ def next_trial_number(run_root: Path) -> int:
     return max(taken, default=0) + 1
 
 
-def _walls(measurements: list[Measurement]) -> list[float]:
-    return [s for m in measurements for s in m.step_wall_s]
-
-
-def _pooled_rate(measurements: tuple[Measurement, ...]) -> float:
-    return steps_per_s(_walls(list(measurements))) or 0.0
-
-
-def _median_ms(measurements: tuple[Measurement, ...]) -> float | None:
-    walls = sorted(s for m in measurements for s in m.step_wall_s)
+def _median_ms(measurements: tuple[MeasuredRun, ...]) -> float | None:
+    walls = sorted(walls_of(measurements))
     if not walls:
         return None
     middle = len(walls) // 2

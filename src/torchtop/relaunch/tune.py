@@ -25,9 +25,10 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan, NotApplicable
 from torchtop.model.report import Report
+from torchtop.model.trials import Trial
 from torchtop.offline import analyze_run
 from torchtop.relaunch.measure import Measurement, measure
-from torchtop.relaunch.trial import Trial, TrialSettings, predicted_gain, run_trial
+from torchtop.relaunch.trial import TrialSettings, measured, predicted_gain, run_trial
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import settings_table
 
@@ -136,11 +137,10 @@ def tune(
         say(format_plan(progress.plan, candidate).rstrip())
         gain = predicted_gain(report, candidate.fixes[-1].knob)
         trial = _trial(progress, candidate, options, run_dir, say, gain)
-        say(f"trial {trial.number}: {'kept' if trial.kept else 'reverted'}: {trial.reason}")
         progress.fresh = None
         if trial.kept:
-            progress.plan, progress.current = candidate, trial.after[0]
-            progress.fresh = trial.after[-1]
+            progress.plan, progress.current = candidate, measured(trial.after[0])
+            progress.fresh = measured(trial.after[-1])
             report = analyze_run(progress.current.run_dir, tree)
     return TuneResult(
         run_dir=run_dir,
@@ -226,7 +226,7 @@ def _trial(
         before=progress.fresh,
         settings=options.trial_settings(),
         window_after=True,
-        on_event=say,
+        on_event=lambda event: say(event.text),
         predicted_gain=gain,
     )
     progress.trials.append(trial)

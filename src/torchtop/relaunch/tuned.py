@@ -36,6 +36,8 @@ from pathlib import Path
 
 from torchtop.advice.show import env_changes
 from torchtop.errors import InputError
+from torchtop.model.trial_entry import TrialEntry
+from torchtop.relaunch.trial import trial_entry
 from torchtop.relaunch.tune import TuneResult
 
 TUNED_FILE = "torchtop.toml"
@@ -107,7 +109,7 @@ def render_tuned(tuned: Tuned, result: TuneResult, path: Path | None = None) -> 
         f"the trials are in {result.run_dir.resolve()}.",
         f"# Tuned: {result.baseline.steps_per_s:.2f} -> {result.final_steps_per_s:.2f} steps/s "
         "(each change measured in an A/B trial):",
-        *(f"#   {_trial_line(t.as_json())}" for t in result.trials),
+        *(f"#   {_trial_line(trial_entry(t))}" for t in result.trials),
         "# Run it again with:",
         f"#   {shell_line(tuned, path)}",
         "",
@@ -165,21 +167,15 @@ def _shown_path(path: Path) -> str:
         return str(absolute)
 
 
-def _trial_line(trial: Mapping[str, object]) -> str:
-    fixes = trial.get("fixes")
-    listed = fixes if isinstance(fixes, list) else []
-    named = ", ".join(
-        f"{f['knob']} = {f['value']} ({f['apply']})" for f in listed if isinstance(f, dict)
-    )
-    verdict = "kept" if trial.get("kept") else "reverted"
-    before, after = trial.get("baseline_steps_per_s"), trial.get("trial_steps_per_s")
-    return f"trial {trial.get('number')}: {named}: {_rate(before)} -> {_rate(after)}, {verdict}"
+def _trial_line(trial: TrialEntry) -> str:
+    named = ", ".join(f"{f.knob} = {f.value} ({f.apply})" for f in trial.fixes)
+    verdict = "kept" if trial.kept else "reverted"
+    before, after = trial.baseline_steps_per_s, trial.trial_steps_per_s
+    return f"trial {trial.number}: {named}: {_rate(before)} -> {_rate(after)}, {verdict}"
 
 
-def _rate(steps_per_s: object) -> str:
-    if isinstance(steps_per_s, int | float):
-        return f"{steps_per_s:.2f} steps/s"
-    return "not measured"
+def _rate(steps_per_s: float | None) -> str:
+    return f"{steps_per_s:.2f} steps/s" if steps_per_s is not None else "not measured"
 
 
 def _key(key: str) -> str:

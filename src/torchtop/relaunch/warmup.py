@@ -20,57 +20,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from torchtop.model.trials import Span as Span
+from torchtop.model.trials import Warmup as Warmup
 from torchtop.runs.records import Settings
-
-
-@dataclass(frozen=True)
-class Span:
-    """How much of a run to leave out as warm-up, and how much to measure after it."""
-
-    steps: int
-    """At least this many steady-state steps (enough for the rank test, about 8 a side)."""
-    warmup_steps: int
-    """At least this many steps of warm-up, whatever the pipeline (imports, allocator, compiles)."""
-    min_duration_s: float = 0.0
-    """And at least this long: a fast job's periodic costs (worker bursts, an epoch boundary)
-    fall outside a few steps."""
-    settle_steps: int = 5
-    """Stationary: the median of the last this many steps against the median of as many before."""
-    settle_tolerance: float = 0.10
-    """...within this fraction: under the 15% a trial's claim may miss its long run by, and
-    above the wobble of a steady job's medians of 5 on this shared machine (a sleep-bound job at
-    load 9 on 2 cores: 5% typically, 8% at the 75th percentile, 12% at the 90th)."""
-    max_warmup_steps: int = 200
-    """A job that never settles stops warming up here (after its queued batches)."""
-    max_warmup_s: float = 10.0
-    """...or after this long: a run must fit in a trial, several of them in tune's budget."""
-
 
 DEFAULT_PREFETCH_FACTOR = 2
 """PyTorch's own default for a DataLoader with workers."""
-
-
-@dataclass(frozen=True)
-class Warmup:
-    """The warm-up one run used, recorded with its measurement."""
-
-    steps: int
-    """Timed steps left out before the measured span."""
-    queued_batches: int
-    """`num_workers * prefetch_factor` as the run's agent saw its DataLoader (0: no workers)."""
-    ended_by: str
-    """`stationary`, `step cap` or `time cap`."""
-    duration_s: float
-
-    def as_json(self) -> dict[str, int | str | float]:
-        return {
-            "steps": self.steps,
-            "queued_batches": self.queued_batches,
-            "ended_by": self.ended_by,
-            "duration_s": round(self.duration_s, 3),
-        }
 
 
 def queued_batches(settings: Settings | None) -> int:

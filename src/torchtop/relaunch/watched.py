@@ -21,15 +21,11 @@ started again with the plan it ran before the trial, recorded in `RUN/reverts.js
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import re
-import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import msgspec
@@ -41,17 +37,23 @@ from torchtop.jobs.job import Job, start_plan
 from torchtop.live.collect import Collectors, start_collectors
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.findings import Fix
-from torchtop.model.plan import LaunchPlan, NotApplicable
+from torchtop.model.plan import LaunchPlan
 from torchtop.model.report import Report
-from torchtop.relaunch.holding import Holding, HoldingTest
+from torchtop.model.trials import Holding, Stage, Trial
+from torchtop.model.trials import Proposal as Proposal
+from torchtop.model.trials import RevertOutcome as RevertOutcome
+from torchtop.model.trials import TrialEvent as TrialEvent
+from torchtop.model.trials import TrialOutcome as TrialOutcome
+from torchtop.relaunch.handle import TrialCancelled, TrialHandle
+from torchtop.relaunch.holding import HoldingTest
 from torchtop.relaunch.measure import MeasureError, main_process
 from torchtop.relaunch.tracked import FixTracker
 from torchtop.relaunch.trial import (
-    Trial,
     TrialSettings,
     next_trial_number,
     predicted_gain,
     run_trial,
+    trial_entry,
 )
 from torchtop.relaunch.tune import TuneOptions
 from torchtop.runs.layout import RunLayout
@@ -60,70 +62,6 @@ from torchtop.runs.state import RunState
 
 CANCEL_WAIT_S = 30.0
 CANCEL_POLL_S = 0.1
-KILL_AFTER_S = 3.0
-"""A measured run still alive this long after SIGTERM gets SIGKILL."""
-MEASURED = re.compile(r"^trial (\d+) ((?:before|after)-\d+): ([0-9.]+) steps/s$")
-
-
-@dataclass(frozen=True)
-class Proposal:
-    """A fix planned on the job as it runs now: the plan with it, or why there is none."""
-
-    fix: Fix
-    before: LaunchPlan
-    after: LaunchPlan | None
-    refusal: NotApplicable | None = None
-    predicted_gain: float | None = None
-
-    @classmethod
-    def of(cls, fix: Fix, before: LaunchPlan, planned: LaunchPlan | NotApplicable) -> Proposal:
-        """The proposal `plan_fix(fix, before, ...)` makes: its plan, or its refusal."""
-        if isinstance(planned, NotApplicable):
-            return cls(fix, before, None, planned)
-        return cls(fix, before, planned)
-
-
-@dataclass(frozen=True)
-class TrialEvent:
-    """What the trial did: measured one run (`label`, `steps_per_s`), or a step said in words."""
-
-    text: str
-    label: str | None = None
-    """`before-1`, `after-1`, `after-2`, ... as in `RUN/trials/NN/`."""
-    steps_per_s: float | None = None
-
-
-@dataclass(frozen=True)
-class TrialOutcome:
-    trial: Trial | None
-    """None when no trial was decided: it could not run, or it was cancelled."""
-    plan: LaunchPlan | None
-    """What the job runs with now; None when no job was started again (cancelled)."""
-    run_dir: Path | None
-    """The run folder of the job that runs now."""
-    error: str | None = None
-    cancelled: bool = False
-
-    @property
-    def kept(self) -> bool:
-        return self.trial is not None and self.trial.kept
-
-
-@dataclass(frozen=True)
-class RevertOutcome:
-    """A kept fix taken back by the user: the job started again with the plan before it."""
-
-    trial: Trial
-    plan: LaunchPlan | None
-    """What the job runs with now; None when nothing was started (cancelled)."""
-    run_dir: Path | None
-    holding: Holding | None
-    """The relaunched job's last figures, on which the user reverted."""
-    cancelled: bool = False
-
-
-class TrialCancelled(Exception):
-    """Raised through `run_trial` (from its event hook) to end a trial the user quit."""
 
 
 class WatchedJob:
@@ -151,11 +89,10 @@ class WatchedJob:
         self.trials: list[Trial] = []
         self._machine = machine
         self._lock = threading.Lock()
-        self._cancelled = threading.Event()
+        self._handle = TrialHandle()
+        """Every trial's runs are registered here; once cancelled, nothing starts again."""
         self._idle = threading.Event()
         self._idle.set()
-        self._trial_dir: Path | None = None
-        self._signalled: dict[int, float] = {}
         self.tracker = FixTracker(run_root, holding_test or self._holding_test())
 
     def propose(self, fix: Fix, report: Report) -> Proposal:
@@ -181,7 +118,7 @@ class WatchedJob:
             raise ValueError("the proposal does not apply to the job as it runs now")
         with self._lock:
             # Once `cancel` was called nothing starts; before it, `cancel` waits for this trial.
-            if self._cancelled.is_set():
+            if self._handle.cancelled:
                 return TrialOutcome(None, None, None, cancelled=True)
             self._idle.clear()
         try:
@@ -194,13 +131,13 @@ class WatchedJob:
     def cancel(self, timeout_s: float = CANCEL_WAIT_S) -> bool:
         """End a trial in progress: stop the run being measured, start nothing; wait for it.
 
-        True once no trial is running. Each sweep stops the measured runs then alive: a run
-        started between two sweeps is stopped by the next one."""
+        True once no trial is running. The handle signals the run it holds (a run registered
+        later is signalled as it registers); each sweep escalates to SIGKILL once due."""
         with self._lock:
-            self._cancelled.set()
+            self._handle.cancel()
         deadline_s = time.monotonic() + timeout_s
         while not self._idle.wait(CANCEL_POLL_S):
-            self._stop_measured_runs()
+            self._handle.cancel()
             if time.monotonic() > deadline_s:
                 return False
         return True
@@ -212,7 +149,9 @@ class WatchedJob:
         self.since_relaunch()
         return msgspec.structs.replace(
             report,
-            trials=tuple(self.tracker.entry(t, t.as_json(with_steps=False)) for t in self.trials),
+            trials=tuple(
+                self.tracker.entry(t, trial_entry(t, with_steps=False)) for t in self.trials
+            ),
         )
 
     def since_relaunch(self) -> Holding | None:
@@ -231,17 +170,17 @@ class WatchedJob:
         if relaunch is None or relaunch.trial.plan_after != self.plan:
             raise ValueError("the job does not run with a kept fix")
         with self._lock:
-            if self._cancelled.is_set():
+            if self._handle.cancelled:
                 return RevertOutcome(relaunch.trial, None, None, None, cancelled=True)
             self._idle.clear()
         try:
             holding = self.since_relaunch()
-            on_event(TrialEvent("stopping the job, to start it again without the fix"))
+            on_event(Stage("stopping the job, to start it again without the fix"))
             self._stop_watched()
-            if self._cancelled.is_set():
+            if self._handle.cancelled:
                 return RevertOutcome(relaunch.trial, None, None, holding, cancelled=True)
             plan = relaunch.trial.plan_before
-            on_event(TrialEvent("starting the job without the fix"))
+            on_event(Stage("starting the job without the fix"))
             folder = self._start(plan)
             self.tracker.revert(relaunch, holding, folder)
         finally:
@@ -270,14 +209,13 @@ class WatchedJob:
         say: Callable[[TrialEvent], None],
         gain: float | None = None,
     ) -> TrialOutcome:
-        number = next_trial_number(self.run_root)
-        self._trial_dir = RunLayout(self.run_root).trial_dir(number)
-        say(TrialEvent("stopping the job, so that the trial's runs have the machine alone"))
+        folder = RunLayout(self.run_root).trial_dir(next_trial_number(self.run_root))
+        say(Stage("stopping the job, so that the trial's runs have the machine alone"))
         self._stop_watched()
         trial, error = None, None
         try:
-            if not self._cancelled.is_set():
-                say(TrialEvent("measuring the job as it ran, then with the fix"))
+            if not self._handle.cancelled:
+                say(Stage("measuring the job as it ran, then with the fix"))
                 trial = run_trial(
                     before,
                     after,
@@ -286,8 +224,9 @@ class WatchedJob:
                     self.run_root,
                     self.options.run_timeout_s,
                     settings=self._trial_settings(),
-                    on_event=self._relay(say),
+                    on_event=say,
                     predicted_gain=gain,
+                    handle=self._handle,
                 )
         except TrialCancelled:
             pass
@@ -295,33 +234,19 @@ class WatchedJob:
             error = f"the job could not be measured as it ran: {exc}"
         except OSError as exc:
             error = f"a measured run could not start: {exc}"
-        if self._cancelled.is_set():
+        if self._handle.cancelled:
             return TrialOutcome(None, None, None, cancelled=True)
         if trial is None:
-            _set_aside(self._trial_dir)
+            _set_aside(folder)
         else:
             self.trials.append(trial)
         plan = after if trial is not None and trial.kept else before
-        say(TrialEvent("starting the job " + ("with the fix" if plan is after else "as it ran")))
+        say(Stage("starting the job " + ("with the fix" if plan is after else "as it ran")))
         return TrialOutcome(trial, plan, self._start(plan), error)
 
     def _trial_settings(self) -> TrialSettings:
         # Always captured: the measured runs' output must not land on the dashboard's screen.
         return replace(self.options.trial_settings(), capture_output=True)
-
-    def _relay(self, say: Callable[[TrialEvent], None]) -> Callable[[str], None]:
-        """run_trial's progress lines as events; after `cancel`, the end of the trial."""
-
-        def relay(message: str) -> None:
-            if self._cancelled.is_set():
-                raise TrialCancelled
-            measured = MEASURED.match(message)
-            if measured is None:
-                say(TrialEvent(message))
-            else:
-                say(TrialEvent(message, measured.group(2), float(measured.group(3))))
-
-        return relay
 
     def _stop_watched(self) -> None:
         self.monitor.detach()
@@ -336,21 +261,6 @@ class WatchedJob:
         self.collectors = start_collectors(job.layout, job.pid, with_agent=True)
         self.monitor.follow(folder, job)
         return folder
-
-    def _stop_measured_runs(self) -> None:
-        """SIGTERM to each measured run of the trial that has not ended; SIGKILL if it stays."""
-        if self._trial_dir is None:
-            return
-        for run_json in sorted(self._trial_dir.glob("*/run.json")):
-            if (run_json.parent / "exit.json").exists():
-                continue
-            pid = _pid(run_json)
-            if pid is None:
-                continue
-            first = self._signalled.setdefault(pid, time.monotonic())
-            late = time.monotonic() - first > KILL_AFTER_S
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL if late else signal.SIGTERM)
 
 
 def _agent_records(state: RunState) -> tuple[Settings | None, tuple[str, ...] | None]:
@@ -376,11 +286,3 @@ def _set_aside(folder: Path) -> None:
 def _next_folder(parent: Path) -> Path:
     taken = [int(p.name) for p in parent.glob("*") if p.name.isdigit()]
     return parent / f"{max(taken, default=0) + 1:02d}"
-
-
-def _pid(run_json: Path) -> int | None:
-    try:
-        pid = json.loads(run_json.read_text(encoding="utf-8")).get("pid")
-    except (OSError, ValueError):
-        return None
-    return pid if isinstance(pid, int) and pid > 0 else None

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.findings import Finding, Verdict
 from torchtop.model.report import Report
+from torchtop.model.trial_entry import TrialEntry, entry_json
 
 SCHEMA = "torchtop.report/1"
 BREAKDOWN_KEYS = (
@@ -58,10 +58,11 @@ def report_to_json(report: Report) -> dict[str, Any]:
     return document
 
 
-def trials_json(trial: Mapping[str, Any]) -> dict[str, Any]:
+def trials_json(trial: TrialEntry) -> dict[str, Any]:
     """One `trials` entry: the contract's five keys first, then the trial's own evidence."""
-    head = {key: trial.get(key) for key in TRIAL_KEYS}
-    return {**head, **{k: v for k, v in trial.items() if k not in head}}
+    entry = entry_json(trial)
+    head = {key: entry[key] for key in TRIAL_KEYS}
+    return {**head, **{k: v for k, v in entry.items() if k not in head}}
 
 
 def steps_json(analysis: RankAnalysis) -> dict[str, Any]:

@@ -6,12 +6,12 @@ is a terminal and NO_COLOR is unset) only adds emphasis, and severity is also sp
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding, format_value, gain_text
 from torchtop.model.report import Report
+from torchtop.model.trial_entry import TrialEntry
 from torchtop.report.contract import breakdown_steps, steps_per_s
 
 BAR_WIDTH = 60
@@ -188,55 +188,45 @@ def _tops(job: RankAnalysis) -> list[str]:
     return lines
 
 
-def _trials(trials: Iterable[Mapping[str, Any]], style: _Style) -> list[str]:
+def _trials(trials: Iterable[TrialEntry], style: _Style) -> list[str]:
     """`1  dataloader.num_workers = 4 [arg]  4.10 -> 16.32 steps/s  3.98x  kept`, one a line."""
     lines = ["", style("TRIALS", "1")]
-    for index, trial in enumerate(trials, 1):
-        fixes = trial.get("fixes") or []
-        named = ", ".join(
-            f"{f.get('knob')} = {f.get('value')} [{f.get('apply')}]"
-            for f in fixes
-            if isinstance(f, Mapping)
-        )
-        before = _num(trial.get("baseline_steps_per_s"))
-        after = _num(trial.get("trial_steps_per_s"))
-        speedup = _num(trial.get("speedup"))
-        measured = f"{before or 0:.2f} -> " + (f"{after:.2f} steps/s" if after else "not measured")
+    for trial in trials:
+        named = ", ".join(f"{f.knob} = {f.value} [{f.apply}]" for f in trial.fixes)
+        after, speedup = trial.trial_steps_per_s, trial.speedup
+        measured = f"{trial.baseline_steps_per_s:.2f} -> "
+        measured += f"{after:.2f} steps/s" if after else "not measured"
         measured += f"  {speedup:.2f}x" if speedup is not None else ""
-        predicted = _num(trial.get("predicted_gain"))
+        predicted = trial.predicted_gain
         measured += f" (predicted {predicted:.2f}x)" if predicted is not None else ""
-        kept = trial.get("kept")
-        outcome = style("kept", "1;32") if kept else style("reverted", "33")
-        lines.append(f"  {trial.get('number', index)}  {named or 'no fix'}  {measured}  {outcome}")
-        if trial.get("reason"):
-            lines.append(f"     {trial['reason']}")
-        lines += _since_relaunch(trial, speedup, style)
+        outcome = style("kept", "1;32") if trial.kept else style("reverted", "33")
+        lines.append(f"  {trial.number}  {named or 'no fix'}  {measured}  {outcome}")
+        if trial.reason:
+            lines.append(f"     {trial.reason}")
+        lines += _since_relaunch(trial, style)
     return lines
 
 
-def _since_relaunch(trial: Mapping[str, Any], claimed: float | None, style: _Style) -> list[str]:
+def _since_relaunch(trial: TrialEntry, style: _Style) -> list[str]:
     """`since relaunch 2.05x (11.6 steps/s over 412 steps): holds`, its reason, the revert."""
-    since = trial.get("since_relaunch")
+    since, claimed = trial.since_relaunch, trial.speedup
     lines = []
-    if isinstance(since, Mapping):
-        rate, speedup = _num(since.get("steps_per_s")), _num(since.get("speedup"))
+    if since is not None:
+        rate = since.steps_per_s
         figures = (
-            f"{speedup or 0:.2f}x ({rate:.2f} steps/s over {since.get('steps')} steps)"
+            f"{since.speedup or 0:.2f}x ({rate:.2f} steps/s over {since.steps} steps)"
             if rate is not None
             else "no steady-state step"
         )
         said = f"trial said {claimed:.2f}x, " if claimed is not None else ""
-        holds = since.get("holds")
         word = {True: "holds", False: style("FALLS SHORT", "1;31"), None: "not judged"}
-        lines.append(f"     {said}since relaunch {figures}: {word.get(holds, 'not judged')}")
-        if holds is False and since.get("reason"):
-            lines.append(f"     {since['reason']}")
-    reverted = trial.get("reverted")
-    if isinstance(reverted, Mapping):
-        lines.append(
-            f"     reverted by the user at {reverted.get('at')}: {reverted.get('run_dir')}"
-        )
-    elif isinstance(since, Mapping) and since.get("holds") is False:
+        lines.append(f"     {said}since relaunch {figures}: {word[since.holds]}")
+        if since.holds is False and since.reason:
+            lines.append(f"     {since.reason}")
+    if trial.reverted is not None:
+        reverted = trial.reverted
+        lines.append(f"     reverted by the user at {reverted.at}: {reverted.run_dir}")
+    elif since is not None and since.holds is False:
         lines.append("     not reverted: the job ran on with the fix")
     return lines
 

@@ -30,7 +30,7 @@ from textual.widgets import Footer, OptionList
 
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
-from torchtop.relaunch.watched import Proposal, TrialEvent, TrialOutcome
+from torchtop.model.trials import Proposal, TrialEvent, TrialOutcome
 from torchtop.runs.state import RunState
 from torchtop.tui.apply import Applier, ApplyScreen, ProposalReady, TrialDone, TrialUpdate
 from torchtop.tui.details import FixDetailsScreen

@@ -24,7 +24,7 @@ from textual.widgets import Footer, Static
 from torchtop.advice.show import format_plan
 from torchtop.model.findings import Fix, format_value
 from torchtop.model.report import Report
-from torchtop.relaunch.watched import Proposal, TrialEvent, TrialOutcome
+from torchtop.model.trials import Proposal, TrialEvent, TrialOutcome
 from torchtop.tui.palette import MUTED
 
 OLD_STYLE = "#ff8787"

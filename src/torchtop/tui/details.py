@@ -19,7 +19,7 @@ from textual.widgets import Footer, Static
 
 from torchtop.advice.patches import code_patch
 from torchtop.model.findings import format_value, gain_text
-from torchtop.relaunch.watched import Proposal
+from torchtop.model.trials import Proposal
 from torchtop.tui.apply import PATCH_STYLE, planned_value, proposal_text
 from torchtop.tui.change import Options, describe_change
 from torchtop.tui.charts import metric_text

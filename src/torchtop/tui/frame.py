@@ -27,7 +27,7 @@ from torchtop.tui.ranking import RankedFix, rank_fixes
 from torchtop.tui.timeline import DEFAULT_CAPACITY, Point, Timeline
 
 if TYPE_CHECKING:
-    from torchtop.relaunch.watched import Proposal
+    from torchtop.model.trials import Proposal
 
 SAMPLES_KEPT = 240
 """Samples per source handed to the panels: four minutes at one a second, wider than any plot."""

@@ -22,9 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 from torchtop.advice.show import format_plan
-from torchtop.relaunch.holding import Holding
-from torchtop.relaunch.trial import Trial
-from torchtop.relaunch.watched import RevertOutcome, TrialEvent
+from torchtop.model.trials import Holding, RevertOutcome, Trial, TrialEvent
 from torchtop.tui.palette import MUTED
 
 

@@ -19,7 +19,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from torchtop.model.findings import Fix, format_value
-from torchtop.relaunch.watched import Proposal
+from torchtop.model.trials import Proposal
 from torchtop.tui.apply import planned_value
 from torchtop.tui.details import change_text
 from torchtop.tui.frame import Frame

@@ -14,7 +14,7 @@ from rich.console import RenderableType
 from rich.text import Text
 from textual.reactive import reactive
 
-from torchtop.assess.run import STEP_SIGNAL_LABELS
+from torchtop.assess.snapshot import STEP_SIGNAL_LABELS
 from torchtop.tui.charts import duration, sparkline
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import MUTED

@@ -4,7 +4,7 @@ Hidden until the user applies a fix. While the trial runs it shows the change, w
 done, and each measured run's steps/s in two columns (the job as it ran, and with the fix);
 at the end the pooled rates, the speedup and whether the fix was kept (the job now runs with
 it) or reverted (the job runs as before). After a kept fix a fourth line follows the relaunched
-job: what the trial said against what the job has done since (`relaunch.holding`), in the
+job: what the trial said against what the job has done since (a `Holding`), in the
 warning colour with `r: revert` when it falls short of the trial beyond noise, until the user
 reverts. `TrialView` is the state; the panel draws it.
 """
@@ -17,8 +17,14 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from torchtop.relaunch.holding import Holding
-from torchtop.relaunch.watched import RevertOutcome, TrialEvent, TrialOutcome
+from torchtop.model.trials import (
+    Decided,
+    Holding,
+    RevertOutcome,
+    Stage,
+    TrialEvent,
+    TrialOutcome,
+)
 from torchtop.tui.palette import MUTED
 from torchtop.tui.revert import holding_line
 
@@ -41,10 +47,12 @@ class TrialView:
     revert_error: str | None = None
 
     def updated(self, event: TrialEvent) -> TrialView:
-        if event.label is None or event.steps_per_s is None:
-            return replace(self, stage=event.text, events=(*self.events, event.text))
-        stage = f"measured {event.label}: {event.steps_per_s:.2f} steps/s"
         events = (*self.events, event.text)
+        if isinstance(event, Stage):
+            return replace(self, stage=event.text, events=events)
+        if isinstance(event, Decided):
+            return replace(self, events=events)  # the outcome line says it when the job runs
+        stage = f"measured {event.label}: {event.steps_per_s:.2f} steps/s"
         if event.label.startswith("before"):
             return replace(
                 self, stage=stage, events=events, before=(*self.before, event.steps_per_s)

@@ -1,0 +1,133 @@
+"""A trial as the report and `RUN/trials/NN.json` give it: msgspec Structs, in the JSON's order.
+
+`Report.trials` holds these rather than JSON dicts, so the text report reads typed fields and
+the JSON comes from one place (`msgspec.to_builtins`, fields in declaration order: the order
+the entries have always had). A field with a default is left out of the JSON when it holds it
+(`omit_defaults`): `measured_as`, `since_relaunch` and `reverted` appear only where a trial has
+them, and a run's `step_wall_s` only in `NN.json`. `relaunch.trial.Trial.entry` makes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Entry(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The base of the trial shapes: frozen, defaults left out of the JSON."""
+
+
+class FixEntry(Entry, frozen=True):
+    """The contract's fix shape."""
+
+    knob: str
+    value: Any
+    apply: str
+    description: str
+
+
+class WarmupEntry(Entry, frozen=True):
+    steps: int
+    queued_batches: int
+    ended_by: str
+    duration_s: float
+
+
+class RunEntry(Entry, frozen=True):
+    """One measured launch of a trial."""
+
+    run_dir: str
+    steps: int
+    warmup_steps: int
+    steps_per_s: float
+    median_step_ms: float
+    mad_step_ms: float
+    duration_s: float
+    warmup: WarmupEntry | None
+    step_wall_s: tuple[float, ...] | None = None
+    """Every measured step's wall time: in `NN.json`, not in the report."""
+
+
+class TrialRuns(Entry, frozen=True):
+    before: tuple[RunEntry, ...]
+    after: tuple[RunEntry, ...]
+
+
+class MeasuredAs(Entry, frozen=True):
+    """The rule every run of the trial was measured by (`relaunch.warmup.Span`)."""
+
+    steps: int
+    warmup_steps: int
+    min_duration_s: float
+    settle_steps: int
+    settle_tolerance: float
+    max_warmup_steps: int
+    max_warmup_s: float
+
+
+class SinceRelaunch(Entry, frozen=True):
+    """The relaunched job with a kept fix against its trial (`Holding`), when last checked."""
+
+    steps: int
+    duration_s: float
+    steps_per_s: float | None
+    speedup: float | None
+    holds: bool | None
+    reason: str
+    recent_steps: int
+    recent_steps_per_s: float | None
+    p_value: float | None
+    margin: float | None
+    checked_at: str
+
+
+class Reverted(Entry, frozen=True):
+    """The user took the kept fix back: when, and the jobs without it and with it."""
+
+    at: str
+    run_dir: str
+    from_run_dir: str
+
+
+class TrialEntry(Entry, frozen=True):
+    """One entry of the report's `trials`. `report.contract` puts the contract's five keys
+    (`fixes`, `baseline_steps_per_s`, `trial_steps_per_s`, `speedup`, `kept`) first."""
+
+    fixes: tuple[FixEntry, ...]
+    baseline_steps_per_s: float
+    trial_steps_per_s: float | None
+    speedup: float | None
+    predicted_gain: float | None
+    kept: bool
+    number: int
+    reason: str
+    p_value: float | None
+    rounds: int
+    baseline_median_step_ms: float | None
+    trial_median_step_ms: float | None
+    changes: tuple[str, ...]
+    command_before: tuple[str, ...]
+    command_after: tuple[str, ...]
+    env_changes: tuple[str, ...]
+    overrides: tuple[str, ...]
+    runs: TrialRuns
+    duration_s: float
+    measured_as: MeasuredAs | None = None
+    since_relaunch: SinceRelaunch | None = None
+    reverted: Reverted | None = None
+
+
+def entry_json(entry: Entry) -> dict[str, Any]:
+    """The JSON object of an entry, arrays as lists (as JSON reads back); a fix value JSON
+    cannot hold is written as its text."""
+    document: dict[str, Any] = _lists(msgspec.to_builtins(entry, enc_hook=str))
+    return document
+
+
+def _lists(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _lists(item) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return [_lists(item) for item in value]
+    return value
