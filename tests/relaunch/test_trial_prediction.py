@@ -88,7 +88,8 @@ def test_tunes_summary_shows_each_trials_prediction_beside_its_measurement(
     tmp_path: Path,
 ) -> None:
     made = trial(6.2)
-    result = TuneResult(tmp_path, made.plan_before, made.plan_after, (made,), (), measured(made.before[0]),
+    baseline = measured(made.before[0])
+    result = TuneResult(tmp_path, made.plan_before, made.plan_after, (made,), (), baseline,
                         None, "no untried fix applies")  # fmt: skip
     assert "5.00 -> 20.00 steps/s (4.00x) against 6.20x predicted: kept" in render_summary(
         result, None
