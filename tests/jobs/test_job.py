@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import psutil
 import pytest
 
@@ -17,6 +17,7 @@ from torchtop.advice.plan import initial_plan
 from torchtop.jobs.job import Job, Output, start, start_plan
 from torchtop.jobs.processes import is_alive
 from torchtop.jobs.records import default_run_dir
+from torchtop.runs.records import ExitRecord
 
 CLEANS_UP = """
 import sys, time
@@ -62,8 +63,10 @@ def test_a_graceful_stop_lets_the_jobs_own_cleanup_run(tmp_path: Path) -> None:
         ending = job.finish(grace_s=10.0)
     assert done.read_text() == "cleaned up"
     # The KeyboardInterrupt ended it: SIGINT was enough, nothing harder was sent.
-    assert (ending["how"], ending["signal"], ending["exit_status"]) == ("stopped", "SIGINT", None)
-    assert json.loads((tmp_path / "run" / "exit.json").read_text()) == ending
+    assert (ending.how, ending.signal, ending.exit_status) == ("stopped", "SIGINT", None)
+    assert job.ending == ending
+    written = (tmp_path / "run" / "exit.json").read_bytes()
+    assert msgspec.json.decode(written, type=ExitRecord) == ending
 
 
 def test_a_child_deaf_to_signals_in_a_session_of_its_own_does_not_survive_the_stop(
@@ -97,12 +100,8 @@ def test_a_job_that_ended_by_itself_is_recorded_as_it_ended(
     job = start([sys.executable, "-c", source], tmp_path / "run", "run")
     job.process.wait(timeout=60)
     ending = job.finish()
-    assert (ending["how"], ending["exit_status"], ending["signal"]) == (
-        how,
-        exit_status,
-        signal_name,
-    )
-    duration_s = ending["duration_s"]
+    assert (ending.how, ending.exit_status, ending.signal) == (how, exit_status, signal_name)
+    duration_s = ending.duration_s
     assert isinstance(duration_s, float) and duration_s >= 0
     assert job.shell_status() == (exit_status if exit_status is not None else 128 + 9)
 

@@ -1,5 +1,5 @@
 """One `run.json` whoever launches: `run`, `attach` and a tune's measured run write the same
-fields, the host named as the agent names it."""
+fields, the host named as the agent names it, each document exactly the schema's Struct."""
 
 from __future__ import annotations
 
@@ -7,64 +7,119 @@ import json
 import socket
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import msgspec
+import pytest
 
 from torchtop.advice.plan import initial_plan
 from torchtop.jobs.job import start_plan
 from torchtop.model.plan import AppliedFix
 from torchtop.runs.layout import RUN_SCHEMA
+from torchtop.runs.records import ExitRecord, RunRecord
 
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 SLEEPER = "import time; print('ready', flush=True); time.sleep(60)"
+FIX = AppliedFix("dataloader.num_workers", 2, "override", "Load batches in 2 workers.")
 
 
-def read(run_dir: Path, name: str) -> dict[str, Any]:
-    found: dict[str, Any] = json.loads((run_dir / name).read_text())
-    return found
+@dataclass(frozen=True)
+class Launched:
+    """The run folders of one launch each: `run`, `attach`, and a tune's measured run."""
+
+    root: Path
+    tuned_pid: int
+
+    def text(self, kind: str, name: str) -> bytes:
+        return (self.root / kind / name).read_bytes()
+
+    def read(self, kind: str, name: str) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads(self.text(kind, name))
+        return found
 
 
-def run_json_of_run(tmp_path: Path) -> dict[str, Any]:
-    run_dir = tmp_path / "run"
-    command = ["run", "--headless", "--run-dir", str(run_dir), "--", sys.executable, "-c", "pass"]
-    result = subprocess.run([*TORCHTOP, *command], capture_output=True, text=True, timeout=120)
+def run_folder_of_run(root: Path) -> None:
+    command = ["run", "--headless", "--run-dir", str(root / "run"), "--"]
+    result = subprocess.run(
+        [*TORCHTOP, *command, sys.executable, "-c", "pass"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
-    return read(run_dir, "run.json")
 
 
-def run_and_exit_json_of_attach(tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    run_dir = tmp_path / "attach"
+def run_folder_of_attach(root: Path) -> None:
     sleeper = subprocess.Popen([sys.executable, "-c", SLEEPER], stdout=subprocess.PIPE, text=True)
     try:
         assert sleeper.stdout is not None and sleeper.stdout.readline() == "ready\n"
         pid = str(sleeper.pid)
-        command = ["attach", pid, "--headless", "--for", "1", "--run-dir", str(run_dir)]
+        command = ["attach", pid, "--headless", "--for", "1", "--run-dir", str(root / "attach")]
         result = subprocess.run([*TORCHTOP, *command], capture_output=True, text=True, timeout=120)
     finally:
         sleeper.kill()
         sleeper.wait()
     assert result.returncode == 0, result.stderr
-    return read(run_dir, "run.json"), read(run_dir, "exit.json")
 
 
-def test_run_attach_and_tune_write_one_run_json_schema(tmp_path: Path) -> None:
-    ran = run_json_of_run(tmp_path)
-    attached, detached = run_and_exit_json_of_attach(tmp_path)
-    fix = AppliedFix("dataloader.num_workers", 2, "override", "Load batches in 2 workers.")
-    plan = initial_plan([sys.executable, "-c", "pass"], {}, str(tmp_path))
-    plan = replace(plan, overrides={"dataloader.num_workers": 2}, fixes=(fix,))
-    measured = start_plan(plan, tmp_path / "tune")
-    measured.finish()
-    tuned = read(tmp_path / "tune", "run.json")
+def run_folder_of_tune(root: Path) -> int:
+    plan = initial_plan([sys.executable, "-c", "pass"], {}, str(root))
+    plan = replace(plan, overrides={"dataloader.num_workers": 2}, fixes=(FIX,))
+    measured = start_plan(plan, root / "tune")
+    ending = measured.finish()
+    assert measured.ending == ending
+    return measured.pid
 
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory: pytest.TempPathFactory) -> Launched:
+    root = tmp_path_factory.mktemp("launched")
+    run_folder_of_run(root)
+    run_folder_of_attach(root)
+    return Launched(root, run_folder_of_tune(root))
+
+
+def test_run_attach_and_tune_write_one_run_json_schema(launched: Launched) -> None:
+    ran, attached, tuned = (launched.read(kind, "run.json") for kind in ("run", "attach", "tune"))
     assert list(ran) == list(attached) == list(tuned)
     assert [r["kind"] for r in (ran, attached, tuned)] == ["run", "attach", "tune"]
     assert {r["schema"] for r in (ran, attached, tuned)} == {RUN_SCHEMA}
     assert {r["host"] for r in (ran, attached, tuned)} == {socket.gethostname()}
     assert (ran["overrides"], ran["fixes"]) == ({}, [])
     assert tuned["overrides"] == {"dataloader.num_workers": 2}
-    assert tuned["fixes"] == [fix.as_json()]
-    assert tuned["cwd"] == str(tmp_path) and tuned["pid"] == measured.pid
-    assert detached["how"] == "detached" and detached["duration_s"] is None
-    assert list(detached) == list(read(tmp_path / "run", "exit.json"))
+    assert tuned["fixes"] == [msgspec.to_builtins(FIX.entry())]
+    assert tuned["fixes"][0] == {
+        "knob": "dataloader.num_workers",
+        "value": 2,
+        "apply": "override",
+        "description": "Load batches in 2 workers.",
+    }
+    assert tuned["cwd"] == str(launched.root) and tuned["pid"] == launched.tuned_pid
+
+
+@pytest.mark.parametrize("kind", ["run", "attach", "tune"])
+def test_the_run_json_each_launch_writes_decodes_strictly_with_every_field_of_the_schema(
+    launched: Launched, kind: str
+) -> None:
+    # RunRecord forbids unknown fields, so a strict decode fails on any field it does not name.
+    record = msgspec.json.decode(launched.text(kind, "run.json"), type=RunRecord)
+    assert record.kind == kind
+    assert list(launched.read(kind, "run.json")) == list(RunRecord.__struct_fields__)
+    assert record.overrides is not msgspec.UNSET and record.fixes is not msgspec.UNSET
+
+
+@pytest.mark.parametrize("kind", ["run", "attach", "tune"])
+def test_the_exit_json_each_launch_writes_decodes_strictly(launched: Launched, kind: str) -> None:
+    record = msgspec.json.decode(launched.text(kind, "exit.json"), type=ExitRecord)
+    assert record.how == {"run": "exited", "attach": "detached", "tune": "stopped"}[kind]
+
+
+def test_attach_leaves_the_duration_out_of_exit_json_where_a_launch_records_it(
+    launched: Launched,
+) -> None:
+    detached, ran = launched.read("attach", "exit.json"), launched.read("run", "exit.json")
+    assert "duration_s" not in detached
+    assert list(ran) == [*detached, "duration_s"]
+    assert isinstance(ran["duration_s"], float) and ran["duration_s"] >= 0

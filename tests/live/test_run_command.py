@@ -11,6 +11,9 @@ from pathlib import Path
 
 import psutil
 
+from torchtop.runs.journal import read_record
+from torchtop.runs.records import ExitRecord
+
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 
 
@@ -25,8 +28,8 @@ def test_the_jobs_own_output_and_failing_exit_status_pass_through(tmp_path: Path
     )
     assert result.returncode == 3
     assert "hello from the job" in result.stdout
-    ending = json.loads((tmp_path / "r" / "exit.json").read_text())
-    assert ending["how"] == "crashed" and ending["exit_status"] == 3
+    ending = read_record(tmp_path / "r" / "exit.json", ExitRecord)
+    assert ending is not None and (ending.how, ending.exit_status) == ("crashed", 3)
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert report["schema"] == "torchtop.report/1"
     assert report["source"]["kind"] == "run"
@@ -63,8 +66,8 @@ def test_for_stops_the_job_and_every_process_of_its_group(tmp_path: Path) -> Non
     child = int(child_pid_file.read_text())
     time.sleep(0.2)
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
-    ending = json.loads((tmp_path / "r" / "exit.json").read_text())
-    assert ending["how"] == "stopped"
+    ending = read_record(tmp_path / "r" / "exit.json", ExitRecord)
+    assert ending is not None and ending.how == "stopped"
     assert json.loads((tmp_path / "report.json").read_text())["bottleneck"] == "unknown"
 
 
@@ -91,6 +94,6 @@ def test_a_job_killed_by_a_signal_is_reported_as_killed(tmp_path: Path) -> None:
         ["run", "--headless", "--run-dir", str(tmp_path / "r"), "--", sys.executable, "-c", job]
     )
     assert result.returncode == 128 + 9
-    ending = json.loads((tmp_path / "r" / "exit.json").read_text())
-    assert ending["how"] == "killed" and ending["signal"] == "SIGKILL"
+    ending = read_record(tmp_path / "r" / "exit.json", ExitRecord)
+    assert ending is not None and (ending.how, ending.signal) == ("killed", "SIGKILL")
     assert os.path.exists(tmp_path / "r" / "report.json")

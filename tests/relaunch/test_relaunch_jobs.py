@@ -71,7 +71,7 @@ def test_stopping_a_torchrun_job_leaves_no_process_of_it_behind(
     tree = job_tree(started.pid)
     assert len(tree) >= 3  # torchrun and its two workers
     ending = started.finish(grace_s=2.0)
-    assert ending["how"] == "stopped"
+    assert ending.how == "stopped"
     survivors = [p for p in tree if is_alive(p)]
     assert survivors == []
 
@@ -93,5 +93,5 @@ def test_a_measurement_leaves_out_the_warm_up_and_then_captures_a_profiler_windo
     (window,) = agent_records(tmp_path / "run", "window")
     steps = [r["step"] for r in agent_records(tmp_path / "run", "step")]
     assert window["first_step"] >= 12 and min(steps) <= 4
-    assert measured.ending["how"] == "stopped"
+    assert measured.ending.how == "stopped"
     assert measured.argv is not None and measured.argv[0].endswith("starved_options.py")

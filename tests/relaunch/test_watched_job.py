@@ -3,7 +3,6 @@ runs are set aside, and the job is started again as it ran, followed by the moni
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.trials import Proposal, TrialEvent
 from torchtop.relaunch.watched import WatchedJob
+from torchtop.runs.journal import read_record
+from torchtop.runs.records import ExitRecord, RunRecord
 
 # Ends after 12 steps: fewer than a trial's warm-up (3) and steps (10) need.
 SHORT = [sys.executable, "-m", "torchtop.demo.train", "--steps", "12", "--batch-size", "8",
@@ -48,6 +49,8 @@ def test_a_job_too_short_to_measure_is_started_again_as_it_ran(tmp_path: Path) -
     assert (run_dir / "trials" / "01-unfinished-1" / "before-1" / "run.json").is_file()
     assert outcome.plan == watched.plan and outcome.plan.overrides == {}
     assert outcome.run_dir == run_dir / "jobs" / "01" == monitor.run_dir
-    assert json.loads((run_dir / "jobs" / "01" / "run.json").read_text())["command"] == SHORT
-    assert json.loads((run_dir / "exit.json").read_text())["how"] in ("stopped", "exited")
+    relaunch = read_record(run_dir / "jobs" / "01" / "run.json", RunRecord)
+    assert relaunch is not None and relaunch.command == SHORT
+    ending = read_record(run_dir / "exit.json", ExitRecord)
+    assert ending is not None and ending.how in ("stopped", "exited")
     assert events[-1].text == "starting the job as it ran"

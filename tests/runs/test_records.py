@@ -12,6 +12,7 @@ import pytest
 from torchtop.assess.run import assess
 from torchtop.assess.windows import WindowCache
 from torchtop.diagnosis.rules import load_rules
+from torchtop.model.trial_entry import FixEntry, SinceRelaunch
 from torchtop.runs import records
 from torchtop.runs.codec import Decoded, decode_document, decode_line, encode_document, encode_line
 from torchtop.runs.journal import JournalWriter, write_record
@@ -27,6 +28,15 @@ from torchtop.runs.records import (
 )
 from torchtop.runs.state import load_run
 
+# A revert as the fix tracker wrote it before the schema: the report's fix and since_relaunch.
+REVERT_LINE = (
+    b'{"kind":"revert","t":9.5,"at":"2026-11-20T10:00:00+00:00","trial":1,"fixes":[{"knob":'
+    b'"dataloader.num_workers","value":4,"apply":"override","description":"Load in 4."}],'
+    b'"from_run_dir":"RUN/jobs/01","run_dir":"RUN/jobs/02","command":["python","t.py"],'
+    b'"since_relaunch":{"steps":412,"duration_s":40.0,"steps_per_s":9.8,"speedup":1.96,'
+    b'"holds":false,"reason":"short","recent_steps":30,"recent_steps_per_s":9.8,"p_value":0.01,'
+    b'"margin":0.15,"checked_at":"2026-11-20T09:59:58+00:00"}}'
+)
 # Lines as the dict-based writers wrote them before the schema existed (json, compact).
 OLD_LINES = [
     b'{"kind":"hello","t":1.5,"pid":7,"ppid":1,"rank":null,"local_rank":null,"world_size":null,'
@@ -50,6 +60,7 @@ OLD_LINES = [
     b'{"kind":"stacks","t":1.0,"processes":[{"pid":7,"role":"main","threads":[{"tid":7,'
     b'"name":"MainThread","active":true,"frames":[{"function":"f","file":"t.py","line":3}]}]}]}',
     b'{"kind":"unavailable","t":1.0,"reason":"no NVIDIA GPU found"}',
+    REVERT_LINE,
 ]
 
 
@@ -77,6 +88,16 @@ def test_a_field_from_a_newer_writer_is_dropped_and_counted_at_any_depth() -> No
     assert isinstance(record, StacksSample)
     assert record.processes[0].threads[0].frames[0].line == 3
     assert counts == Decoded(unknown_fields=2)
+
+
+def test_a_revert_holds_the_reports_own_fix_and_since_relaunch_shapes() -> None:
+    counts = Decoded()
+    newer = REVERT_LINE.replace(b'"margin":0.15,', b'"margin":0.15,"cpu_pct":80,')
+    record = decode_line(newer, counts)
+    assert isinstance(record, records.Revert) and counts == Decoded(unknown_fields=1)
+    assert record.fixes == [FixEntry("dataloader.num_workers", 4, "override", "Load in 4.")]
+    assert isinstance(record.since_relaunch, SinceRelaunch)
+    assert record.since_relaunch.holds is False and record.since_relaunch.steps == 412
 
 
 def test_a_line_that_breaks_the_schema_is_a_bad_line_not_an_error() -> None:

@@ -31,7 +31,8 @@ from torchtop.relaunch.holding import HoldingTest
 from torchtop.relaunch.tune import TuneOptions
 from torchtop.relaunch.watched import WatchedJob
 from torchtop.report import report_to_json
-from torchtop.runs.journal import JournalReader
+from torchtop.runs.journal import JournalReader, read_record
+from torchtop.runs.records import ExitRecord, RunRecord
 from torchtop.tui.app import Dashboard
 from torchtop.tui.apply import ApplyScreen
 from torchtop.tui.ticking import IntervalPacer
@@ -61,7 +62,8 @@ def records(run_dir: Path, kind: str) -> list[dict[str, Any]]:
 
 def started_pids(run_dir: Path) -> list[int]:
     """The main process of every launch recorded under `run_dir` (trials' runs, relaunches)."""
-    return [json.loads(p.read_text())["pid"] for p in sorted(run_dir.rglob("run.json"))]
+    launches = [read_record(p, RunRecord) for p in sorted(run_dir.rglob("run.json"))]
+    return [run.pid for run in launches if run is not None and run.pid is not None]
 
 
 async def highlight(pilot: Pilot[Any], app: Dashboard, knob: str) -> None:
@@ -186,7 +188,8 @@ async def test_applying_the_workers_fix_trials_it_and_the_dashboard_follows_the_
     # The relaunched job runs with the fix if it was kept, else as it was given.
     value = trial.fixes[0].value
     expected = after.command if trial.kept else tuple(DEMO)
-    assert tuple(json.loads((relaunched / "run.json").read_text())["command"]) == expected
+    relaunch = read_record(relaunched / "run.json", RunRecord)
+    assert relaunch is not None and tuple(relaunch.command) == expected
     (hello,) = records(relaunched, "hello")
     if trial.kept:
         assert hello["argv"][-2:] == ["--num-workers", str(value)]
@@ -194,7 +197,8 @@ async def test_applying_the_workers_fix_trials_it_and_the_dashboard_follows_the_
         assert "--num-workers" not in hello["argv"]
 
     # Quitting stopped the relaunched job; no launch of this test is left running.
-    assert json.loads((relaunched / "exit.json").read_text())["how"] == "stopped"
+    ending = read_record(relaunched / "exit.json", ExitRecord)
+    assert ending is not None and ending.how == "stopped"
     assert not [pid for pid in started_pids(run_dir) if is_alive(pid)]
 
 

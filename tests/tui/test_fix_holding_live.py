@@ -29,7 +29,8 @@ from tests.tui.test_apply_live import (
 from torchtop.jobs.processes import is_alive
 from torchtop.relaunch.holding import HoldingTest
 from torchtop.report import render_text, report_to_json
-from torchtop.runs.journal import JournalReader
+from torchtop.runs.journal import JournalReader, read_record
+from torchtop.runs.records import ExitRecord, RunRecord
 from torchtop.tui.app import Dashboard
 from torchtop.tui.revert import RevertScreen
 from torchtop.tui.widgets.trial import TrialPanel
@@ -131,10 +132,12 @@ async def test_a_kept_fix_is_followed_and_reverted_once_the_job_falls_short_of_i
         await app.workers.wait_for_complete()
 
     # The reverted job runs as the user gave it; the one with the fix was stopped.
-    assert json.loads((again / "run.json").read_text())["command"] == JOB
+    run = read_record(again / "run.json", RunRecord)
+    assert run is not None and run.command == JOB
     (hello,) = records(again, "hello")
     assert "--num-workers" not in hello["argv"]
-    assert json.loads((relaunched / "exit.json").read_text())["how"] == "stopped"
+    ending = read_record(relaunched / "exit.json", ExitRecord)
+    assert ending is not None and ending.how == "stopped"
     # The revert is in the run folder, with the figures it was made on...
     (record,) = tables(JournalReader(run_dir / "reverts.jsonl").read_new(final=True))
     assert record["trial"] == trial.number and record["run_dir"] == str(again)

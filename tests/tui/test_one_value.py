@@ -95,7 +95,7 @@ async def test_every_surface_shows_the_one_resolved_worker_count(live_app: LiveA
     assert f"→ {KNOB} = 5  [override]  {fix.description}" in render_text(report)
     reported = report_to_json(report)["findings"][0]["fixes"][0]
     assert (reported["knob"], reported["value"]) == (KNOB, 5)
-    assert after is not None and after.fixes[-1].as_json()["value"] == 5  # the trial record's
+    assert after is not None and after.fixes[-1].value == 5  # the trial record's
     assert after.fixes[-1].description == fix.description
 
 

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -27,6 +27,7 @@ from torchtop.jobs.processes import job_tree, kill_survivors, signal_group
 from torchtop.jobs.records import write_exit_record, write_run_record
 from torchtop.model.plan import AppliedFix, LaunchPlan
 from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import ExitRecord
 
 STOP_GRACE_S = 5.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
@@ -81,7 +82,8 @@ class Job:
     process: subprocess.Popen[bytes]
     started_at: float
     stopped_by_us: bool = False
-    ending: dict[str, object] = field(default_factory=dict)
+    ending: ExitRecord | None = None
+    """`exit.json` as written, once the job was reaped (`record_exit`)."""
 
     @property
     def pid(self) -> int:
@@ -107,7 +109,7 @@ class Job:
         signal_group(self.pid, signal.SIGKILL)
         kill_survivors(tree)
 
-    def record_exit(self) -> dict[str, object]:
+    def record_exit(self) -> ExitRecord:
         """Wait for the job, write `exit.json` and return it."""
         status = self.process.wait()
         signal_name = signal.Signals(-status).name if status < 0 else None
@@ -122,7 +124,7 @@ class Job:
         self.ending = write_exit_record(self.layout, how, exit_status, signal_name, duration_s)
         return self.ending
 
-    def finish(self, grace_s: float = STOP_GRACE_S) -> dict[str, object]:
+    def finish(self, grace_s: float = STOP_GRACE_S) -> ExitRecord:
         """Stop the job (if it still runs) and record how it ended."""
         self.stop(grace_s)
         return self.record_exit()

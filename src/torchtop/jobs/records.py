@@ -3,8 +3,9 @@
 One writer for `run.json`, whoever launches (`run`, `demo`, `attach`, `tune`, a trial's runs,
 a relaunch from the dashboard), so every run folder has the same fields: `overrides` and
 `fixes` are empty for a command launched as typed, and the host is named as the agent names it
-in its `hello` record (`socket.gethostname()`). Both documents are dicts written once,
-atomically (`runs.journal.write_once`); docs/run-folder.md lists their fields.
+in its `hello` record (`socket.gethostname()`). Both documents are the schema's Structs
+(`runs.records.RunRecord`, `ExitRecord`), written once, atomically (`runs.journal.write_record`),
+and returned as written; docs/run-folder.md lists their fields.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import msgspec
+
 from torchtop import __version__
 from torchtop.model.plan import AppliedFix
-from torchtop.runs.journal import write_once
-from torchtop.runs.layout import RUN_SCHEMA, RunLayout
+from torchtop.runs.journal import write_record
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import ExitRecord, RunRecord, Scalar
 
 RUNS_FOLDER = "torchtop-runs"
 
@@ -32,24 +36,29 @@ def write_run_record(
     cwd: str | None = None,
     overrides: Mapping[str, object] | None = None,
     fixes: Sequence[AppliedFix] = (),
-) -> dict[str, object]:
+) -> RunRecord:
     """Write `run.json` for the process `pid` running `command` (`cwd`: torchtop's own when
     None; `started_at`: now when None) and return what was written."""
-    record: dict[str, object] = {
-        "schema": RUN_SCHEMA,
-        "kind": kind,
-        "command": list(command),
-        "cwd": cwd if cwd is not None else os.getcwd(),
-        "pid": pid,
-        "started_at": started_at if started_at is not None else time.time(),
-        "host": socket.gethostname(),
-        "cpu_count": os.cpu_count(),
-        "torchtop": __version__,
-        "overrides": dict(overrides or {}),
-        "fixes": [fix.as_json() for fix in fixes],
-    }
-    write_once(layout.run_json, record)
+    record = RunRecord(
+        kind=kind,
+        command=list(command),
+        cwd=cwd if cwd is not None else os.getcwd(),
+        pid=pid,
+        started_at=started_at if started_at is not None else time.time(),
+        host=socket.gethostname(),
+        cpu_count=os.cpu_count(),
+        torchtop=__version__,
+        overrides={knob: _scalar(value) for knob, value in (overrides or {}).items()},
+        fixes=[fix.entry() for fix in fixes],
+    )
+    write_record(layout.run_json, record)
     return record
+
+
+def _scalar(value: object) -> Scalar:
+    """A knob's value as `run.json` holds it: every knob takes a number, a flag or a word
+    (the rule loader checks the fixes, the agent the variable); anything else as its text."""
+    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
 def write_exit_record(
@@ -58,19 +67,18 @@ def write_exit_record(
     exit_status: int | None = None,
     signal_name: str | None = None,
     duration_s: float | None = None,
-) -> dict[str, object]:
+) -> ExitRecord:
     """Write `exit.json`: `how` the job ended (`exited`, `crashed`, `killed`, `stopped`,
-    `detached`), its status or the signal that ended it, and how long it ran (None where
-    torchtop did not see it start)."""
-    record: dict[str, object] = {
-        "kind": "exit",
-        "ended_at": time.time(),
-        "how": how,
-        "exit_status": exit_status,
-        "signal": signal_name,
-        "duration_s": duration_s,
-    }
-    write_once(layout.exit_json, record)
+    `detached`), its status or the signal that ended it, and how long it ran (left out where
+    torchtop did not see it start: attach)."""
+    record = ExitRecord(
+        ended_at=time.time(),
+        how=how,
+        exit_status=exit_status,
+        signal=signal_name,
+        duration_s=duration_s if duration_s is not None else msgspec.UNSET,
+    )
+    write_record(layout.exit_json, record)
     return record
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from torchtop.model.findings import Fix
+from torchtop.model.trial_entry import FixEntry
 
 
 @dataclass(frozen=True)
@@ -24,14 +24,10 @@ class AppliedFix:
     route: str
     description: str
 
-    def as_json(self) -> dict[str, Any]:
-        """The contract's fix shape: `{knob, value, apply, description}`."""
-        return {
-            "knob": self.knob,
-            "value": self.value,
-            "apply": self.route,
-            "description": self.description,
-        }
+    def entry(self) -> FixEntry:
+        """The contract's fix shape: `{knob, value, apply, description}` (in the report, in
+        `run.json` and in `reverts.jsonl` alike)."""
+        return FixEntry(self.knob, self.value, self.route, self.description)
 
 
 @dataclass(frozen=True)

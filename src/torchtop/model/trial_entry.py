@@ -5,6 +5,8 @@ the JSON comes from one place (`msgspec.to_builtins`, fields in declaration orde
 the entries have always had). A field with a default is left out of the JSON when it holds it
 (`omit_defaults`): `measured_as`, `since_relaunch` and `reverted` appear only where a trial has
 them, and a run's `step_wall_s` only in `NN.json`. `relaunch.trial.Trial.entry` makes them.
+Two of them are the run folder's too (`runs.records` uses them, never a copy): `FixEntry` in
+`run.json` and `reverts.jsonl`, `SinceRelaunch` in `reverts.jsonl`.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ class Entry(msgspec.Struct, frozen=True, omit_defaults=True):
     """The base of the trial shapes: frozen, defaults left out of the JSON."""
 
 
-class FixEntry(Entry, frozen=True):
-    """The contract's fix shape."""
+class FixEntry(Entry, frozen=True, forbid_unknown_fields=True):
+    """The contract's fix shape: the report's, and the run folder's (`run.json`, `reverts.jsonl`),
+    whose decoder drops and counts a field it does not know (so it must be told to forbid them)."""
 
     knob: str
     value: Any
@@ -66,8 +69,9 @@ class MeasuredAs(Entry, frozen=True):
     max_warmup_s: float
 
 
-class SinceRelaunch(Entry, frozen=True):
-    """The relaunched job with a kept fix against its trial (`Holding`), when last checked."""
+class SinceRelaunch(Entry, frozen=True, forbid_unknown_fields=True):
+    """The relaunched job with a kept fix against its trial (`Holding`), when last checked: in
+    the report's entry, and in `reverts.jsonl` as the figures the user reverted on."""
 
     steps: int
     duration_s: float

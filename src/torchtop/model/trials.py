@@ -24,7 +24,6 @@ from torchtop.model.trial_entry import (
     RunEntry,
     SinceRelaunch,
     WarmupEntry,
-    entry_json,
 )
 
 
@@ -276,9 +275,6 @@ class Holding:
             margin=_round(self.margin),
             checked_at=checked_at,
         )
-
-    def as_json(self, checked_at: str) -> dict[str, object]:
-        return entry_json(self.entry(checked_at))
 
 
 @dataclass(frozen=True)

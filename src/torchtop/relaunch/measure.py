@@ -28,7 +28,7 @@ from torchtop.model.trials import MeasuredRun
 from torchtop.relaunch.handle import TrialHandle
 from torchtop.relaunch.warmup import Span, Warmup, end_of_warmup, queued_batches
 from torchtop.runs.layout import RunLayout
-from torchtop.runs.records import Settings
+from torchtop.runs.records import ExitRecord, Settings
 from torchtop.runs.state import ProcessState, RunState, RunWatcher, load_run
 
 POLL_INTERVAL_S = 0.2
@@ -38,7 +38,7 @@ WINDOW_WAIT_MAX_S = 20.0
 class MeasureError(RuntimeError):
     """The run did not yield enough steady-state steps (it ended, failed or timed out)."""
 
-    def __init__(self, message: str, ending: dict[str, object]) -> None:
+    def __init__(self, message: str, ending: ExitRecord) -> None:
         super().__init__(message)
         self.ending = ending
 
@@ -47,7 +47,8 @@ class MeasureError(RuntimeError):
 class Measurement(MeasuredRun):
     """A measured run with what its agent said of the job (settings, argv) and its ending."""
 
-    ending: dict[str, object] = field(default_factory=dict)
+    ending: ExitRecord = field(default_factory=ExitRecord)
+    """`exit.json` as written when the run was stopped (nothing known where none was)."""
     settings: Settings | None = None
     argv: tuple[str, ...] | None = None
     has_window: bool = False
@@ -153,15 +154,15 @@ def _wait_for_window(
         time.sleep(POLL_INTERVAL_S)
 
 
-def _shortfall(run_dir: Path, got: int, span: Span, ending: dict[str, object]) -> str:
-    how = ending.get("how", "ended")
-    status = ending.get("exit_status")
+def _shortfall(run_dir: Path, got: int, span: Span, ending: ExitRecord) -> str:
+    how = ending.how or "ended"
+    status = ending.exit_status
     said = f" (exit status {status})" if how != "stopped" and status is not None else ""
     state = load_run(run_dir)
     output = state.layout.stderr_log
     if state.processes and not state.training_processes:
-        ran_s = ending.get("duration_s")
-        ran = f" after {ran_s:.0f} s" if isinstance(ran_s, int | float) else ""
+        ran_s = ending.duration_s
+        ran = f" after {ran_s:.0f} s" if isinstance(ran_s, float) else ""
         # The agent ran but saw no step: the job may well have trained, just unseen.
         return (
             f"{run_dir}: no steps were detected: the job {how}{said}{ran} with no "

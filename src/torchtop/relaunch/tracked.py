@@ -30,8 +30,7 @@ from torchtop.relaunch.holding import HoldingTest, TrialClaim, check_holding
 from torchtop.relaunch.measure import main_process
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.layout import RunLayout
-from torchtop.runs.records import FixRecord, Revert
-from torchtop.runs.records import SinceRelaunch as SinceRelaunchRecord
+from torchtop.runs.records import Revert
 from torchtop.runs.state import RunState
 
 SETTLE_STEPS = 256
@@ -140,16 +139,15 @@ class FixTracker:
     def revert(self, relaunch: Relaunch, holding: Holding | None, run_dir: Path) -> None:
         """Record that the user took `relaunch`'s fix back; the job now runs in `run_dir`."""
         reverted = Reverted(at=_now_iso(), run_dir=str(run_dir), from_run_dir=str(relaunch.run_dir))
-        figures = holding.as_json(reverted.at) if holding is not None else None
         record = Revert(
             t=time.time(),
             at=reverted.at,
             trial=relaunch.trial.number,
-            fixes=[msgspec.convert(f.as_json(), FixRecord) for f in relaunch.trial.fixes],
+            fixes=[fix.entry() for fix in relaunch.trial.fixes],
             from_run_dir=reverted.from_run_dir,
             run_dir=reverted.run_dir,
             command=list(relaunch.trial.plan_before.command),
-            since_relaunch=msgspec.convert(figures, SinceRelaunchRecord | None),
+            since_relaunch=holding.entry(reverted.at) if holding is not None else None,
         )
         with JournalWriter(RunLayout(self.run_root).reverts) as writer:
             writer.write(record)

@@ -30,7 +30,7 @@ from pathlib import Path
 from torchtop.advice.show import env_changes, format_overrides
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.report import Report
-from torchtop.model.trial_entry import FixEntry, TrialEntry, TrialRuns, entry_json
+from torchtop.model.trial_entry import TrialEntry, TrialRuns, entry_json
 from torchtop.model.trials import Decided, Measured, MeasuredRun, Span, TrialEvent, walls_of
 from torchtop.model.trials import Trial as Trial
 from torchtop.relaunch.handle import TrialCancelled as TrialCancelled
@@ -67,7 +67,7 @@ def trial_entry(trial: Trial, with_steps: bool = True) -> TrialEntry:
     speedup, after_rate = trial.speedup, trial.trial_steps_per_s
     before, after = trial.plan_before, trial.plan_after
     return TrialEntry(
-        fixes=tuple(FixEntry(f.knob, f.value, f.route, f.description) for f in trial.fixes),
+        fixes=tuple(f.entry() for f in trial.fixes),
         baseline_steps_per_s=round(trial.baseline_steps_per_s, 4),
         trial_steps_per_s=_rounded(after_rate),
         speedup=_rounded(speedup),

@@ -4,7 +4,9 @@ Journal records (the `.jsonl` files) are tagged on `kind`, so one `Decoder` turn
 the right Struct; `run.json` and `exit.json` are whole documents (`RunRecord`, `ExitRecord`):
 `run.json`'s `kind` names the run's kind (`run`, `demo`, `attach`, `tune`), not a record type,
 so it is no member of the tagged union. Field order is the order the writers wrote before these
-Structs existed, so the files read the same, byte for byte where nothing was missing.
+Structs existed, so the files read the same, byte for byte where nothing was missing. A fix and
+the figures a revert was made on are the report's own shapes (`model.trial_entry.FixEntry`,
+`SinceRelaunch`), so the run folder and the report cannot drift apart.
 
 `runs.codec` encodes and decodes them; docs/run-folder.md lists every record and field here
 (its schema section is generated from these Structs by `runs.schema_doc`, and a test holds the
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import msgspec
 
+from torchtop.model.trial_entry import FixEntry, SinceRelaunch
 from torchtop.runs.layout import RUN_SCHEMA
 
 Scalar = str | int | float | bool | None
@@ -226,36 +229,11 @@ SampleRecord = HostSample | GpuSample | StacksSample | Unavailable | Note
 # reverts.jsonl: one record per fix the user took back from the dashboard.
 
 
-class FixRecord(Part):
-    """A fix as the report and the run folder name it (CONTRACT.md's fix shape)."""
-
-    knob: str
-    value: Scalar = None
-    apply: str | None = None
-    description: str | None = None
-
-
-class SinceRelaunch(Part):
-    """How the job relaunched with a kept fix ran against its trial (relaunch.holding)."""
-
-    steps: int
-    duration_s: float
-    steps_per_s: float | None = None
-    speedup: float | None = None
-    holds: bool | None = None
-    reason: str | None = None
-    recent_steps: int | None = None
-    recent_steps_per_s: float | None = None
-    p_value: float | None = None
-    margin: float | None = None
-    checked_at: str | None = None
-
-
 class Revert(JournalRecord, tag="revert"):
     t: float
     at: str
     trial: int
-    fixes: list[FixRecord] = []
+    fixes: list[FixEntry] = []
     from_run_dir: str | None = None
     run_dir: str | None = None
     command: list[str] = []
@@ -295,7 +273,7 @@ class RunRecord(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     cpu_count: int | None = None
     torchtop: str | None = None
     overrides: dict[str, Scalar] | msgspec.UnsetType = msgspec.UNSET
-    fixes: list[FixRecord] | msgspec.UnsetType = msgspec.UNSET
+    fixes: list[FixEntry] | msgspec.UnsetType = msgspec.UNSET
 
 
 class ExitRecord(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -101,10 +101,10 @@ def tune_session(command: Sequence[str], options: TuneCommand, tree: RuleTree) -
 def _unmeasurable(error: MeasureError) -> int:
     """The job as given could not be measured: its own failure is its exit status, else 2."""
     print(f"torchtop tune: the job could not be measured as given: {error}", file=sys.stderr)
-    status = error.ending.get("exit_status")
-    if error.ending.get("how") == "crashed" and isinstance(status, int):
+    status = error.ending.exit_status
+    if error.ending.how == "crashed" and status is not None:
         return status
-    if error.ending.get("how") == "killed":
+    if error.ending.how == "killed":
         return 1
     return 2
 
