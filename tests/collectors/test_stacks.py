@@ -137,7 +137,8 @@ def test_the_dataloader_workers_are_dumped_with_their_role(spawn: Spawn) -> None
 
 def test_a_compute_bound_loop_is_mostly_in_backward_and_forward(spawn: Spawn) -> None:
     job = spawn(COMPUTE)
-    shares = attribute(typed(dumps(StackCollector(job.pid), 16, gap_s=0.03)))
+    # Spread over ~2 s: on a loaded machine one slow backward can span many close samples.
+    shares = attribute(typed(dumps(StackCollector(job.pid), 24, gap_s=0.08)))
     assert shares.get("dataloader") is None
     assert shares.get("backward", 0.0) + shares.get("forward", 0.0) >= 0.7, shares
     assert shares.get("backward", 0.0) > 0 and shares.get("forward", 0.0) > 0, shares
