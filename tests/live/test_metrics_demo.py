@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -85,3 +86,30 @@ def test_the_demo_is_scraped_while_it_runs_with_the_token_and_agrees_with_its_re
     assert one(last, "torchtop_verdict", bottleneck="dataloader") == 1.0
     wait = one(last, "torchtop_dataloader_wait_ratio", **labels)
     assert wait == pytest.approx(report["metrics"]["dataloader_share"], abs=0.15)
+
+
+def test_attach_serves_the_attached_process_under_its_pid(tmp_path: Path) -> None:
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    command = [
+        *(sys.executable, "-m", "torchtop", "attach", str(target.pid), "--headless"),
+        *("--for", "6", "--metrics", "127.0.0.1:0", "--run-dir", str(tmp_path / "attached")),
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stderr: list[str] = []
+    found: list[Sample] = []
+    try:
+        url = _url(process, stderr)
+        while process.poll() is None and not values(found, "torchtop_breakdown_ratio"):
+            time.sleep(1.0)
+            with contextlib.suppress(urllib.error.URLError, ConnectionError):
+                found = scrape(url)
+        process.communicate(timeout=60)
+    finally:
+        for started in (process, target):
+            if started.poll() is None:
+                started.kill()
+            started.wait()
+    assert process.returncode == 0, "".join(stderr)[-3000:]
+    pids = {s.labels["pid"] for s in found if s.name == "torchtop_breakdown_ratio"}
+    assert pids == {str(target.pid)}
+    assert one(found, "torchtop_verdict", run="attached", bottleneck="unknown") == 1.0
