@@ -136,6 +136,12 @@ def _watch_options(parser: argparse.ArgumentParser, default_for_s: float | None 
     parser.add_argument("--report", metavar="FILE", help="write the JSON report here when done")
     parser.add_argument("--run-dir", metavar="DIR", help="where the run is recorded")
     parser.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+    parser.add_argument(
+        "--metrics",
+        metavar="[HOST:]PORT",
+        help="serve Prometheus metrics of this node there (loopback unless HOST is given; "
+        "another address needs the bearer token printed on start, or TORCHTOP_METRICS_TOKEN)",
+    )
 
 
 def entry() -> NoReturn:
@@ -283,6 +289,7 @@ def _watch(args: argparse.Namespace) -> int:
         for_s=None if args.for_s is None else positive_seconds("--for", args.for_s),
         report=args.report,
         run_dir=Path(args.run_dir) if args.run_dir else None,
+        metrics=args.metrics,
     )
     if args.verb == "attach":
         from torchtop.sessions.watching import attach_session

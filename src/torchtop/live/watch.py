@@ -59,6 +59,7 @@ class LiveMonitor:
         alive: Callable[[], bool] | None = None,
         assessor: Assessor = assess,
         clock: Clock = time.monotonic,
+        on_tick: Callable[[Snapshot], None] | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.tree = tree
@@ -68,6 +69,8 @@ class LiveMonitor:
         self.alive = alive
         self.assessor = assessor
         self.clock = clock
+        self.on_tick = on_tick
+        """Given each tick's snapshot while the state is still locked (`--metrics`)."""
         self.watcher = RunWatcher(run_dir)
         self.windows = WindowCache()
         self.tracker = VerdictTracker()
@@ -88,7 +91,12 @@ class LiveMonitor:
                 or (self.alive is not None and not self.alive())
                 or (self.for_s is not None and elapsed - self._held_s(now) >= self.for_s)
             )
-            return Snapshot(report, self.tracker.update(report.verdict), state, elapsed, finished)
+            snapshot = Snapshot(
+                report, self.tracker.update(report.verdict), state, elapsed, finished
+            )
+            if self.on_tick is not None:
+                self.on_tick(snapshot)
+            return snapshot
 
     def read(self, reader: Callable[[RunState], T]) -> T:
         """`reader` applied to the run state as it stands, while no tick is changing it."""

@@ -9,13 +9,15 @@ as it ran in the end, with the trials.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from torchtop.assess.attached import assess_attached
+from torchtop.assess.snapshot import Snapshot
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.jobs.job import TERMINAL, Output, start
@@ -29,7 +31,10 @@ from torchtop.model.report import Report
 from torchtop.relaunch.watched import WatchedJob
 from torchtop.report import render_text
 from torchtop.runs.layout import RunLayout
+from torchtop.runs.node import node_name
 from torchtop.sessions.run_config import RunConfig
+
+TickSink = Callable[[Snapshot], None]
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,8 @@ class WatchOptions:
     for_s: float | None
     report: str | None
     run_dir: Path | None
+    metrics: str | None = None
+    """`--metrics [HOST:]PORT`: serve Prometheus metrics of this node while watching."""
 
 
 def run_session(
@@ -56,6 +63,20 @@ def run_session(
     for line in config.announcement():
         print(line, file=sys.stderr)
     run_dir = options.run_dir or default_run_dir()
+    # Listening first: a port already taken is bad input, said before any job starts.
+    with metrics_endpoint(options.metrics, run_dir) as on_tick:
+        return _run(command, options, tree, kind, config, run_dir, on_tick)
+
+
+def _run(
+    command: Sequence[str],
+    options: WatchOptions,
+    tree: RuleTree,
+    kind: str,
+    config: RunConfig,
+    run_dir: Path,
+    on_tick: TickSink | None,
+) -> int:
     job_log = None if options.headless else RunLayout(run_dir).job_log
     env = {**os.environ, **config.tuned.env}
     output = TERMINAL if job_log is None else Output.log(job_log)
@@ -69,7 +90,7 @@ def run_session(
         raise InputError(command[0], "not executable") from None
     print(f"torchtop: recording to {run_dir}", file=sys.stderr)
     collectors = start_collectors(job.layout, job.pid, with_agent=True)
-    monitor = LiveMonitor(run_dir, tree, job=job, for_s=options.for_s, kind=kind)
+    monitor = LiveMonitor(run_dir, tree, job=job, for_s=options.for_s, kind=kind, on_tick=on_tick)
     watched = WatchedJob(monitor, job, collectors, command, run_dir, kind)
     watched.plan = config.plan(watched.plan)  # a relaunch keeps what the file applied
     try:
@@ -101,29 +122,61 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
         return is_alive(process)
 
     if agent_dir is not None:
-        monitor = LiveMonitor(agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive)
-        report = _follow(monitor, options.headless)
+        with metrics_endpoint(options.metrics, agent_dir) as on_tick:
+            monitor = LiveMonitor(
+                agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive, on_tick=on_tick
+            )
+            report = _follow(monitor, options.headless)
         if options.report:
             save_report(report, None, options.report)
         sys.stdout.write(render_text(report, colour=False))
         return 0
     run_dir = options.run_dir or default_run_dir()
-    layout = RunLayout(run_dir)
-    layout.create()
-    write_run_record(layout, "attach", process.cmdline(), pid)
-    print(f"torchtop: recording to {run_dir}", file=sys.stderr)
-    collectors = start_collectors(layout, pid, with_agent=False)
-    monitor = LiveMonitor(
-        run_dir, tree, for_s=options.for_s, kind="attach", alive=alive, assessor=assess_attached
-    )
-    try:
-        report = _follow(monitor, options.headless)
-    finally:
-        collectors.stop()
+    with metrics_endpoint(options.metrics, run_dir) as on_tick:
+        layout = RunLayout(run_dir)
+        layout.create()
+        write_run_record(layout, "attach", process.cmdline(), pid)
+        print(f"torchtop: recording to {run_dir}", file=sys.stderr)
+        collectors = start_collectors(layout, pid, with_agent=False)
+        monitor = LiveMonitor(
+            run_dir,
+            tree,
+            for_s=options.for_s,
+            kind="attach",
+            alive=alive,
+            assessor=assess_attached,
+            on_tick=on_tick,
+        )
+        try:
+            report = _follow(monitor, options.headless)
+        finally:
+            collectors.stop()
     write_exit_record(layout, "detached" if alive() else "exited")
     save_report(report, run_dir, options.report)
     sys.stdout.write(render_text(report, colour=False))
     return 0
+
+
+@contextlib.contextmanager
+def metrics_endpoint(address: str | None, run_dir: Path) -> Iterator[TickSink | None]:
+    """With `--metrics`: a registry of our own served on `address` while the block runs, and
+    the tick sink that feeds it; without it, None (and prometheus_client is never imported)."""
+    if address is None:
+        yield None
+        return
+    from prometheus_client import CollectorRegistry
+
+    from torchtop.live.metrics import RunMetrics
+    from torchtop.live.metrics_server import serve_metrics
+
+    collector = RunMetrics(run_dir.name, node_name())
+    registry = CollectorRegistry()
+    registry.register(collector)
+    server = serve_metrics(address, registry)
+    try:
+        yield collector.publish
+    finally:
+        server.close()
 
 
 def _follow(monitor: LiveMonitor, headless: bool, watched: WatchedJob | None = None) -> Report:

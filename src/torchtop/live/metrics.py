@@ -1,0 +1,208 @@
+"""Prometheus metrics of one launcher's node, rebuilt from each tick of the live view.
+
+`snapshot_families` maps a tick's `Snapshot` (the report, the verdict shown, the run state's
+newest GPU sample) to metric families; `RunMetrics` is the collector that a registry of our own
+serves. Each tick `publish` builds the families once and swaps the list in, so a scrape reads a
+finished list: it never touches the run state the tick thread is changing, never waits on the
+monitor's lock, and a slow scraper costs the job nothing.
+
+Names follow Prometheus's conventions: base units in the name (`_seconds`, `_bytes`, `_watts`,
+`_celsius`), shares of 0-1 as `_ratio`, and no `_total`, since nothing here is a counter but the
+step summary's `_count`. The run folder's name is the `run` label, not `job`: Prometheus sets
+`job` and `instance` on every scraped series itself, and a `job` label of ours would come out
+renamed `exported_job`. What was not measured is absent, never 0.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from prometheus_client.core import GaugeMetricFamily, Metric, SummaryMetricFamily
+
+from torchtop.analysis.metric_names import CLASSES
+from torchtop.assess.snapshot import Snapshot
+from torchtop.model.analysis import RankAnalysis
+from torchtop.model.report import Report
+from torchtop.report.contract import BREAKDOWN_KEYS, steps_per_s
+from torchtop.runs.records import GpuDevice
+from torchtop.runs.state import RunState
+
+RUN_LABELS = ("run", "node")
+RANK_LABELS = (*RUN_LABELS, "rank", "pid")
+GPU_LABELS = (*RUN_LABELS, "gpu")
+VERDICTS = (*CLASSES, "unknown")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    kind: str
+    """gauge | summary"""
+    labels: tuple[str, ...]
+    help: str
+
+
+METRICS: dict[str, MetricSpec] = {
+    "torchtop_step_seconds": MetricSpec(
+        "summary",
+        (*RANK_LABELS, "quantile"),
+        "Step wall time of the watched period after warm-up: quantile 0.5 and 0.95; _sum over "
+        "_count is the mean, _count the steps counted.",
+    ),
+    "torchtop_steps_per_second": MetricSpec(
+        "gauge", RANK_LABELS, "Steps over the time they took, the watched period's rate."
+    ),
+    "torchtop_breakdown_ratio": MetricSpec(
+        "gauge",
+        (*RANK_LABELS, "category"),
+        "Share of step time (0-1) per category, as the report's breakdown; they add up to 1.",
+    ),
+    "torchtop_dataloader_wait_ratio": MetricSpec(
+        "gauge", RANK_LABELS, "Share of the recent steps' time spent waiting on the DataLoader."
+    ),
+    "torchtop_verdict": MetricSpec(
+        "gauge",
+        (*RUN_LABELS, "bottleneck"),
+        "1 for the bottleneck the live view shows, 0 for the other classes.",
+    ),
+    "torchtop_verdict_confidence_ratio": MetricSpec(
+        "gauge", RUN_LABELS, "Confidence (0-1) of the verdict shown."
+    ),
+    "torchtop_gpu_utilization_ratio": MetricSpec(
+        "gauge", GPU_LABELS, "GPU busy share (0-1), nvidia-smi utilization.gpu."
+    ),
+    "torchtop_gpu_memory_used_bytes": MetricSpec(
+        "gauge", GPU_LABELS, "Device memory used, nvidia-smi memory.used."
+    ),
+    "torchtop_gpu_memory_total_bytes": MetricSpec(
+        "gauge", GPU_LABELS, "Device memory in all, nvidia-smi memory.total."
+    ),
+    "torchtop_gpu_power_watts": MetricSpec(
+        "gauge", GPU_LABELS, "Power draw, nvidia-smi power.draw."
+    ),
+    "torchtop_gpu_temperature_celsius": MetricSpec(
+        "gauge", GPU_LABELS, "GPU temperature, nvidia-smi temperature.gpu."
+    ),
+    "torchtop_update_timestamp_seconds": MetricSpec(
+        "gauge", RUN_LABELS, "Unix time of the tick these values come from; stale if it stops."
+    ),
+}
+"""Every metric exposed, with its labels: docs/prometheus.md lists exactly these (a test)."""
+
+GPU_FIELDS: dict[str, Callable[[GpuDevice], float | None]] = {
+    "torchtop_gpu_utilization_ratio": lambda d: _scaled(d.utilization_gpu_pct, 0.01),
+    "torchtop_gpu_memory_used_bytes": lambda d: _scaled(d.memory_used_bytes, 1.0),
+    "torchtop_gpu_memory_total_bytes": lambda d: _scaled(d.memory_total_bytes, 1.0),
+    "torchtop_gpu_power_watts": lambda d: _scaled(d.power_w, 1.0),
+    "torchtop_gpu_temperature_celsius": lambda d: _scaled(d.temperature_c, 1.0),
+}
+
+
+class RunMetrics:
+    """The collector of one launcher: the newest tick's families, swapped in whole."""
+
+    def __init__(self, run: str, node: str, clock: Callable[[], float] = time.time) -> None:
+        self.run, self.node, self.clock = run, node, clock
+        self._families: list[Metric] = []
+        self.failures = 0
+        """Ticks whose families could not be built; the last good ones stay served."""
+
+    def publish(self, snapshot: Snapshot) -> None:
+        """Called by the tick thread: it must never raise into the live view."""
+        try:
+            self._families = snapshot_families(snapshot, self.run, self.node, self.clock())
+        except Exception:
+            self.failures += 1
+
+    def collect(self) -> Iterable[Metric]:
+        return list(self._families)
+
+
+def snapshot_families(snapshot: Snapshot, run: str, node: str, now_s: float) -> list[Metric]:
+    """The metrics of one tick: per rank, the verdict shown, the newest GPU sample's devices."""
+    families = _new_families()
+    for analysis, pid in rank_rows(snapshot.report, snapshot.state):
+        labels = [run, node, "" if analysis.rank is None else str(analysis.rank), pid]
+        _add_rank(families, analysis, labels)
+    shown = snapshot.shown
+    for bottleneck in VERDICTS:
+        value = 1.0 if shown.bottleneck == bottleneck else 0.0
+        _gauge(families, "torchtop_verdict").add_metric([run, node, bottleneck], value)
+    _gauge(families, "torchtop_verdict_confidence_ratio").add_metric([run, node], shown.confidence)
+    gpu = snapshot.state.samples.gpu
+    for device in gpu[-1].devices if gpu else ():
+        for name, read in GPU_FIELDS.items():
+            reading = read(device)
+            if reading is not None:
+                _gauge(families, name).add_metric([run, node, str(device.index)], reading)
+    _gauge(families, "torchtop_update_timestamp_seconds").add_metric([run, node], now_s)
+    return [family for family in families.values() if family.samples]
+
+
+def rank_rows(report: Report, state: RunState) -> list[tuple[RankAnalysis, str]]:
+    """Each rank's analysis with its process id (as a label value; "" where unknown).
+
+    A run of one process has no `ranks`: the job is that process. `attach` without an agent
+    has no stepping process: the job is the attached pid."""
+    pids = {p.label: str(p.pid) for p in state.training_processes}
+    if report.ranks:
+        return [(r.analysis, pids.get(r.analysis.label, "")) for r in report.ranks]
+    only = state.training_processes
+    if len(only) == 1:
+        return [(report.job, str(only[0].pid))]
+    return [(report.job, "" if report.pid is None else str(report.pid))]
+
+
+def _add_rank(families: Mapping[str, Metric], analysis: RankAnalysis, labels: list[str]) -> None:
+    metrics = analysis.metrics
+    count = metrics.get("steps_count")
+    mean_ms = _number(metrics.get("step_mean_ms"))
+    if isinstance(count, int) and count > 0 and mean_ms is not None:
+        summary = families["torchtop_step_seconds"]
+        assert isinstance(summary, SummaryMetricFamily)
+        for quantile, key in (("0.5", "step_p50_ms"), ("0.95", "step_p95_ms")):
+            value = _number(metrics.get(key))
+            if value is not None:
+                quantile_labels = dict(zip(RANK_LABELS, labels, strict=True))
+                quantile_labels["quantile"] = quantile
+                summary.add_sample("torchtop_step_seconds", quantile_labels, value / 1000)
+        summary.add_metric(labels, count, mean_ms / 1000 * count)
+    rate = steps_per_s(metrics)
+    if rate is not None:
+        _gauge(families, "torchtop_steps_per_second").add_metric(labels, rate)
+    # All zeros is a breakdown nothing measured yet (no step, no window), not a measured one.
+    if any(analysis.breakdown.get(c, 0.0) > 0 for c in BREAKDOWN_KEYS):
+        breakdown = _gauge(families, "torchtop_breakdown_ratio")
+        for category in BREAKDOWN_KEYS:
+            breakdown.add_metric([*labels, category], analysis.breakdown.get(category, 0.0))
+    wait = metrics.get("dataloader_share")
+    if isinstance(wait, float):
+        _gauge(families, "torchtop_dataloader_wait_ratio").add_metric(labels, wait)
+
+
+def _new_families() -> dict[str, Metric]:
+    families: dict[str, Metric] = {}
+    for name, spec in METRICS.items():
+        labels = [label for label in spec.labels if label != "quantile"]
+        if spec.kind == "summary":
+            families[name] = SummaryMetricFamily(name, spec.help, labels=labels)
+        else:
+            families[name] = GaugeMetricFamily(name, spec.help, labels=labels)
+    return families
+
+
+def _gauge(families: Mapping[str, Metric], name: str) -> GaugeMetricFamily:
+    family = families[name]
+    assert isinstance(family, GaugeMetricFamily)
+    return family
+
+
+def _scaled(value: float | None, factor: float) -> float | None:
+    return None if value is None else float(value) * factor
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
