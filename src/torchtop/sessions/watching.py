@@ -28,6 +28,7 @@ from torchtop.live.watch import LiveMonitor, watch
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import WatchedJob
 from torchtop.report import render_text
+from torchtop.runs.identity import launch_dir
 from torchtop.runs.layout import RunLayout
 from torchtop.sessions.run_config import RunConfig
 
@@ -55,13 +56,20 @@ def run_session(
     config = config or RunConfig(None, tuple(command))
     for line in config.announcement():
         print(line, file=sys.stderr)
-    run_dir = options.run_dir or default_run_dir()
+    # Several launchers sharing `--run-dir` each write under their node's own folder.
+    run_dir, node = launch_dir(options.run_dir or default_run_dir(), os.environ)
     job_log = None if options.headless else RunLayout(run_dir).job_log
     env = {**os.environ, **config.tuned.env}
     output = TERMINAL if job_log is None else Output.log(job_log)
     try:
         job = start(
-            command, run_dir, kind, env=env, overrides=config.tuned.overrides, output=output
+            command,
+            run_dir,
+            kind,
+            env=env,
+            overrides=config.tuned.overrides,
+            output=output,
+            node=node,
         )
     except FileNotFoundError:
         raise InputError(command[0], "command not found") from None
