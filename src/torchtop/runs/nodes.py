@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchtop.runs.identity import node_folders
+from torchtop.runs.layout import RunLayout
 from torchtop.runs.state import ProcessState, RunState, RunWatcher, Samples
 
 PID_LIMIT = 2**22
@@ -93,5 +94,8 @@ def load_shared_run(root: Path) -> RunState:
     return SharedRunWatcher(root).poll(final=True)
 
 
-def is_shared_run(root: Path) -> bool:
-    return bool(node_folders(root))
+def run_has_ended(root: Path) -> bool:
+    """Whether every launcher writing `root` has recorded its job's end (`exit.json`): each
+    node's, in a shared folder; a folder no launcher has written to yet has not ended."""
+    folders = node_folders(root) or ([root] if RunLayout(root).run_json.is_file() else [])
+    return bool(folders) and all(RunLayout(f).exit_json.is_file() for f in folders)

@@ -30,6 +30,7 @@ from torchtop.relaunch.watched import WatchedJob
 from torchtop.report import render_text
 from torchtop.runs.identity import launch_dir
 from torchtop.runs.layout import RunLayout
+from torchtop.runs.nodes import run_has_ended
 from torchtop.sessions.run_config import RunConfig
 
 
@@ -110,11 +111,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
 
     if agent_dir is not None:
         monitor = LiveMonitor(agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive)
-        report = _follow(monitor, options.headless)
-        if options.report:
-            save_report(report, None, options.report)
-        sys.stdout.write(render_text(report, colour=False))
-        return 0
+        return _follow_folder(monitor, options)
     run_dir = options.run_dir or default_run_dir()
     layout = RunLayout(run_dir)
     layout.create()
@@ -130,6 +127,37 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
         collectors.stop()
     write_exit_record(layout, "detached" if alive() else "exited")
     save_report(report, run_dir, options.report)
+    sys.stdout.write(render_text(report, colour=False))
+    return 0
+
+
+def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree) -> int:
+    """Follow a run another process launched (a run folder, maybe shared by several nodes'
+    launchers) until `--for`, Ctrl-C, or every node's job has ended. It only reads: nothing is
+    stopped and nothing is written into the folder; the report goes to `--report` and stdout."""
+    for target in targets:
+        if target.startswith(("http://", "https://")):
+            raise InputError(target, "watching a --serve stream is not supported yet")
+    if len(targets) > 1:
+        raise InputError(targets[1], "watch follows one run folder (its nodes share it)")
+    run_dir = Path(targets[0])
+    if not run_dir.is_dir():
+        raise InputError(targets[0], "no such run folder")
+    print(f"torchtop: watching {run_dir}", file=sys.stderr)
+
+    def alive() -> bool:
+        return not run_has_ended(run_dir)
+
+    monitor = LiveMonitor(run_dir, tree, for_s=options.for_s, kind="run", alive=alive)
+    return _follow_folder(monitor, options)
+
+
+def _follow_folder(monitor: LiveMonitor, options: WatchOptions) -> int:
+    """Follow a folder someone else writes: the report to `--report` and stdout, never into
+    the folder."""
+    report = _follow(monitor, options.headless)
+    if options.report:
+        save_report(report, None, options.report)
     sys.stdout.write(render_text(report, colour=False))
     return 0
 
