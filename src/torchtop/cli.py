@@ -113,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
     tune.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
 
+    watch = verbs.add_parser(
+        "watch", help="watch a run another process launched (a run folder shared by its nodes)"
+    )
+    watch.add_argument("targets", nargs="+", metavar="RUN_DIR|URL")
+    _watch_options(watch, run_dir=False)
+
     view = verbs.add_parser("view", help="the dashboard on saved traces or a recorded run folder")
     view.add_argument("paths", nargs="+", metavar="PATH", help="traces, a folder of them, or a run")
     view.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
@@ -123,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _watch_options(parser: argparse.ArgumentParser, default_for_s: float | None = None) -> None:
+def _watch_options(
+    parser: argparse.ArgumentParser, default_for_s: float | None = None, run_dir: bool = True
+) -> None:
     parser.add_argument("--headless", action="store_true", help="no dashboard; progress on stderr")
     parser.add_argument(
         "--for",
@@ -134,7 +142,8 @@ def _watch_options(parser: argparse.ArgumentParser, default_for_s: float | None 
         + (f" (default {default_for_s:g})" if default_for_s else ""),
     )
     parser.add_argument("--report", metavar="FILE", help="write the JSON report here when done")
-    parser.add_argument("--run-dir", metavar="DIR", help="where the run is recorded")
+    if run_dir:
+        parser.add_argument("--run-dir", metavar="DIR", help="where the run is recorded")
     parser.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
     parser.add_argument(
         "--metrics",
@@ -173,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _analyze(args)
         if args.verb == "rules":
             return _rules(args)
-        if args.verb in ("run", "demo", "attach"):
+        if args.verb in ("run", "demo", "attach", "watch"):
             return _watch(args)
         if args.verb == "view":
             return _view(args)
@@ -288,9 +297,13 @@ def _watch(args: argparse.Namespace) -> int:
         headless=args.headless,
         for_s=None if args.for_s is None else positive_seconds("--for", args.for_s),
         report=args.report,
-        run_dir=Path(args.run_dir) if args.run_dir else None,
-        metrics=args.metrics,
+        run_dir=Path(args.run_dir) if getattr(args, "run_dir", None) else None,
+        metrics=getattr(args, "metrics", None),
     )
+    if args.verb == "watch":
+        from torchtop.sessions.watching import watch_session
+
+        return watch_session(args.targets, options, tree)
     if args.verb == "attach":
         from torchtop.sessions.watching import attach_session
 

@@ -42,11 +42,14 @@ def analyze_and_load(
     shows both, and the folder is read once."""
     tree = rules or load_rules()
     if len(paths) == 1 and is_run_folder(root := Path(paths[0])):
-        from torchtop.runs.state import load_run  # only for run folders: traces skip its import
+        # Only for run folders: traces skip their import. A folder several nodes' launchers
+        # shared is read as one run.
+        from torchtop.runs.identity import node_folders
+        from torchtop.runs.nodes import load_shared_run
 
-        state = load_run(root)
+        state = load_shared_run(root)
         report = assess_state(state, tree)
-        traces = [str(RunLayout(root).traces_dir)]
+        traces = [str(RunLayout(f).traces_dir) for f in node_folders(root) or [root]]
         return report or _analyze_traces(traces, tree, progress), state
     return _analyze_traces(paths, tree, progress), None
 
@@ -97,9 +100,9 @@ def analyze_run(root: Path, tree: RuleTree) -> Report | None:
 
     None when no agent reported steps (the job never imported torch): then only its profiler
     windows, if any, can be analysed, as plain traces."""
-    from torchtop.runs.state import load_run  # only for run folders: traces skip its import
+    from torchtop.runs.nodes import load_shared_run  # only for run folders
 
-    return assess_state(load_run(root), tree)
+    return assess_state(load_shared_run(root), tree)
 
 
 def assess_state(state: RunState, tree: RuleTree) -> Report | None:

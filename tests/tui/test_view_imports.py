@@ -35,10 +35,10 @@ def headless(self, **options):
     return run(self, headless=True, size=(160, 48), auto_pilot=look_then_quit)
 
 App.run = headless
-import torchtop.runs.state as state
+import torchtop.runs.nodes as nodes
 reads = []
-load_run = state.load_run
-state.load_run = lambda root: reads.append(str(root)) or load_run(root)
+load_run = nodes.load_shared_run
+nodes.load_shared_run = lambda root: reads.append(str(root)) or load_run(root)
 import torchtop.cli as cli
 status = cli.main(["view", sys.argv[1]])
 process_control = ("psutil.", "torchtop.relaunch", "torchtop.live", "torchtop.sessions")

@@ -29,6 +29,7 @@ from torchtop.advice.machine import cached_machine
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis
+from torchtop.assess.nodes import node_reports
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
@@ -192,8 +193,14 @@ def assess(
             reason=_too_few_steps(state, steps, needed),
             findings=(),
         )
+    processes = state.training_processes
     rank_reports = (
-        tuple(RankReport(r, diagnose(tree, r.metrics)) for r in ranks) if len(ranks) > 1 else ()
+        tuple(
+            RankReport(r, diagnose(tree, r.metrics), node=p.node)
+            for r, p in zip(ranks, processes, strict=True)
+        )
+        if len(ranks) > 1
+        else ()
     )
     return Report(
         source_kind=source_kind,
@@ -204,6 +211,7 @@ def assess(
         command=tuple(state.launch.command) or None,
         pid=state.launch.pid,
         notes=_run_notes(state, bool(windows)),
+        nodes=node_reports(state),
     )
 
 

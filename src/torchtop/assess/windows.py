@@ -27,7 +27,7 @@ class WindowCache:
         result: dict[int, RankAnalysis] = {}
         for process in state.processes.values():
             for record in reversed(process.windows):
-                analysis = self._analysis(state.layout.root / record.path)
+                analysis = self._analysis((process.folder or state.layout.root) / record.path)
                 if analysis is not None:
                     result[process.pid] = analysis
                     break

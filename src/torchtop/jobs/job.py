@@ -26,6 +26,7 @@ from torchtop.jobs.env import ON_REQUEST, PERIODIC, Windows, job_environment
 from torchtop.jobs.processes import job_tree, kill_survivors, signal_group
 from torchtop.jobs.records import write_exit_record, write_run_record
 from torchtop.model.plan import AppliedFix, LaunchPlan
+from torchtop.runs.identity import NodeIdentity
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import ExitRecord
 
@@ -147,12 +148,14 @@ def start(
     windows: Windows = PERIODIC,
     output: Output = TERMINAL,
     agent: bool = True,
+    node: NodeIdentity | None = None,
 ) -> Job:
     """Start `command` recorded into `run_dir` as a launch of `kind` (`run`, `demo`, `tune`).
 
     `env`: the job's whole environment before the agent's variables (default: this process's);
     `cwd`: where it runs (default: here). Without `agent` the job runs bare (a benchmark's
-    baseline), still in its own group and still recorded. Raises `FileNotFoundError` or
+    baseline), still in its own group and still recorded; `node`: this launcher's node, in
+    `run.json`, where several launchers share the run folder. Raises `FileNotFoundError` or
     `PermissionError` when the command cannot be run."""
     layout = RunLayout(run_dir)
     layout.create()
@@ -170,7 +173,7 @@ def start(
             start_new_session=True,
         )
     passed = overrides if agent else None
-    write_run_record(layout, kind, command, process.pid, started_at, cwd, passed, fixes)
+    write_run_record(layout, kind, command, process.pid, started_at, cwd, passed, fixes, node)
     return Job(list(command), layout, process, started_at)
 
 

@@ -20,6 +20,7 @@ import msgspec
 
 from torchtop import __version__
 from torchtop.model.plan import AppliedFix
+from torchtop.runs.identity import NodeIdentity
 from torchtop.runs.journal import write_record
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import ExitRecord, RunRecord, Scalar
@@ -36,9 +37,11 @@ def write_run_record(
     cwd: str | None = None,
     overrides: Mapping[str, object] | None = None,
     fixes: Sequence[AppliedFix] = (),
+    node: NodeIdentity | None = None,
 ) -> RunRecord:
     """Write `run.json` for the process `pid` running `command` (`cwd`: torchtop's own when
-    None; `started_at`: now when None) and return what was written."""
+    None; `started_at`: now when None) and return what was written; `node`: the launch's node
+    where several launchers share the run folder."""
     record = RunRecord(
         kind=kind,
         command=list(command),
@@ -51,8 +54,22 @@ def write_run_record(
         overrides={knob: _scalar(value) for knob, value in (overrides or {}).items()},
         fixes=[fix.entry() for fix in fixes],
     )
+    if node is not None:
+        record = msgspec.structs.replace(record, **_node_fields(node))
     write_record(layout.run_json, record)
     return record
+
+
+def _node_fields(node: NodeIdentity) -> dict[str, object]:
+    """The node's name and the SLURM variables that were set (the others left out)."""
+    fields = {
+        "node": node.name,
+        "slurm_job_id": node.slurm_job_id,
+        "slurm_node_id": node.slurm_node_id,
+        "slurm_proc_id": node.slurm_proc_id,
+        "slurm_job_nodelist": node.slurm_job_nodelist,
+    }
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def _scalar(value: object) -> Scalar:

@@ -122,8 +122,9 @@ class RunMetrics:
 def snapshot_families(snapshot: Snapshot, run: str, node: str, now_s: float) -> list[Metric]:
     """The metrics of one tick: per rank, the verdict shown, the newest GPU sample's devices."""
     families = _new_families()
-    for analysis, pid in rank_rows(snapshot.report, snapshot.state):
-        labels = [run, node, "" if analysis.rank is None else str(analysis.rank), pid]
+    for analysis, pid, rank_node in rank_rows(snapshot.report, snapshot.state):
+        # A shared folder's ranks carry their own node; a launcher's own ranks are its node's.
+        labels = [run, rank_node or node, "" if analysis.rank is None else str(analysis.rank), pid]
         _add_rank(families, analysis, labels)
     shown = snapshot.shown
     for bottleneck in VERDICTS:
@@ -140,18 +141,19 @@ def snapshot_families(snapshot: Snapshot, run: str, node: str, now_s: float) -> 
     return [family for family in families.values() if family.samples]
 
 
-def rank_rows(report: Report, state: RunState) -> list[tuple[RankAnalysis, str]]:
-    """Each rank's analysis with its process id (as a label value; "" where unknown).
+def rank_rows(report: Report, state: RunState) -> list[tuple[RankAnalysis, str, str | None]]:
+    """Each rank's analysis with its process id (as a label value; "" where unknown) and, in a
+    folder several nodes share, its node.
 
     A run of one process has no `ranks`: the job is that process. `attach` without an agent
     has no stepping process: the job is the attached pid."""
     pids = {p.label: str(p.pid) for p in state.training_processes}
     if report.ranks:
-        return [(r.analysis, pids.get(r.analysis.label, "")) for r in report.ranks]
+        return [(r.analysis, pids.get(r.analysis.label, ""), r.node) for r in report.ranks]
     only = state.training_processes
     if len(only) == 1:
-        return [(report.job, str(only[0].pid))]
-    return [(report.job, "" if report.pid is None else str(report.pid))]
+        return [(report.job, str(only[0].pid), None)]
+    return [(report.job, "" if report.pid is None else str(report.pid), None)]
 
 
 def _add_rank(families: Mapping[str, Metric], analysis: RankAnalysis, labels: list[str]) -> None:

@@ -34,7 +34,8 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
-from torchtop.runs.state import RunState, RunWatcher
+from torchtop.runs.nodes import SharedRunWatcher
+from torchtop.runs.state import RunState
 
 if TYPE_CHECKING:
     from torchtop.jobs.job import Job
@@ -71,7 +72,7 @@ class LiveMonitor:
         self.clock = clock
         self.on_tick = on_tick
         """Given each tick's snapshot while the state is still locked (`--metrics`)."""
-        self.watcher = RunWatcher(run_dir)
+        self.watcher = SharedRunWatcher(run_dir)
         self.windows = WindowCache()
         self.tracker = VerdictTracker()
         self.started = clock()
@@ -117,7 +118,7 @@ class LiveMonitor:
             self.held_s = self._held_s(self.clock())
             self._detached_at = None
             self.run_dir, self.job = run_dir, job
-            self.watcher = RunWatcher(run_dir)
+            self.watcher = SharedRunWatcher(run_dir)
             self.windows = WindowCache()
             self.tracker = VerdictTracker()
 

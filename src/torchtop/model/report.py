@@ -12,6 +12,22 @@ from torchtop.model.trial_entry import TrialEntry
 class RankReport(msgspec.Struct, frozen=True):
     analysis: RankAnalysis
     verdict: Verdict
+    node: str | None = None
+    """The node the rank ran on, in a run several nodes' launchers shared."""
+
+
+class NodeReport(msgspec.Struct, frozen=True):
+    """One node of a run several launchers shared: its ranks and its counters' summary."""
+
+    name: str
+    ranks: tuple[int | None, ...]
+    host: str | None = None
+    cpu_mean_pct: float | None = None
+    mem_used_bytes: float | None = None
+    """The newest reading."""
+    gpu_mean_utilization_pct: float | None = None
+    ended: str | None = None
+    """How its launcher's job ended (`exit.json`'s `how`), or None while it runs."""
 
 
 class Report(msgspec.Struct, frozen=True):
@@ -29,3 +45,5 @@ class Report(msgspec.Struct, frozen=True):
     """A/B trials of fixes (`tune`'s, or those accepted in the dashboard), each the contract's
     `trials` entry: `fixes`, `baseline_steps_per_s`, `trial_steps_per_s`, `speedup`, `kept`,
     and the trial's evidence (`relaunch.trial.trial_entry`)."""
+    nodes: tuple[NodeReport, ...] = ()
+    """Each node of a run several nodes' launchers shared; empty for one launcher's run."""

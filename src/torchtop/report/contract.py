@@ -7,7 +7,7 @@ from typing import Any
 
 from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.findings import Finding, Verdict
-from torchtop.model.report import Report
+from torchtop.model.report import NodeReport, Report
 from torchtop.model.trial_entry import TrialEntry, entry_json
 
 SCHEMA = "torchtop.report/1"
@@ -51,11 +51,27 @@ def report_to_json(report: Report) -> dict[str, Any]:
                 "confidence": r.verdict.confidence,
                 "breakdown": breakdown_json(r.analysis),
             }
+            | ({"node": r.node} if r.node is not None else {})
             for r in report.ranks
         ]
     if report.trials:
         document["trials"] = [trials_json(t) for t in report.trials]
+    if report.nodes:
+        document["nodes"] = [node_json(node) for node in report.nodes]
     return document
+
+
+def node_json(node: NodeReport) -> dict[str, Any]:
+    """One `nodes` entry: its name, its ranks, its counters' summary and how its job ended."""
+    return {
+        "name": node.name,
+        "ranks": list(node.ranks),
+        "host": node.host,
+        "cpu_mean_pct": _round(node.cpu_mean_pct, 2),
+        "mem_used_bytes": node.mem_used_bytes,
+        "gpu_mean_utilization_pct": _round(node.gpu_mean_utilization_pct, 2),
+        "ended": node.ended,
+    }
 
 
 def trials_json(trial: TrialEntry) -> dict[str, Any]:

@@ -123,4 +123,6 @@ class RunLayout(msgspec.Struct, frozen=True):
 
 
 def is_run_folder(path: Path) -> bool:
-    return RunLayout(path).run_json.is_file() or RunLayout(path).events_dir.is_dir()
+    """A run folder: one launcher's, or one several nodes' launchers share (`nodes/`)."""
+    layout = RunLayout(path)
+    return layout.run_json.is_file() or layout.events_dir.is_dir() or (path / "nodes").is_dir()

@@ -274,6 +274,12 @@ class RunRecord(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     torchtop: str | None = None
     overrides: dict[str, Scalar] | msgspec.UnsetType = msgspec.UNSET
     fixes: list[FixEntry] | msgspec.UnsetType = msgspec.UNSET
+    node: str | msgspec.UnsetType = msgspec.UNSET
+    """The node's name, where its launcher shares the run folder with others' (`nodes/<node>/`)."""
+    slurm_job_id: str | msgspec.UnsetType = msgspec.UNSET
+    slurm_node_id: int | msgspec.UnsetType = msgspec.UNSET
+    slurm_proc_id: int | msgspec.UnsetType = msgspec.UNSET
+    slurm_job_nodelist: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class ExitRecord(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -108,6 +108,10 @@ class ProcessState:
     windows: list[Window] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     ended: bool = False
+    node: str | None = None
+    """The node it ran on, in a run folder several launchers share (`runs.nodes`)."""
+    folder: Path | None = None
+    """The run folder its windows' paths are relative to, where not the state's (a node's)."""
 
     @property
     def rank(self) -> int | None:
@@ -162,6 +166,9 @@ class RunState:
     """Records of a kind this version does not know (a newer writer's), skipped."""
     unknown_fields: int = 0
     """Fields this version does not know, dropped from the records that were read."""
+    nodes: dict[str, RunState] = field(default_factory=dict)
+    """Each node's own state, by name, in a run folder several launchers share; empty for a
+    single launcher's folder."""
 
     @property
     def launch(self) -> RunRecord:
@@ -176,7 +183,11 @@ class RunState:
 
     @property
     def windows(self) -> list[Path]:
-        paths = [self.layout.root / w.path for p in self.processes.values() for w in p.windows]
+        paths = [
+            (p.folder or self.layout.root) / w.path
+            for p in self.processes.values()
+            for w in p.windows
+        ]
         return [p for p in paths if p.is_file()]
 
 

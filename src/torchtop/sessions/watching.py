@@ -30,8 +30,10 @@ from torchtop.live.watch import LiveMonitor, watch
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import WatchedJob
 from torchtop.report import render_text
+from torchtop.runs.identity import launch_dir, safe_name
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.node import node_name
+from torchtop.runs.nodes import run_has_ended
 from torchtop.sessions.run_config import RunConfig
 
 TickSink = Callable[[Snapshot], None]
@@ -62,10 +64,10 @@ def run_session(
     config = config or RunConfig(None, tuple(command))
     for line in config.announcement():
         print(line, file=sys.stderr)
-    run_dir = options.run_dir or default_run_dir()
+    shared_dir = options.run_dir or default_run_dir()
     # Listening first: a port already taken is bad input, said before any job starts.
-    with metrics_endpoint(options.metrics, run_dir) as on_tick:
-        return _run(command, options, tree, kind, config, run_dir, on_tick)
+    with metrics_endpoint(options.metrics, shared_dir) as on_tick:
+        return _run(command, options, tree, kind, config, shared_dir, on_tick)
 
 
 def _run(
@@ -74,15 +76,23 @@ def _run(
     tree: RuleTree,
     kind: str,
     config: RunConfig,
-    run_dir: Path,
+    shared_dir: Path,
     on_tick: TickSink | None,
 ) -> int:
+    # Several launchers sharing `--run-dir` each write under their node's own folder.
+    run_dir, node = launch_dir(shared_dir, os.environ)
     job_log = None if options.headless else RunLayout(run_dir).job_log
     env = {**os.environ, **config.tuned.env}
     output = TERMINAL if job_log is None else Output.log(job_log)
     try:
         job = start(
-            command, run_dir, kind, env=env, overrides=config.tuned.overrides, output=output
+            command,
+            run_dir,
+            kind,
+            env=env,
+            overrides=config.tuned.overrides,
+            output=output,
+            node=node,
         )
     except FileNotFoundError:
         raise InputError(command[0], "command not found") from None
@@ -126,11 +136,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
             monitor = LiveMonitor(
                 agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive, on_tick=on_tick
             )
-            report = _follow(monitor, options.headless)
-        if options.report:
-            save_report(report, None, options.report)
-        sys.stdout.write(render_text(report, colour=False))
-        return 0
+            return _follow_folder(monitor, options)
     run_dir = options.run_dir or default_run_dir()
     with metrics_endpoint(options.metrics, run_dir) as on_tick:
         layout = RunLayout(run_dir)
@@ -169,7 +175,7 @@ def metrics_endpoint(address: str | None, run_dir: Path) -> Iterator[TickSink | 
     from torchtop.live.metrics import RunMetrics
     from torchtop.live.metrics_server import serve_metrics
 
-    collector = RunMetrics(run_dir.name, node_name())
+    collector = RunMetrics(run_dir.name, safe_name(node_name()))
     registry = CollectorRegistry()
     registry.register(collector)
     server = serve_metrics(address, registry)
@@ -177,6 +183,37 @@ def metrics_endpoint(address: str | None, run_dir: Path) -> Iterator[TickSink | 
         yield collector.publish
     finally:
         server.close()
+
+
+def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree) -> int:
+    """Follow a run another process launched (a run folder, maybe shared by several nodes'
+    launchers) until `--for`, Ctrl-C, or every node's job has ended. It only reads: nothing is
+    stopped and nothing is written into the folder; the report goes to `--report` and stdout."""
+    for target in targets:
+        if target.startswith(("http://", "https://")):
+            raise InputError(target, "watching a --serve stream is not supported yet")
+    if len(targets) > 1:
+        raise InputError(targets[1], "watch follows one run folder (its nodes share it)")
+    run_dir = Path(targets[0])
+    if not run_dir.is_dir():
+        raise InputError(targets[0], "no such run folder")
+    print(f"torchtop: watching {run_dir}", file=sys.stderr)
+
+    def alive() -> bool:
+        return not run_has_ended(run_dir)
+
+    monitor = LiveMonitor(run_dir, tree, for_s=options.for_s, kind="run", alive=alive)
+    return _follow_folder(monitor, options)
+
+
+def _follow_folder(monitor: LiveMonitor, options: WatchOptions) -> int:
+    """Follow a folder someone else writes: the report to `--report` and stdout, never into
+    the folder."""
+    report = _follow(monitor, options.headless)
+    if options.report:
+        save_report(report, None, options.report)
+    sys.stdout.write(render_text(report, colour=False))
+    return 0
 
 
 def _follow(monitor: LiveMonitor, headless: bool, watched: WatchedJob | None = None) -> Report:

@@ -1,0 +1,94 @@
+"""Two launchers ("nodes" a and b, on this machine) share one run folder, each running its
+half of a real two-node torchrun job; `watch` follows them, `analyze` reads the folder after."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# The two-rank DDP job of the agent tests, here two ranks on each of two nodes.
+JOB = Path(__file__).parents[1] / "agent" / "jobs" / "ddp.py"
+TORCHTOP = [sys.executable, "-m", "torchtop"]
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def launcher(run_dir: Path, node: str, node_rank: int, port: int) -> subprocess.Popen[str]:
+    torchrun = [
+        sys.executable, "-m", "torch.distributed.run", "--nnodes", "2",
+        "--node-rank", str(node_rank), "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+        "--rdzv-endpoint", f"127.0.0.1:{port}", str(JOB),
+    ]  # fmt: skip
+    return subprocess.Popen(
+        [*TORCHTOP, "run", "--headless", "--for", "90", "--run-dir", str(run_dir), "--", *torchrun],
+        env={**os.environ, "TORCHTOP_NODE": node},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def assert_four_ranks_two_per_node(report: dict[str, Any]) -> None:
+    assert sorted(r["rank"] for r in report["ranks"]) == [0, 1, 2, 3]
+    assert [(n["name"], len(n["ranks"])) for n in report["nodes"]] == [("a", 2), ("b", 2)]
+    for entry in report["nodes"]:
+        assert {r["node"] for r in report["ranks"] if r["rank"] in entry["ranks"]} == {
+            entry["name"]
+        }
+    assert {n["ended"] for n in report["nodes"]} == {"exited"}
+
+
+def test_two_launchers_sharing_a_run_folder_are_watched_and_analysed_as_one_run(
+    tmp_path: Path,
+) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    watched = tmp_path / "watched.json"
+    watcher = subprocess.Popen(
+        [*TORCHTOP, "watch", str(run_dir), "--headless", "--for", "90", "--report", str(watched)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    port = free_port()
+    nodes = [launcher(run_dir, "a", 0, port), launcher(run_dir, "b", 1, port)]
+    try:
+        outputs = [node.communicate(timeout=120) for node in nodes]
+        _, watch_err = watcher.communicate(timeout=60)
+    finally:
+        for process in (*nodes, watcher):
+            process.kill()
+    for node, (out, err) in zip(nodes, outputs, strict=True):
+        assert node.returncode == 0, err
+        assert out.count("worker done") == 2
+    assert watcher.returncode == 0, watch_err
+    assert "4 ranks" in watch_err  # its progress lines counted every rank of both nodes
+    for name in ("a", "b"):
+        record = json.loads((run_dir / "nodes" / name / "run.json").read_text())
+        assert record["node"] == name
+        assert (run_dir / "nodes" / name / "exit.json").is_file()
+    assert not (run_dir / "run.json").exists()  # nothing written outside the node folders
+
+    analyzed = subprocess.run(
+        [*TORCHTOP, "analyze", str(run_dir), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert analyzed.returncode == 0, analyzed.stderr
+    assert_four_ranks_two_per_node(json.loads(analyzed.stdout))
+    assert_four_ranks_two_per_node(json.loads(watched.read_text()))

@@ -1,0 +1,81 @@
+"""A run folder several launchers share, written record by record under nodes/a and nodes/b,
+read as one run: every rank of every node, each with its node, and each node's counters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.live.conftest import FakeRun
+from torchtop.jobs.records import write_exit_record
+from torchtop.offline import analyze_paths
+from torchtop.report import report_to_json
+from torchtop.runs.journal import JournalWriter
+from torchtop.runs.nodes import PID_LIMIT, SharedRunWatcher
+from torchtop.runs.records import HostSample
+
+
+def node(root: Path, name: str, ranks: tuple[int, int], cpu_pct: float) -> FakeRun:
+    """A node's launcher: two ranks with the same pids as the other node's (as in containers)."""
+    run = FakeRun(root / "nodes" / name)
+    for pid, rank in zip((100, 101), ranks, strict=True):
+        run.hello(pid, rank=rank)
+        run.steps(pid, count=12, wall_s=0.1, data_wait_s=0.0)
+    with JournalWriter(run.layout.samples("host")) as host:
+        for t in range(3):
+            host.write(HostSample(t=run.t + t, cpu_pct=cpu_pct, mem_used_bytes=1000 + t))
+    return run
+
+
+def analyzed(root: Path) -> dict[str, Any]:
+    return report_to_json(analyze_paths([str(root)]))
+
+
+def test_analyze_reports_every_rank_of_every_node_with_its_node(tmp_path: Path) -> None:
+    node(tmp_path, "a", (0, 1), cpu_pct=20.0)
+    node(tmp_path, "b", (2, 3), cpu_pct=80.0)
+    report = analyzed(tmp_path)
+    assert [(r["rank"], r["node"]) for r in report["ranks"]] == [
+        (0, "a"), (1, "a"), (2, "b"), (3, "b"),
+    ]  # fmt: skip
+    assert [(n["name"], n["ranks"]) for n in report["nodes"]] == [("a", [0, 1]), ("b", [2, 3])]
+    assert [n["cpu_mean_pct"] for n in report["nodes"]] == [20.0, 80.0]
+    assert [n["mem_used_bytes"] for n in report["nodes"]] == [1002, 1002]
+    assert report["steps"]["count"] == 10  # what every rank timed after the warm-up
+    json.dumps(report)
+
+
+def test_a_node_that_starts_later_joins_the_run_on_the_next_poll(tmp_path: Path) -> None:
+    node(tmp_path, "a", (0, 1), cpu_pct=20.0)
+    watcher = SharedRunWatcher(tmp_path)
+    assert sorted(p.rank or 0 for p in watcher.poll().training_processes) == [0, 1]
+    node(tmp_path, "b", (2, 3), cpu_pct=80.0)
+    processes = watcher.poll().training_processes
+    assert [(p.rank, p.node) for p in processes] == [(0, "a"), (1, "a"), (2, "b"), (3, "b")]
+    # The second node's pids are the first's: each gets a key of its own, kept across polls.
+    keys = [p.pid for p in processes]
+    assert keys[:2] == [100, 101] and all(k >= PID_LIMIT for k in keys[2:])
+    assert [p.pid for p in watcher.poll().training_processes] == keys
+
+
+def test_the_run_ends_when_every_node_recorded_its_end(tmp_path: Path) -> None:
+    a = node(tmp_path, "a", (0, 1), cpu_pct=20.0)
+    b = node(tmp_path, "b", (2, 3), cpu_pct=80.0)
+    watcher = SharedRunWatcher(tmp_path)
+    write_exit_record(a.layout, "exited", 0)
+    assert watcher.poll().exit is None
+    write_exit_record(b.layout, "crashed", 1)
+    state = watcher.poll()
+    assert state.exit is not None and state.exit.how == "crashed"
+    report = analyzed(tmp_path)
+    assert [n["ended"] for n in report["nodes"]] == ["exited", "crashed"]
+
+
+def test_a_single_launchers_report_gains_no_node_fields(fake_run: FakeRun) -> None:
+    for pid, rank in ((100, 0), (101, 1)):
+        fake_run.hello(pid, rank=rank)
+        fake_run.steps(pid, count=12, wall_s=0.1, data_wait_s=0.0)
+    report = analyzed(fake_run.layout.root)
+    assert "nodes" not in report
+    assert len(report["ranks"]) == 2 and not [r for r in report["ranks"] if "node" in r]
