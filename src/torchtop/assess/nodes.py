@@ -10,7 +10,8 @@ from torchtop.runs.state import RunState
 
 
 def node_reports(state: RunState) -> tuple[NodeReport, ...]:
-    return tuple(_node_report(name, node) for name, node in state.nodes.items())
+    # By name: the order the nodes joined in is a race between their launchers.
+    return tuple(_node_report(name, node) for name, node in sorted(state.nodes.items()))
 
 
 def _node_report(name: str, node: RunState) -> NodeReport:
