@@ -29,6 +29,7 @@ from torchtop.advice.machine import cached_machine
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis
+from torchtop.assess.ranks import standings
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
@@ -192,9 +193,7 @@ def assess(
             reason=_too_few_steps(state, steps, needed),
             findings=(),
         )
-    rank_reports = (
-        tuple(RankReport(r, diagnose(tree, r.metrics)) for r in ranks) if len(ranks) > 1 else ()
-    )
+    rank_reports = _rank_reports(state, ranks, tree)
     return Report(
         source_kind=source_kind,
         paths=(str(state.layout.root),),
@@ -204,6 +203,20 @@ def assess(
         command=tuple(state.launch.command) or None,
         pid=state.launch.pid,
         notes=_run_notes(state, bool(windows)),
+    )
+
+
+def _rank_reports(
+    state: RunState, ranks: list[RankAnalysis], tree: RuleTree
+) -> tuple[RankReport, ...]:
+    """Each rank's verdict and standing (straggler, how it ended), when there are several."""
+    if len(ranks) < 2:
+        return ()
+    processes = state.training_processes
+    found = standings(processes, tree.settings.ranks, state.samples.host, state.exit is not None)
+    return tuple(
+        RankReport(r, diagnose(tree, r.metrics), found.get(p.pid))
+        for r, p in zip(ranks, processes, strict=True)
     )
 
 

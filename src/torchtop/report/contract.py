@@ -7,7 +7,7 @@ from typing import Any
 
 from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.findings import Finding, Verdict
-from torchtop.model.report import Report
+from torchtop.model.report import RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry, entry_json
 
 SCHEMA = "torchtop.report/1"
@@ -50,12 +50,29 @@ def report_to_json(report: Report) -> dict[str, Any]:
                 "bottleneck": r.verdict.bottleneck,
                 "confidence": r.verdict.confidence,
                 "breakdown": breakdown_json(r.analysis),
+                **standing_json(r.standing),
             }
             for r in report.ranks
         ]
     if report.trials:
         document["trials"] = [trials_json(t) for t in report.trials]
     return document
+
+
+def standing_json(standing: RankStanding | None) -> dict[str, Any]:
+    """A recorded rank's `straggler`, `slower_by`, `since` and `ended` (none for a trace)."""
+    if standing is None:
+        return {}
+    since = None
+    if standing.since_step is not None:
+        since = {"step": standing.since_step, "t": standing.since_t}
+    return {
+        "straggler": standing.straggler,
+        "slower_by": standing.slower_by,
+        "culprit_share": standing.culprit_share,
+        "since": since,
+        "ended": standing.ended,
+    }
 
 
 def trials_json(trial: TrialEntry) -> dict[str, Any]:
