@@ -10,7 +10,9 @@ from torchtop.assess.ranks import ended, standings, stragglers
 from torchtop.assess.run import assess
 from torchtop.diagnosis.rules import load_rules
 from torchtop.diagnosis.schema import RankPolicy
+from torchtop.live.headless import progress_line
 from torchtop.report.contract import report_to_json
+from torchtop.report.text import render_text
 from torchtop.runs.records import Bye, HostProcess, HostSample, Step
 from torchtop.runs.state import ProcessState, StepRecord, load_run
 
@@ -140,6 +142,18 @@ def test_a_recorded_two_rank_run_reports_the_straggler_and_how_each_rank_ended(
     # Rank 1 wrote no bye and its peer has stopped too: it still runs as far as anyone knows.
     assert by_rank[1]["ended"] is None
     json.dumps(document)
+
+
+def test_the_text_report_and_the_progress_line_name_the_straggler_and_each_ending(
+    tmp_path: Path,
+) -> None:
+    report = assess(load_run(_two_rank_run(tmp_path).layout.root), {}, load_rules())
+    text = render_text(report)
+    assert "straggler: +125% busy time vs its peers, waited on in 100% of steps" in text
+    assert "ended: exit 0" in text
+    assert "slowest" not in text  # the ranks share one step time: the straggler is marked
+    line = progress_line(report, report.verdict, 3.0)
+    assert "rank 1 straggler +125%" in line and "rank 0 exit 0" in line
 
 
 def test_a_single_rank_report_has_no_rank_standing(tmp_path: Path) -> None:

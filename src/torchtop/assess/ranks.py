@@ -3,9 +3,10 @@
 In synchronous data parallelism every rank's step wall is about the same (the fast ranks wait in
 the all-reduce), so a straggler shows in what it does NOT wait: the agent times `backward()`,
 which under DDP returns only once every rank's gradients are reduced. In each step the rank
-with the least wait is the one the others waited on (the culprit); a straggler is the culprit
-in most of the newest steps all ranks share (`RankPolicy.culprit_share`), not in one outlier.
-Ranks that do not synchronise (no backward time) are compared by their plain step walls.
+with the most busy time (wall less that wait: the least wait, as the walls are about equal) is
+the one the others waited on (the culprit); a straggler is the culprit in most of the newest
+steps all ranks share (`RankPolicy.culprit_share`), not in one outlier. Ranks that do not
+synchronise are compared the same way: their walls differ, and the busiest is the slowest.
 
 A rank's end comes from its `bye` (exit status or signal); without one, it is silent once a
 peer went on for `silent_after_s` past its last record, its process left the host samples, or
@@ -24,6 +25,9 @@ from torchtop.model.report import RankStanding
 from torchtop.runs.records import Bye, HostSample
 from torchtop.runs.state import ProcessState, StepRecord
 
+SINCE_WINDOWS = 4
+"""How far back `since` may reach, in judged windows: each tick reads at most this many
+windows of each rank's newest steps, not its whole buffer (512 ranks x 4096 steps)."""
 HOST_SAMPLES_READ = 10
 """The newest host samples searched for a rank's process (it must have been seen there once)."""
 
@@ -37,7 +41,8 @@ def standings(
     """Each process's standing, by pid (only for a job of more than one rank)."""
     if len(processes) < 2:
         return {}
-    slow = stragglers({p.pid: list(p.steps) for p in processes}, policy)
+    newest = SINCE_WINDOWS * policy.window_steps
+    slow = stragglers({p.pid: list(islice(reversed(p.steps), newest)) for p in processes}, policy)
     newest_t = max((p.last_t for p in processes if p.last_t is not None), default=None)
     result = {}
     for process in processes:
@@ -57,58 +62,52 @@ def standings(
 def stragglers(
     series: Mapping[int, Sequence[StepRecord]], policy: RankPolicy
 ) -> dict[int, RankStanding]:
-    """The straggler among `series` (key -> its steps), if one recurs; every key otherwise
-    gets its culprit share and `slower_by` where the steps allow."""
+    """The straggler among `series` (key -> its steps), if one recurs, with `slower_by` and
+    `since`; every key gets its culprit share."""
     by_number = {key: {s.step: s for s in steps} for key, steps in series.items()}
     shared = sorted(set.intersection(*(set(steps) for steps in by_number.values())))
     keys = list(series)
     if len(keys) < 2 or len(shared) < policy.min_steps:
         return {}
     rows = [[by_number[k][n] for k in keys] for n in shared]
-    synchronised = all(s.backward_s is not None for row in rows for s in row)
-    culprits = [_culprit(row, synchronised) for row in rows]
+    culprits = [_culprit(row) for row in rows]
     window = slice(-policy.window_steps, None)
     judged = culprits[window]
-    result = {}
-    for index, key in enumerate(keys):
-        share = judged.count(index) / len(judged)
-        slower_by = _slower_by(rows[window], index, synchronised)
-        result[key] = RankStanding(culprit_share=round(share, 4), slower_by=slower_by)
+    shares = [round(judged.count(index) / len(judged), 4) for index in range(len(keys))]
+    result = {
+        key: RankStanding(culprit_share=share) for key, share in zip(keys, shares, strict=True)
+    }
     top = max(range(len(keys)), key=judged.count)
-    standing = result[keys[top]]
-    recurs = standing.culprit_share is not None and standing.culprit_share >= policy.culprit_share
-    slower = standing.slower_by is not None and standing.slower_by >= policy.min_slower_by
-    if recurs and slower:
-        first = _since(culprits, top, policy)
-        step = rows[first][top]
+    slower_by = _slower_by(rows[window], top)
+    recurs = shares[top] >= policy.culprit_share
+    if recurs and slower_by is not None and slower_by >= policy.min_slower_by:
+        step = rows[_since(culprits, top, policy)][top]
         result[keys[top]] = RankStanding(
             straggler=True,
-            slower_by=standing.slower_by,
-            culprit_share=standing.culprit_share,
+            slower_by=slower_by,
+            culprit_share=shares[top],
             since_step=step.step,
             since_t=step.t,
         )
     return result
 
 
-def _busy_s(step: StepRecord, synchronised: bool) -> float:
-    """The step's own work: its wall less what it waited on the others."""
-    return step.wall_s - (step.backward_s or 0.0) if synchronised else step.wall_s
+def _busy_s(step: StepRecord) -> float:
+    """The step's own work: its wall less its time in backward(), where DDP waits for the
+    others (the plain wall where no backward was timed)."""
+    return step.wall_s - (step.backward_s or 0.0)
 
 
-def _culprit(row: Sequence[StepRecord], synchronised: bool) -> int:
-    """The rank the others waited on in this step: the least wait, or the longest wall."""
-    if synchronised:
-        return min(range(len(row)), key=lambda i: row[i].backward_s or 0.0)
-    return max(range(len(row)), key=lambda i: row[i].wall_s)
+def _culprit(row: Sequence[StepRecord]) -> int:
+    """The rank the others waited on in this step: the most busy time. With DDP the walls are
+    about equal, so it is the rank that waited least; ranks that do not synchronise differ in
+    their walls, and the busiest is the slowest."""
+    return max(range(len(row)), key=lambda i: _busy_s(row[i]))
 
 
-def _slower_by(
-    rows: Sequence[Sequence[StepRecord]], index: int, synchronised: bool
-) -> float | None:
-    own = statistics.median(_busy_s(row[index], synchronised) for row in rows)
-    peers = [_busy_s(s, synchronised) for row in rows for i, s in enumerate(row) if i != index]
-    base = statistics.median(peers)
+def _slower_by(rows: Sequence[Sequence[StepRecord]], index: int) -> float | None:
+    own = statistics.median(_busy_s(row[index]) for row in rows)
+    base = statistics.median(_busy_s(s) for row in rows for i, s in enumerate(row) if i != index)
     return round(own / base - 1.0, 4) if base > 0 else None
 
 

@@ -166,6 +166,9 @@ def _findings(findings: Iterable[Finding], style: _Style) -> list[str]:
 def _ranks(report: Report) -> list[str]:
     lines = ["RANKS"]
     slowest = report.job.metrics.get("slowest_rank")
+    if any(r.standing is not None and r.standing.straggler for r in report.ranks):
+        # Synchronised ranks share one step time; the straggler is the one to point at.
+        slowest = None
     for item in report.ranks:
         a, v = item.analysis, item.verdict
         mean = _num(a.metrics.get("step_mean_ms"))

@@ -50,6 +50,8 @@ class RanksPanel(Panel):
         head.append(" conf" if width >= WIDE else "")
         head.append(" comm")
         slowest = frame.report.job.metrics.get("slowest_rank")
+        if any(r.standing is not None and r.standing.straggler for r in frame.report.ranks):
+            slowest = None  # synchronised ranks share one step time: the straggler is marked
         return lines_to_text(
             [head, *(rank_line(item, slowest, width) for item in frame.report.ranks)], height
         )
