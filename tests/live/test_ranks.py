@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
+import msgspec
+import pytest
+
+from tests.conftest import RULES_DIR
+from tests.diagnosis.test_strict_loading import edit, shipped_copy
 from tests.live.conftest import FakeRun
 from torchtop.assess.ranks import ended, standings, stragglers
 from torchtop.assess.run import assess
-from torchtop.diagnosis.rules import load_rules
+from torchtop.diagnosis.rules import RuleError, load_rules
 from torchtop.diagnosis.schema import RankPolicy
 from torchtop.live.headless import progress_line
 from torchtop.report.contract import report_to_json
@@ -162,3 +168,16 @@ def test_a_single_rank_report_has_no_rank_standing(tmp_path: Path) -> None:
     run.steps(101, 20, wall_s=0.1, data_wait_s=0.0)
     document = report_to_json(assess(load_run(run.layout.root), {}, load_rules()))
     assert "ranks" not in document
+
+
+def test_the_rank_policy_is_read_from_the_verdict_file_and_a_misspelt_key_is_named(
+    tmp_path: Path,
+) -> None:
+    stated = tomllib.loads((RULES_DIR / "_verdict.toml").read_text())["ranks"]
+    assert set(stated) == {f.name for f in msgspec.structs.fields(RankPolicy)}
+    folder = shipped_copy(tmp_path)
+    edit(folder, "_verdict.toml", "culprit_share = 0.6", "culprit_share = 0.9")
+    assert load_rules(folder).settings.ranks.culprit_share == 0.9
+    edit(folder, "_verdict.toml", "silent_after_s =", "silent_after =")
+    with pytest.raises(RuleError, match=r"_verdict.toml: unknown key 'ranks.silent_after'"):
+        load_rules(folder)
