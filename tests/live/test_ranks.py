@@ -21,6 +21,7 @@ from torchtop.report.contract import report_to_json
 from torchtop.report.text import render_text
 from torchtop.runs.records import Bye, HostProcess, HostSample, Step
 from torchtop.runs.state import ProcessState, StepRecord, load_run
+from torchtop.tui.widgets.ranks import rank_line
 
 POLICY = RankPolicy()
 T0 = 1_700_000_000.0
@@ -181,3 +182,12 @@ def test_the_rank_policy_is_read_from_the_verdict_file_and_a_misspelt_key_is_nam
     edit(folder, "_verdict.toml", "silent_after_s =", "silent_after =")
     with pytest.raises(RuleError, match=r"_verdict.toml: unknown key 'ranks.silent_after'"):
         load_rules(folder)
+
+
+def test_the_dashboard_rank_line_marks_the_straggler_and_says_how_a_rank_ended(
+    tmp_path: Path,
+) -> None:
+    report = assess(load_run(_two_rank_run(tmp_path).layout.root), {}, load_rules())
+    lines = {r.analysis.rank: rank_line(r, None, 60).plain for r in report.ranks}
+    assert lines[1].endswith("straggler +125%")
+    assert lines[0].endswith("exit 0") and "straggler" not in lines[0]
