@@ -79,12 +79,14 @@ def test_a_rank_killed_mid_run_is_named_silent_while_its_peer_keeps_stepping(
     while job.poll() is None and named is None:
         time.sleep(0.5)
         state = watcher.poll()
-        processes = {p.rank: p for p in state.training_processes}
-        found = standings(list(processes.values()), policy)
-        if 1 in processes and (found[processes[1].pid].ended or "").startswith("silent"):
-            rank0 = processes[0]
+        ranks = state.training_processes
+        found = {
+            p.rank: s.ended or "" for p, s in zip(ranks, standings(ranks, policy), strict=True)
+        }
+        if found.get(1, "").startswith("silent"):
+            rank0 = next(p for p in ranks if p.rank == 0)
             assert not rank0.ended, "named only once the run was over"
-            named = (found[processes[1].pid].ended or "", rank0.last_t or 0.0)
+            named = (found[1], rank0.last_t or 0.0)
     job.communicate(timeout=120)
     assert job.returncode == 0
     assert named is not None, "rank 1 was never named silent while rank 0 ran"

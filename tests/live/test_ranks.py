@@ -120,7 +120,7 @@ def test_a_rank_whose_process_left_the_host_samples_is_silent_at_once() -> None:
 
 
 def test_standings_are_only_given_for_a_job_of_several_ranks() -> None:
-    assert standings([_process(1, T0)], POLICY) == {}
+    assert standings([_process(1, T0)], POLICY) == []
 
 
 def _two_rank_run(tmp_path: Path) -> FakeRun:

@@ -63,7 +63,6 @@ def attach() -> Agent | None:
             agent.fail(name, exc)
     api.set_step_handler(agent.user_stepped)
     atexit.register(agent.close, "exit")
-    watch_exit_status(agent)
     os.register_at_fork(after_in_child=agent.forked)
     return agent
 
@@ -76,12 +75,16 @@ def watch_exit_status(agent: Agent) -> None:
     original_hook = sys.excepthook
 
     def exit_noted(status: Any = None) -> NoReturn:
-        agent.exit_requested(status)
-        original_exit(status)
+        try:
+            agent.exit_requested(status)
+        finally:
+            original_exit(status)
 
     def hook_noted(kind: type[BaseException], value: BaseException, tb: Any) -> None:
-        agent.exit_requested(value)
-        original_hook(kind, value, tb)
+        try:
+            agent.exit_requested(value)
+        finally:
+            original_hook(kind, value, tb)
 
     sys.exit = exit_noted
     sys.excepthook = hook_noted
@@ -205,4 +208,5 @@ INSTALLERS: list[tuple[str, Callable[[Agent], None]]] = [
     ("torch.compile watch", watch_compile),
     ("profiler guard", watch_job_profilers),
     ("argparse watch", watch_cli_options),
+    ("exit status watch", watch_exit_status),
 ]

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import islice
 
+import msgspec
+
 from torchtop.diagnosis.schema import RankPolicy
 from torchtop.model.report import RankStanding
 from torchtop.runs.records import Bye, HostSample
@@ -37,26 +39,21 @@ def standings(
     policy: RankPolicy,
     host: Sequence[HostSample] = (),
     run_ended: bool = False,
-) -> dict[int, RankStanding]:
-    """Each process's standing, by pid (only for a job of more than one rank)."""
+) -> list[RankStanding]:
+    """Each process's standing, in the order given (none for a job of one rank). Ranks are
+    told apart by position, not pid, so processes of several nodes may share pids."""
     if len(processes) < 2:
-        return {}
+        return []
     newest = SINCE_WINDOWS * policy.window_steps
-    slow = stragglers({p.pid: list(islice(reversed(p.steps), newest)) for p in processes}, policy)
+    series = {i: list(islice(reversed(p.steps), newest)) for i, p in enumerate(processes)}
+    slow = stragglers(series, policy)
     newest_t = max((p.last_t for p in processes if p.last_t is not None), default=None)
-    result = {}
-    for process in processes:
-        found = slow.get(process.pid, RankStanding())
-        ending = ended(process, newest_t, host, policy, run_ended)
-        result[process.pid] = RankStanding(
-            straggler=found.straggler,
-            slower_by=found.slower_by,
-            culprit_share=found.culprit_share,
-            since_step=found.since_step,
-            since_t=found.since_t,
-            ended=ending,
+    return [
+        msgspec.structs.replace(
+            slow.get(i, RankStanding()), ended=ended(process, newest_t, host, policy, run_ended)
         )
-    return result
+        for i, process in enumerate(processes)
+    ]
 
 
 def stragglers(

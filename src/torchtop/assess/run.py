@@ -215,8 +215,8 @@ def _rank_reports(
     processes = state.training_processes
     found = standings(processes, tree.settings.ranks, state.samples.host, state.exit is not None)
     return tuple(
-        RankReport(r, diagnose(tree, r.metrics), found.get(p.pid))
-        for r, p in zip(ranks, processes, strict=True)
+        RankReport(r, diagnose(tree, r.metrics), standing)
+        for r, standing in zip(ranks, found, strict=True)
     )
 
 
