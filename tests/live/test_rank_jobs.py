@@ -80,9 +80,10 @@ def test_a_rank_killed_mid_run_is_named_silent_while_its_peer_keeps_stepping(
         time.sleep(0.5)
         state = watcher.poll()
         ranks = state.training_processes
-        found = {
-            p.rank: s.ended or "" for p, s in zip(ranks, standings(ranks, policy), strict=True)
-        }
+        if len(ranks) < 2:
+            continue  # rank 1 has not stepped yet
+        judged = zip(ranks, standings(ranks, policy), strict=True)
+        found = {p.rank: s.ended or "" for p, s in judged}
         if found.get(1, "").startswith("silent"):
             rank0 = next(p for p in ranks if p.rank == 0)
             assert not rank0.ended, "named only once the run was over"
@@ -94,7 +95,7 @@ def test_a_rank_killed_mid_run_is_named_silent_while_its_peer_keeps_stepping(
     # In the records' own time: named once rank 0 went on past the threshold, within 10 s.
     assert named[1] - killed_at <= 10.0
     since = datetime.fromisoformat(named[0].removeprefix("silent since ")).timestamp()
-    assert killed_at - 2.0 <= since <= killed_at
+    assert killed_at - 5.0 <= since <= killed_at  # its last record, to the second
 
     report = assess(load_run(run_dir), {}, load_rules())
     by_rank = {r.analysis.rank: r for r in report.ranks}
