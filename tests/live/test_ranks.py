@@ -18,6 +18,7 @@ from torchtop.diagnosis.rules import RuleError, load_rules
 from torchtop.diagnosis.schema import RankPolicy
 from torchtop.live.headless import progress_line
 from torchtop.report.contract import report_to_json
+from torchtop.report.markdown import render_markdown
 from torchtop.report.text import render_text
 from torchtop.runs.records import Bye, HostProcess, HostSample, Step
 from torchtop.runs.state import ProcessState, StepRecord, load_run
@@ -159,6 +160,9 @@ def test_the_text_report_and_the_progress_line_name_the_straggler_and_each_endin
     assert "straggler: +125% busy time vs its peers, waited on in 100% of steps" in text
     assert "ended: exit 0" in text
     assert "slowest" not in text  # the ranks share one step time: the straggler is marked
+    markdown = render_markdown(report)
+    assert "- rank 1: straggler: +125% busy time" in markdown
+    assert "- rank 0: ended: exit 0" in markdown
     line = progress_line(report, report.verdict, 3.0)
     assert "rank 1 straggler +125%" in line and "rank 0 exit 0" in line
 
