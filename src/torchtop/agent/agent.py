@@ -65,6 +65,8 @@ class Agent:
         self._chores_s: float | None = None
         self._step_thread = threading.main_thread().ident
         self._torch_version = ""
+        self._exit_code = 0
+        self._exit_signal: str | None = None
 
     def start(self, torch_version: str, problems: list[str]) -> None:
         self._torch_version = torch_version
@@ -92,8 +94,12 @@ class Agent:
             self._loader_broken = True
             self.fail("DataLoader settings", exc)
 
-    def backward_ended(self) -> None:
-        if self.active and self.steps.accepts(BACKWARD):
+    def backward_ended(self, seconds: float | None = None) -> None:
+        if not self.active:
+            return
+        if seconds is not None and threading.get_ident() == self._step_thread:
+            self.steps.add_backward(seconds)
+        if self.steps.accepts(BACKWARD):
             self._signalled(BACKWARD)
 
     def _signalled(self, level: int) -> None:
@@ -161,6 +167,8 @@ class Agent:
                 sync_s=record["sync_s"],
                 t=now_t - (now_s - record["end_s"]),
             )
+            if record["backward_s"] is not None:
+                step.backward_s = record["backward_s"]
             self.sink.add_step(step, now_s)
 
     def _release_held(self) -> None:
@@ -291,6 +299,21 @@ class Agent:
         except Exception:  # an error here would print in the child; stay out instead
             self.active = False
 
+    def exit_requested(self, status: object) -> None:
+        """`sys.exit(status)` was called, or `status` (an exception) ends the interpreter: the
+        exit status Python will give, for `bye`."""
+        if isinstance(status, KeyboardInterrupt):
+            # Python ends an uncaught KeyboardInterrupt by SIGINT's default action.
+            self._exit_code, self._exit_signal = 130, "SIGINT"
+        elif isinstance(status, SystemExit):
+            self.exit_requested(status.code)
+        elif isinstance(status, BaseException):
+            self._exit_code = 1
+        elif status is None or isinstance(status, int):
+            self._exit_code = status or 0
+        else:  # sys.exit("message") prints it and exits 1
+            self._exit_code = 1
+
     def close(self, reason: str = "exit") -> None:
         """Write `bye` (at interpreter exit); only in the process that attached."""
         if os.getpid() != self.identity.pid or self.sink.closed:
@@ -300,7 +323,10 @@ class Agent:
             self._release_held()
             self.discard_window("the process exited before the window's last step")
             self.write_settings_if_changed()
-            self.sink.write(Bye(t=time.time(), reason=reason))
+            bye = Bye(t=time.time(), reason=reason, exit_code=self._exit_code)
+            if self._exit_signal is not None:
+                bye.signal = self._exit_signal
+            self.sink.write(bye)
             self.sink.close()
         except Exception:  # at exit there is no one left to tell; keep the job's exit clean
             return

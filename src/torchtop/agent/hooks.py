@@ -16,9 +16,10 @@ reported once (a `note`) while the others keep working:
 - argparse is watched (if the bootstrap has not already done it) for the script's options.
 
 A process that multiprocessing started (a DataLoader worker, most often) holds its records
-until it steps, so workers leave no files. `bye` is written by an `atexit` handler; no signal
-handler is installed, so the job's own signal behaviour is untouched (the launcher sees how the
-job ended by itself).
+until it steps, so workers leave no files. `bye` is written by an `atexit` handler, with the exit
+status that `sys.exit` or an uncaught exception set (`watch_exit_status`); no signal handler is
+installed, so the job's own signal behaviour is untouched (the launcher sees how the job ended
+by itself).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ import argparse
 import atexit
 import functools
 import os
+import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
@@ -65,6 +67,29 @@ def attach() -> Agent | None:
     return agent
 
 
+def watch_exit_status(agent: Agent) -> None:
+    """Note how the interpreter is about to end, for `bye`: `sys.exit`'s code, or the uncaught
+    exception's. Both wrappers pass everything on unchanged; a `raise SystemExit(n)` that
+    bypasses `sys.exit` is written as 0 (not seen), as is a normal end."""
+    original_exit = sys.exit
+    original_hook = sys.excepthook
+
+    def exit_noted(status: Any = None) -> NoReturn:
+        try:
+            agent.exit_requested(status)
+        finally:
+            original_exit(status)
+
+    def hook_noted(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        try:
+            agent.exit_requested(value)
+        finally:
+            original_hook(kind, value, tb)
+
+    sys.exit = exit_noted
+    sys.excepthook = hook_noted
+
+
 def watch_optimizers(agent: Agent) -> None:
     from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook
 
@@ -90,15 +115,20 @@ def time_backward(agent: Agent) -> None:
     # only the outermost call ends a step.
     running = [0]
 
+    clock = time.perf_counter
+
     @functools.wraps(original)
     def backward(*args: Any, **kwargs: Any) -> Any:
         running[0] += 1
+        started_s = clock()
         try:
             result = original(*args, **kwargs)
         finally:
             running[0] -= 1
         if not running[0]:
-            agent.backward_ended()
+            # Under DDP, backward() returns once every rank's gradients are reduced: its
+            # time holds the wait for the slowest rank (assess.ranks reads it).
+            agent.backward_ended(clock() - started_s)
         return result
 
     autograd.backward = backward
@@ -178,4 +208,5 @@ INSTALLERS: list[tuple[str, Callable[[Agent], None]]] = [
     ("torch.compile watch", watch_compile),
     ("profiler guard", watch_job_profilers),
     ("argparse watch", watch_cli_options),
+    ("exit status watch", watch_exit_status),
 ]

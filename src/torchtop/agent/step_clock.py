@@ -47,6 +47,8 @@ class StepClock:
     last_end_s: float | None = None
     data_wait_s: float = 0.0
     data_seen: bool = False
+    backward_s: float = 0.0
+    backward_seen: bool = False
     level: int | None = None
     optimizer_exists: bool = False
     released_level: int | None = None
@@ -69,6 +71,10 @@ class StepClock:
     def accepts(self, level: int) -> bool:
         """Whether a signal of this level may still end steps (cheap: the hot-path check)."""
         return self.level is None or level >= self.level
+
+    def add_backward(self, seconds: float) -> None:
+        self.backward_s += seconds
+        self.backward_seen = True
 
     def add_data_wait(self, seconds: float) -> None:
         self.data_wait_s += seconds
@@ -109,6 +115,8 @@ class StepClock:
         self.count -= len(self.pending)
         # The held records' waits belong to the step the better signal is about to end.
         self.data_wait_s += sum(r["data_wait_s"] or 0.0 for r in self.pending)
+        self.backward_s += sum(r["backward_s"] or 0.0 for r in self.pending)
+        self.backward_seen |= any(r["backward_s"] is not None for r in self.pending)
         self.pending = []
         if self.count == 0:
             self.last_end_s = None  # the dropped records' start is not this signal's
@@ -116,6 +124,7 @@ class StepClock:
         self.released_level = level
         self.last_end_s = now_s
         self.data_wait_s = 0.0
+        self.backward_s = 0.0
         return True
 
     def release_held(self) -> list[dict[str, Any]]:
@@ -155,10 +164,12 @@ class StepClock:
             "data_wait_s": round(self.data_wait_s, 6) if self.data_seen else None,
             "h2d_s": None,
             "sync_s": None,
+            "backward_s": round(self.backward_s, 6) if self.backward_seen else None,
             # Not written: the agent turns it into the record's Unix time `t`.
             "end_s": now_s,
         }
         self.count += 1
         self.last_end_s = now_s
         self.data_wait_s = 0.0
+        self.backward_s, self.backward_seen = 0.0, False
         return record

@@ -30,6 +30,7 @@ from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis
 from torchtop.assess.nodes import node_reports
+from torchtop.assess.ranks import standings
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
@@ -193,15 +194,7 @@ def assess(
             reason=_too_few_steps(state, steps, needed),
             findings=(),
         )
-    processes = state.training_processes
-    rank_reports = (
-        tuple(
-            RankReport(r, diagnose(tree, r.metrics), node=p.node)
-            for r, p in zip(ranks, processes, strict=True)
-        )
-        if len(ranks) > 1
-        else ()
-    )
+    rank_reports = _rank_reports(state, ranks, tree)
     return Report(
         source_kind=source_kind,
         paths=(str(state.layout.root),),
@@ -212,6 +205,20 @@ def assess(
         pid=state.launch.pid,
         notes=_run_notes(state, bool(windows)),
         nodes=node_reports(state),
+    )
+
+
+def _rank_reports(
+    state: RunState, ranks: list[RankAnalysis], tree: RuleTree
+) -> tuple[RankReport, ...]:
+    """Each rank's verdict and standing (straggler, how it ended), when there are several."""
+    if len(ranks) < 2:
+        return ()
+    processes = state.training_processes
+    found = standings(processes, tree.settings.ranks, state.samples.host, state.exit is not None)
+    return tuple(
+        RankReport(r, diagnose(tree, r.metrics), node=p.node, standing=standing)
+        for r, p, standing in zip(ranks, processes, found, strict=True)
     )
 
 

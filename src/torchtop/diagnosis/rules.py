@@ -29,6 +29,7 @@ from torchtop.diagnosis.schema import (
     Confidence,
     ExampleEntry,
     FixEntry,
+    RankPolicy,
     RuleFile,
     VerdictFile,
     decode,
@@ -86,6 +87,8 @@ class VerdictSettings(msgspec.Struct, frozen=True):
     evidence: Expression | None
     evidence_reason: str
     confidence: Confidence
+    ranks: RankPolicy = RankPolicy()
+    """Stragglers and silent ranks of a job with several (`assess.ranks`)."""
 
 
 class RuleTree(msgspec.Struct, frozen=True):
@@ -324,4 +327,5 @@ def _settings(path: Path, entry: VerdictFile) -> VerdictSettings:
         evidence=_expression(path, entry.evidence, "evidence") if entry.evidence else None,
         evidence_reason=entry.evidence_reason,
         confidence=entry.confidence,
+        ranks=entry.ranks,
     )

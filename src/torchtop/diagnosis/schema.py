@@ -80,6 +80,22 @@ class Confidence(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     truncated_trace: _Share = 0.7
 
 
+class RankPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[ranks]`: when a rank of a job with several is a straggler, and when it is silent."""
+
+    window_steps: Annotated[int, msgspec.Meta(ge=1)] = 50
+    """The newest steps that all ranks share by number, judged together."""
+    min_steps: Annotated[int, msgspec.Meta(ge=1)] = 10
+    """Fewer shared steps than this: no rank is called a straggler yet."""
+    culprit_share: _Share = 0.6
+    """A straggler is the culprit (the rank the others wait on) in at least this share."""
+    min_slower_by: Annotated[float, msgspec.Meta(ge=0.0)] = 0.1
+    """And its busy time exceeds its peers' median by at least this fraction."""
+    silent_after_s: Annotated[float, msgspec.Meta(gt=0.0)] = 5.0
+    """A rank without `bye` that wrote nothing for this long while a peer (or the host
+    sampler, which no longer sees its process) went on is `silent since` its last record."""
+
+
 class VerdictFile(msgspec.Struct, forbid_unknown_fields=True):
     """`_verdict.toml`. The shipped file states every value (a test checks), so the shipped
     policy reads from the data; a folder without one, or a key left out, gets these."""
@@ -92,6 +108,7 @@ class VerdictFile(msgspec.Struct, forbid_unknown_fields=True):
     evidence: str | None = None
     evidence_reason: str = ""
     confidence: Confidence = Confidence()
+    ranks: RankPolicy = RankPolicy()
 
 
 def decode(path: Path, data: Mapping[str, object], schema: type[_S]) -> _S:

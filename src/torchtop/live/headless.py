@@ -57,6 +57,7 @@ def progress_line(report: Report, shown: Verdict, elapsed_s: float) -> str:
         parts.append(f"dataloader {share:4.0%}")
     if processes > 1:
         parts.append(f"{processes} ranks")
+        parts += rank_news(report)
     verdict = shown.bottleneck
     if verdict != "unknown":
         verdict += f" ({shown.confidence:.2f})"
@@ -67,6 +68,18 @@ def progress_line(report: Report, shown: Verdict, elapsed_s: float) -> str:
         verdict += f": {shown.reason}"
     parts.append(f"verdict {verdict}")
     return "  ".join(parts)
+
+
+def rank_news(report: Report) -> list[str]:
+    """A straggler, and each rank that has ended, named on the progress line."""
+    news = []
+    for item in report.ranks:
+        standing, label = item.standing, item.analysis.label
+        if standing is not None and standing.straggler and standing.slower_by is not None:
+            news.append(f"{label} straggler {standing.slower_by:+.0%}")
+        if standing is not None and standing.ended is not None:
+            news.append(f"{label} {standing.ended}")
+    return news
 
 
 def save_report(report: Report, run_dir: Path | None, extra_path: str | None) -> None:

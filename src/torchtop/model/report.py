@@ -9,11 +9,29 @@ from torchtop.model.findings import Verdict
 from torchtop.model.trial_entry import TrialEntry
 
 
+class RankStanding(msgspec.Struct, frozen=True):
+    """How one rank of a recorded job of several compares with its peers, and how it ended
+    (`assess.ranks`); traces have none, so their reports do not change."""
+
+    straggler: bool = False
+    slower_by: float | None = None
+    """How much longer its busy time (step wall minus its wait) is than its peers' median."""
+    culprit_share: float | None = None
+    """The share of the judged steps in which the others waited on it."""
+    since_step: int | None = None
+    since_t: float | None = None
+    """The first step (and its Unix end time) of its current run as the culprit."""
+    ended: str | None = None
+    """`exit N`, `signal NAME`, `silent since <ISO time>`, or None while it runs."""
+
+
 class RankReport(msgspec.Struct, frozen=True):
     analysis: RankAnalysis
     verdict: Verdict
     node: str | None = None
     """The node the rank ran on, in a run several nodes' launchers shared."""
+    standing: RankStanding | None = None
+    """Straggler or not, and how the rank ended: for a recorded run of several ranks."""
 
 
 class NodeReport(msgspec.Struct, frozen=True):

@@ -7,7 +7,7 @@ from typing import Any
 
 from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.findings import Finding, Verdict
-from torchtop.model.report import NodeReport, Report
+from torchtop.model.report import NodeReport, RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry, entry_json
 
 SCHEMA = "torchtop.report/1"
@@ -50,6 +50,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
                 "bottleneck": r.verdict.bottleneck,
                 "confidence": r.verdict.confidence,
                 "breakdown": breakdown_json(r.analysis),
+                **standing_json(r.standing),
             }
             | ({"node": r.node} if r.node is not None else {})
             for r in report.ranks
@@ -71,6 +72,22 @@ def node_json(node: NodeReport) -> dict[str, Any]:
         "mem_used_bytes": node.mem_used_bytes,
         "gpu_mean_utilization_pct": _round(node.gpu_mean_utilization_pct, 2),
         "ended": node.ended,
+    }
+
+
+def standing_json(standing: RankStanding | None) -> dict[str, Any]:
+    """A recorded rank's `straggler`, `slower_by`, `since` and `ended` (none for a trace)."""
+    if standing is None:
+        return {}
+    since = None
+    if standing.since_step is not None:
+        since = {"step": standing.since_step, "t": standing.since_t}
+    return {
+        "straggler": standing.straggler,
+        "slower_by": standing.slower_by,
+        "culprit_share": standing.culprit_share,
+        "since": since,
+        "ended": standing.ended,
     }
 
 

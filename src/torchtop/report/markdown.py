@@ -5,6 +5,7 @@ from __future__ import annotations
 from torchtop.model.findings import gain_text
 from torchtop.model.report import Report
 from torchtop.report.contract import BREAKDOWN_KEYS, breakdown_steps, steps_per_s
+from torchtop.report.text import standing_lines
 
 
 def render_markdown(report: Report) -> str:
@@ -52,6 +53,10 @@ def render_markdown(report: Report) -> str:
                 f"{r.analysis.breakdown.get('communication', 0.0):.1%} |"
             )
         lines.append("")
+        standings = [(r.analysis.label, line.strip()) for r in report.ranks
+                     for line in standing_lines(r.standing)]  # fmt: skip
+        if standings:
+            lines += [f"- {label}: {line}" for label, line in standings] + [""]
     notes = list(dict.fromkeys((*report.notes, *job.notes)))
     if notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding, format_value, gain_text
-from torchtop.model.report import Report
+from torchtop.model.report import RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry
 from torchtop.report.contract import breakdown_steps, steps_per_s
 
@@ -166,6 +166,9 @@ def _findings(findings: Iterable[Finding], style: _Style) -> list[str]:
 def _ranks(report: Report) -> list[str]:
     lines = ["RANKS"]
     slowest = report.job.metrics.get("slowest_rank")
+    if any(r.standing is not None and r.standing.straggler for r in report.ranks):
+        # Synchronised ranks share one step time; the straggler is the one to point at.
+        slowest = None
     for item in report.ranks:
         a, v = item.analysis, item.verdict
         mean = _num(a.metrics.get("step_mean_ms"))
@@ -174,7 +177,25 @@ def _ranks(report: Report) -> list[str]:
             f"  {a.label:<12} {mean or 0:9.1f} ms  {v.bottleneck:<13} ({v.confidence:.2f})"
             f"  comm {a.breakdown.get('communication', 0.0):.0%}{mark}"
         )
+        lines += standing_lines(item.standing)
     return [*lines, ""]
+
+
+def standing_lines(standing: RankStanding | None) -> list[str]:
+    """Under a recorded rank: whether the others wait on it, and how it ended."""
+    if standing is None:
+        return []
+    lines = []
+    if standing.straggler and standing.slower_by is not None:
+        since = f" since step {standing.since_step}" if standing.since_step is not None else ""
+        share = standing.culprit_share or 0.0
+        lines.append(
+            f"               straggler: {standing.slower_by:+.0%} busy time vs its peers,"
+            f" waited on in {share:.0%} of steps{since}"
+        )
+    if standing.ended is not None:
+        lines.append(f"               ended: {standing.ended}")
+    return lines
 
 
 def _tops(job: RankAnalysis) -> list[str]:

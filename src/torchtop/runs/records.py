@@ -98,6 +98,10 @@ class Step(JournalRecord, tag="step"):
     h2d_s: float | None = None
     sync_s: float | None = None
     t: float = 0.0
+    backward_s: float | msgspec.UnsetType = msgspec.UNSET
+    """Time inside `backward()` this step: under DDP it holds the wait for the other ranks'
+    gradients, so the rank that waits least is the one the others wait on. Absent where the
+    step had no backward (and in folders written before it existed)."""
 
 
 class Window(JournalRecord, tag="window"):
@@ -117,6 +121,11 @@ class Note(JournalRecord, tag="note"):
 class Bye(JournalRecord, tag="bye"):
     t: float
     reason: str | None = None
+    exit_code: int | msgspec.UnsetType = msgspec.UNSET
+    """The interpreter's exit status as the agent saw it (`sys.exit`'s code, 1 for an uncaught
+    exception, 0 otherwise); absent where it was not recorded."""
+    signal: str | msgspec.UnsetType = msgspec.UNSET
+    """The signal that ended the process (`SIGINT` for an uncaught KeyboardInterrupt)."""
 
 
 AgentRecord = Hello | Settings | Step | Window | Note | Bye

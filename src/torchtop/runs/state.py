@@ -57,6 +57,8 @@ class StepRecord:
     data_wait_s: float | None
     h2d_s: float | None
     sync_s: float | None
+    backward_s: float | None = None
+    """Time in `backward()`, which under DDP holds the wait for the other ranks."""
 
 
 class StepWalls:
@@ -112,6 +114,10 @@ class ProcessState:
     """The node it ran on, in a run folder several launchers share (`runs.nodes`)."""
     folder: Path | None = None
     """The run folder its windows' paths are relative to, where not the state's (a node's)."""
+    bye: Bye | None = None
+    """How the process said it ended (`bye`); None while it runs, or if it died unheard."""
+    last_t: float | None = None
+    """The time of its newest timed record: when it was last heard from."""
 
     @property
     def rank(self) -> int | None:
@@ -243,6 +249,9 @@ def _apply_sample(state: RunState, source: str, record: Record) -> None:
 
 def _apply_agent_record(state: RunState, pid: int, record: Record) -> None:
     process = state.processes.setdefault(pid, ProcessState(pid))
+    record_t = getattr(record, "t", None)
+    if isinstance(record_t, float) and record_t > (process.last_t or 0.0):
+        process.last_t = record_t
     if isinstance(record, Step):
         if record.wall_s is not None and record.wall_s >= 0:
             process.steps.append(_step(pid, record, record.wall_s))
@@ -258,6 +267,7 @@ def _apply_agent_record(state: RunState, pid: int, record: Record) -> None:
         process.notes.append(record.message)
     elif isinstance(record, Bye):
         process.ended = True
+        process.bye = record
 
 
 def _step(pid: int, record: Step, wall_s: float) -> StepRecord:
@@ -269,4 +279,5 @@ def _step(pid: int, record: Step, wall_s: float) -> StepRecord:
         data_wait_s=record.data_wait_s,
         h2d_s=record.h2d_s,
         sync_s=record.sync_s,
+        backward_s=record.backward_s if isinstance(record.backward_s, float) else None,
     )

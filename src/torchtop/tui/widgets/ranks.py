@@ -1,5 +1,6 @@
 """Ranks (when more than one): each rank's step time, verdict and communication share, with the
-slowest rank marked (a mark and a word, not only a colour). Hidden while the job has one rank."""
+slowest rank marked (a mark and a word, not only a colour), a straggler's excess busy time and
+how a rank ended (a recorded run's `RankStanding`). Hidden while the job has one rank."""
 
 from __future__ import annotations
 
@@ -30,6 +31,11 @@ def rank_line(item: RankReport, slowest: object, width: int) -> Text:
     line.append(f"{analysis.breakdown.get('communication', 0.0):5.0%}")
     if is_slowest:
         line.append("  slowest", style=SLOWEST_STYLE)
+    standing = item.standing
+    if standing is not None and standing.straggler and standing.slower_by is not None:
+        line.append(f"  straggler {standing.slower_by:+.0%}", style=SLOWEST_STYLE)
+    if standing is not None and standing.ended is not None:
+        line.append(f"  {standing.ended}", style=MUTED)
     return line
 
 
@@ -44,6 +50,8 @@ class RanksPanel(Panel):
         head.append(" conf" if width >= WIDE else "")
         head.append(" comm")
         slowest = frame.report.job.metrics.get("slowest_rank")
+        if any(r.standing is not None and r.standing.straggler for r in frame.report.ranks):
+            slowest = None  # synchronised ranks share one step time: the straggler is marked
         return lines_to_text(
             [head, *(rank_line(item, slowest, width) for item in frame.report.ranks)], height
         )
