@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+import pytest
 
 from tests.live.conftest import FakeRun
 from torchtop.jobs.records import write_exit_record
@@ -14,6 +16,9 @@ from torchtop.report import report_to_json
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.nodes import PID_LIMIT, SharedRunWatcher
 from torchtop.runs.records import HostSample
+
+if TYPE_CHECKING:
+    from torchtop.relaunch.watched import WatchedJob
 
 
 def node(root: Path, name: str, ranks: tuple[int, int], cpu_pct: float) -> FakeRun:
@@ -79,3 +84,18 @@ def test_a_single_launchers_report_gains_no_node_fields(fake_run: FakeRun) -> No
     report = analyzed(fake_run.layout.root)
     assert "nodes" not in report
     assert len(report["ranks"]) == 2 and not [r for r in report["ranks"] if "node" in r]
+
+
+def test_a_launcher_that_is_one_node_of_a_job_does_not_offer_to_relaunch_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The applier is what the dashboard's `a` key stops and relaunches: one node's part must not.
+    from torchtop.runs.identity import NodeIdentity
+    from torchtop.sessions.watching import applier
+
+    watched = cast("WatchedJob", object())
+    assert applier(watched, None) is watched
+    assert applier(watched, NodeIdentity("a")) is None
+    said = capsys.readouterr().err
+    assert "node a is one part of a job on several nodes" in said
+    assert "relaunch every node" in said

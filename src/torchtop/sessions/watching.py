@@ -30,7 +30,7 @@ from torchtop.live.watch import LiveMonitor, watch
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import WatchedJob
 from torchtop.report import render_text
-from torchtop.runs.identity import launch_dir, safe_name
+from torchtop.runs.identity import NodeIdentity, launch_dir, safe_name
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.node import node_name
 from torchtop.runs.nodes import run_has_ended
@@ -104,7 +104,7 @@ def _run(
     watched = WatchedJob(monitor, job, collectors, command, run_dir, kind)
     watched.plan = config.plan(watched.plan)  # a relaunch keeps what the file applied
     try:
-        report = watched.with_trials(_follow(monitor, options.headless, watched))
+        report = watched.with_trials(_follow(monitor, options.headless, applier(watched, node)))
     finally:
         watched.close()
     if job_log is not None:
@@ -214,6 +214,20 @@ def _follow_folder(monitor: LiveMonitor, options: WatchOptions) -> int:
         save_report(report, None, options.report)
     sys.stdout.write(render_text(report, colour=False))
     return 0
+
+
+def applier(watched: WatchedJob, node: NodeIdentity | None) -> WatchedJob | None:
+    """Who may try fixes from the dashboard: the watched job, unless it is one node's part of a
+    job on several nodes. Stopping and relaunching one node's `torchrun` would break the whole
+    job's rendezvous, so there the fix is shown but applied by the user on every node."""
+    if node is None:
+        return watched
+    print(
+        f"torchtop: node {node.name} is one part of a job on several nodes: fixes are shown, "
+        "not applied from here; relaunch every node with them (docs/multi-node.md)",
+        file=sys.stderr,
+    )
+    return None
 
 
 def _follow(monitor: LiveMonitor, headless: bool, watched: WatchedJob | None = None) -> Report:
