@@ -15,7 +15,7 @@ from torchtop.offline import analyze_paths
 from torchtop.report import report_to_json
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.nodes import PID_LIMIT, SharedRunWatcher
-from torchtop.runs.records import HostSample
+from torchtop.runs.records import HostProcess, HostSample
 
 if TYPE_CHECKING:
     from torchtop.relaunch.watched import WatchedJob
@@ -99,3 +99,21 @@ def test_a_launcher_that_is_one_node_of_a_job_does_not_offer_to_relaunch_it(
     said = capsys.readouterr().err
     assert "node a is one part of a job on several nodes" in said
     assert "relaunch every node" in said
+
+
+def test_a_rank_is_looked_for_in_its_own_nodes_host_samples(tmp_path: Path) -> None:
+    # Node b's process 100 is gone from b's newest host sample; node a's process 100 (the same
+    # pid, as in containers) is still listed in a's. Only b's rank 2 has ended, which only b's
+    # samples, searched for the pid b's agent gave, can tell.
+    for name, ranks, gone in (("a", (0, 1), False), ("b", (2, 3), True)):
+        run = FakeRun(tmp_path / "nodes" / name)
+        for pid, rank in zip((100, 101), ranks, strict=True):
+            run.hello(pid, rank=rank)
+            run.steps(pid, count=12, wall_s=0.1, data_wait_s=0.0)
+        listed = [HostProcess(pid=100), HostProcess(pid=101)]
+        with JournalWriter(run.layout.samples("host")) as host:
+            host.write(HostSample(t=run.t - 0.5, processes=listed))
+            host.write(HostSample(t=run.t + 1.0, processes=listed[1:] if gone else listed))
+    ended = {r["rank"]: r["ended"] for r in analyzed(tmp_path)["ranks"]}
+    assert ended[2] is not None and ended[2].startswith("silent since")
+    assert ended[0] is None and ended[1] is None and ended[3] is None

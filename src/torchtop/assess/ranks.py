@@ -39,9 +39,11 @@ def standings(
     policy: RankPolicy,
     host: Sequence[HostSample] = (),
     run_ended: bool = False,
+    node_host: Mapping[str, Sequence[HostSample]] | None = None,
 ) -> list[RankStanding]:
     """Each process's standing, in the order given (none for a job of one rank). Ranks are
-    told apart by position, not pid, so processes of several nodes may share pids."""
+    told apart by position, not pid, so processes of several nodes may share pids; a process
+    of a shared run folder is looked for in its own node's host samples (`node_host`)."""
     if len(processes) < 2:
         return []
     newest = SINCE_WINDOWS * policy.window_steps
@@ -50,7 +52,8 @@ def standings(
     newest_t = max((p.last_t for p in processes if p.last_t is not None), default=None)
     return [
         msgspec.structs.replace(
-            slow.get(i, RankStanding()), ended=ended(process, newest_t, host, policy, run_ended)
+            slow.get(i, RankStanding()),
+            ended=ended(process, newest_t, _host_of(process, host, node_host), policy, run_ended),
         )
         for i, process in enumerate(processes)
     ]
@@ -137,9 +140,21 @@ def ended(
     if last_t is None:
         return None
     peers_went_on = newest_t is not None and newest_t - last_t > policy.silent_after_s
-    if run_ended or peers_went_on or _gone_from_host(process.pid, last_t, host):
+    # The pid as its own node knows it: a shared folder renumbers pids that two nodes share.
+    pid = process.hello.pid if process.hello is not None and process.hello.pid else process.pid
+    if run_ended or peers_went_on or _gone_from_host(pid, last_t, host):
         return "silent since " + datetime.fromtimestamp(last_t, UTC).isoformat(timespec="seconds")
     return None
+
+
+def _host_of(
+    process: ProcessState,
+    host: Sequence[HostSample],
+    node_host: Mapping[str, Sequence[HostSample]] | None,
+) -> Sequence[HostSample]:
+    if node_host is not None and process.node is not None:
+        return node_host.get(process.node, ())
+    return host
 
 
 def _said(bye: Bye) -> str:

@@ -215,7 +215,10 @@ def _rank_reports(
     if len(ranks) < 2:
         return ()
     processes = state.training_processes
-    found = standings(processes, tree.settings.ranks, state.samples.host, state.exit is not None)
+    node_host = {name: node.samples.host for name, node in state.nodes.items()} or None
+    found = standings(
+        processes, tree.settings.ranks, state.samples.host, state.exit is not None, node_host
+    )
     return tuple(
         RankReport(r, diagnose(tree, r.metrics), node=p.node, standing=standing)
         for r, p, standing in zip(ranks, processes, found, strict=True)
