@@ -117,3 +117,13 @@ def test_a_rank_is_looked_for_in_its_own_nodes_host_samples(tmp_path: Path) -> N
     ended = {r["rank"]: r["ended"] for r in analyzed(tmp_path)["ranks"]}
     assert ended[2] is not None and ended[2].startswith("silent since")
     assert ended[0] is None and ended[1] is None and ended[3] is None
+
+
+def test_the_dashboards_rank_lines_name_each_ranks_node(tmp_path: Path) -> None:
+    from torchtop.tui.widgets.ranks import rank_line
+
+    node(tmp_path, "a", (0, 1), cpu_pct=20.0)
+    node(tmp_path, "b", (2, 3), cpu_pct=80.0)
+    report = analyze_paths([str(tmp_path)])
+    lines = [rank_line(r, None, 60).plain for r in report.ranks]
+    assert all(f"on {name}" in line for line, name in zip(lines, "aabb", strict=True))

@@ -1,6 +1,7 @@
 """Ranks (when more than one): each rank's step time, verdict and communication share, with the
 slowest rank marked (a mark and a word, not only a colour), a straggler's excess busy time and
-how a rank ended (a recorded run's `RankStanding`). Hidden while the job has one rank."""
+how a rank ended (a recorded run's `RankStanding`), and its node in a run several nodes share.
+Hidden while the job has one rank."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def rank_line(item: RankReport, slowest: object, width: int) -> Text:
     line.append(f"{analysis.breakdown.get('communication', 0.0):5.0%}")
     if is_slowest:
         line.append("  slowest", style=SLOWEST_STYLE)
+    if item.node is not None:
+        line.append(f"  on {item.node}", style=MUTED)  # a run several nodes' launchers share
     standing = item.standing
     if standing is not None and standing.straggler and standing.slower_by is not None:
         line.append(f"  straggler {standing.slower_by:+.0%}", style=SLOWEST_STYLE)
