@@ -14,9 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
-from torchtop.analysis.vocabulary import COLLECTIVE_PREFIXES, COMM_KERNEL_MARKERS
+from torchtop.analysis.vocabulary import COLLECTIVE_PREFIXES, COMM_KERNEL_MARKERS, distinct
 from torchtop.model.analysis import CommStat
 from torchtop.traces.data import Spans, TraceData
 
@@ -88,7 +86,7 @@ def _within(spans: Spans, window_us: tuple[float, float] | None) -> Spans:
 def _by_kind(
     spans: Spans, names: list[str], kind_of: Callable[[str], str | None]
 ) -> dict[str, tuple[int, float]]:
-    kinds = {int(c): kind_of(names[int(c)]) for c in np.unique(spans.name)}
+    kinds = {int(c): kind_of(names[int(c)]) for c in distinct(spans.name)}
     found: dict[str, tuple[int, float]] = {}
     durations = spans.dur_us
     for code, kind in kinds.items():
