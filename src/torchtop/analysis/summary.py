@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from msgspec.structs import replace
 
-from torchtop.analysis import device, host
+from torchtop.analysis import comms, device, host
 from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs
 from torchtop.analysis.steps import find_steps
 from torchtop.analysis.vocabulary import median, percentile
@@ -64,7 +64,14 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         copies=device.copy_stats(trace),
         notes=_notes(trace, steps.has_markers, steps.dropped_tail),
         python_calls=() if trace.python is None else (trace.python,),
+        communication=comms.collective_stats(
+            trace, _window(steps.start_us, steps.end_us), total_us
+        ),
     )
+
+
+def _window(lo: np.ndarray, hi: np.ndarray) -> tuple[float, float] | None:
+    return (float(lo.min()), float(hi.max())) if len(lo) else None
 
 
 def _comm_overlap(roles: Roles, lo: np.ndarray, hi: np.ndarray) -> Metrics:
@@ -157,6 +164,7 @@ def merge_rank(parts: Sequence[RankAnalysis]) -> RankAnalysis:
         copies=max(parts, key=lambda p: len(p.steps)).copies,
         notes=tuple(dict.fromkeys(n for p in parts for n in p.notes)),
         python_calls=tuple(c for p in parts for c in p.python_calls),
+        communication=comms.pooled([p.communication for p in parts], weights),
     )
 
 
@@ -187,7 +195,12 @@ def job_analysis(
     metrics.update(rank_spread_metrics(ranks))
     slowest = max(ranks, key=lambda r: float(r.metrics.get("step_mean_ms") or 0.0))
     job = replace(
-        slowest, rank=None, label=f"{len(ranks)} ranks", breakdown=breakdown, metrics=metrics
+        slowest,
+        rank=None,
+        label=f"{len(ranks)} ranks",
+        breakdown=breakdown,
+        metrics=metrics,
+        communication=comms.pooled([r.communication for r in ranks], [1.0] * len(ranks)),
     )
     if pool_sources:
         job = replace(

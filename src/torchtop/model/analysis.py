@@ -43,6 +43,16 @@ class CopyStat(msgspec.Struct, frozen=True):
     gb_per_s: float | None
 
 
+class CommStat(msgspec.Struct, frozen=True):
+    """One collective kind's calls: count, time and share of step time; bytes where known."""
+
+    kind: str
+    count: int
+    total_us: float
+    share: float | None
+    bytes: float | None = None
+
+
 class PythonCalls(msgspec.Struct, frozen=True):
     """One trace's `python_function` events (Kineto `with_stack=True`), only what locating a
     code fix needs: each call's `name` (a code into `names`, "file(line): function"), its
@@ -72,3 +82,5 @@ class RankAnalysis(msgspec.Struct, frozen=True):
     notes: tuple[str, ...] = msgspec.field(default_factory=tuple)
     python_calls: tuple[PythonCalls, ...] = ()
     """Each file's Python calls, for locating code fixes; () where the traces have none."""
+    communication: tuple[CommStat, ...] = ()
+    """Collectives by kind; () where the traces have none."""

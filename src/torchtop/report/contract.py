@@ -41,6 +41,8 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "traces": [_trace_info(i) for i in job.infos],
         "notes": list(dict.fromkeys((*report.notes, *job.notes))),
     }
+    if job.communication:
+        document["communication"] = communication_json(job)
     if report.ranks:
         document["ranks"] = [
             {
@@ -53,6 +55,11 @@ def report_to_json(report: Report) -> dict[str, Any]:
                 **standing_json(r.standing),
             }
             | ({"node": r.node} if r.node is not None else {})
+            | (
+                {"communication": communication_json(r.analysis)}
+                if r.analysis.communication
+                else {}
+            )
             for r in report.ranks
         ]
     if report.trials:
@@ -72,6 +79,19 @@ def node_json(node: NodeReport) -> dict[str, Any]:
         "mem_used_bytes": node.mem_used_bytes,
         "gpu_mean_utilization_pct": _round(node.gpu_mean_utilization_pct, 2),
         "ended": node.ended,
+    }
+
+
+def communication_json(analysis: RankAnalysis) -> dict[str, Any]:
+    """Collectives by kind (only where the traces hold any): count, time, share, bytes."""
+    return {
+        s.kind: {
+            "count": s.count,
+            "total_ms": round(s.total_us / 1000.0, 3),
+            "share": _round(s.share, 4),
+            "bytes": s.bytes,
+        }
+        for s in analysis.communication
     }
 
 

@@ -107,7 +107,19 @@ def _steps(job: RankAnalysis, style: _Style) -> list[str]:
     head += f" · {rate:.2f} steps/s" if rate else ""
     util = _num(m.get("gpu_utilization"))
     head += f" · GPU busy {util:.1%}" if util is not None else " · no GPU in trace"
-    return [head, *bars, *_coverage(job), ""]
+    return [head, *bars, *_coverage(job), *_communication(job), ""]
+
+
+def _communication(job: RankAnalysis) -> list[str]:
+    """One line of collectives by kind, only where the traces hold any."""
+    if not job.communication:
+        return []
+    parts = [
+        f"{s.kind} {s.count}× {s.total_us / 1000.0:.1f} ms"
+        + (f" ({s.share:.0%})" if s.share is not None else "")
+        for s in job.communication
+    ]
+    return ["  collectives: " + " · ".join(parts)]
 
 
 def _coverage(job: RankAnalysis) -> list[str]:

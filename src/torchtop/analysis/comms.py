@@ -1,0 +1,119 @@
+"""Communication by collective kind: how many, how long and what share of step time.
+
+The device's collective kernels are where a GPU job's communication time is spent, so their
+names (`ncclKernel_AllReduce_...`, `ncclDevKernel_AllGather_...`, RCCL alike) give the kind and
+their durations the time. A CPU job (gloo) has no such kernels: its host ranges (`gloo:all_reduce`,
+`nccl:all_to_all` annotations) are the collective's time instead. NCCL runs all_to_all as
+SendRecv kernels: where the host called all_to_all and no send/recv, those kernels are named
+all_to_all. Message sizes are not kept by the
+trace reader yet, so `bytes` is None (not measured), never 0.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from torchtop.analysis.vocabulary import COLLECTIVE_PREFIXES, COMM_KERNEL_MARKERS, distinct
+from torchtop.model.analysis import CommStat
+from torchtop.traces.data import Spans, TraceData
+
+_KERNEL_KIND = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)", re.IGNORECASE)
+_KINDS = {
+    "allreduce": "all_reduce",
+    "allgather": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "alltoall": "all_to_all",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "sendrecv": "send_recv",
+    "send": "send_recv",
+    "recv": "send_recv",
+}
+
+
+def kernel_kind(name: str) -> str | None:
+    """The collective kind of a device kernel's name; None: not a collective kernel."""
+    if not any(m in name.lower() for m in COMM_KERNEL_MARKERS):
+        return None
+    found = _KERNEL_KIND.match(name)
+    word = found.group(1).lower() if found else ""
+    return _KINDS.get(word, word or "other")
+
+
+def host_kind(name: str) -> str | None:
+    """The kind of a host collective range (`gloo:all_reduce` -> all_reduce); None: not one."""
+    for prefix in COLLECTIVE_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix) :].strip() or "other"
+    return None
+
+
+def collective_stats(
+    trace: TraceData, window_us: tuple[float, float] | None, step_total_us: float
+) -> tuple[CommStat, ...]:
+    """Per kind, in name order: the kernels' time where the device ran any, else the host's.
+
+    Only collectives starting inside `window_us` (first step's start to last step's end) count,
+    as the breakdown's steps do, so a share is of the same time; None: the whole trace."""
+    found = _by_kind(_within(trace.kernels, window_us), trace.names, kernel_kind)
+    host = _by_kind(_within(trace.annotations, window_us), trace.names, host_kind)
+    if not found:
+        found = host
+    elif "send_recv" in found and "all_to_all" in host and not {"send", "recv"} & host.keys():
+        # The host called all_to_all and no point-to-point: the SendRecv kernels are its.
+        found["all_to_all"] = found.pop("send_recv")
+    return tuple(
+        CommStat(
+            kind=kind,
+            count=count,
+            total_us=total_us,
+            share=total_us / step_total_us if step_total_us > 0 else None,
+        )
+        for kind, (count, total_us) in sorted(found.items())
+    )
+
+
+def _within(spans: Spans, window_us: tuple[float, float] | None) -> Spans:
+    if window_us is None:
+        return spans
+    lo, hi = window_us
+    keep = (spans.start_us >= lo) & (spans.start_us < hi)
+    # Only the fields counted here: some span kinds leave their id arrays empty.
+    return Spans(spans.start_us[keep], spans.end_us[keep], spans.name[keep])
+
+
+def _by_kind(
+    spans: Spans, names: list[str], kind_of: Callable[[str], str | None]
+) -> dict[str, tuple[int, float]]:
+    kinds = {int(c): kind_of(names[int(c)]) for c in distinct(spans.name)}
+    found: dict[str, tuple[int, float]] = {}
+    durations = spans.dur_us
+    for code, kind in kinds.items():
+        if kind is None:
+            continue
+        mask = spans.name == code
+        count, total = found.get(kind, (0, 0.0))
+        found[kind] = (count + int(mask.sum()), total + float(durations[mask].sum()))
+    return found
+
+
+def pooled(parts: Sequence[tuple[CommStat, ...]], weights: Sequence[float]) -> tuple[CommStat, ...]:
+    """Counts and times summed; shares the weighted mean (a part without a kind counts as 0)."""
+    total_weight = sum(weights) or 1.0
+    kinds = sorted({s.kind for part in parts for s in part})
+    merged = []
+    for kind in kinds:
+        stats = [
+            (s, w) for part, w in zip(parts, weights, strict=True) for s in part if s.kind == kind
+        ]
+        shares = [(s.share, w) for s, w in stats if s.share is not None]
+        merged.append(
+            CommStat(
+                kind=kind,
+                count=sum(s.count for s, _ in stats),
+                total_us=sum(s.total_us for s, _ in stats),
+                share=sum(v * w for v, w in shares) / total_weight if shares else None,
+            )
+        )
+    return tuple(merged)
