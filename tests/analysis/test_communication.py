@@ -80,3 +80,15 @@ def test_the_text_report_names_the_collectives_in_one_line(shared: Path) -> None
     lines = [line for line in out.getvalue().splitlines() if "collectives:" in line]
     assert len(lines) == 1
     assert "all_reduce" in lines[0] and "all_to_all" in lines[0]
+
+
+def test_nested_host_ranges_of_a_gloo_rank_count_once_and_agree_with_the_breakdown(
+    shared: Path,
+) -> None:
+    # The CPU-only gloo rank's all_reduce is `c10d::allreduce_` around `gloo:all_reduce`: summed
+    # as two ranges it came to 164% of the step. Counted once, its share is the step's
+    # communication share as the breakdown (torch-tb-profiler's way) measures it.
+    report = analyze_json(shared / "hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+    all_reduce = report["communication"]["all_reduce"]
+    assert all_reduce["count"] == 1
+    assert abs(all_reduce["share"] - report["breakdown"]["communication"]) < 0.01

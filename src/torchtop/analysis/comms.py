@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from torchtop.analysis.vocabulary import COLLECTIVE_PREFIXES, COMM_KERNEL_MARKERS, distinct
 from torchtop.model.analysis import CommStat
 from torchtop.traces.data import Spans, TraceData
@@ -57,7 +59,9 @@ def collective_stats(
     Only collectives starting inside `window_us` (first step's start to last step's end) count,
     as the breakdown's steps do, so a share is of the same time; None: the whole trace."""
     found = _by_kind(_within(trace.kernels, window_us), trace.names, kernel_kind)
-    host = _by_kind(_within(trace.annotations, window_us), trace.names, host_kind)
+    # Host ranges nest (`c10d::allreduce_` around `gloo:all_reduce`): each kind's time is the
+    # union of its ranges and its count the ranges no other of its kind holds.
+    host = _by_kind(_within(trace.annotations, window_us), trace.names, host_kind, nested=True)
     if not found:
         found = host
     elif "send_recv" in found and "all_to_all" in host and not {"send", "recv"} & host.keys():
@@ -79,23 +83,46 @@ def _within(spans: Spans, window_us: tuple[float, float] | None) -> Spans:
         return spans
     lo, hi = window_us
     keep = (spans.start_us >= lo) & (spans.start_us < hi)
-    # Only the fields counted here: some span kinds leave their id arrays empty.
-    return Spans(spans.start_us[keep], spans.end_us[keep], spans.name[keep])
+    # A collective still running when the last step ends counts up to that end, so a share is
+    # of the steps' own time. Only the fields counted here: some span kinds leave their id
+    # arrays empty.
+    return Spans(spans.start_us[keep], np.minimum(spans.end_us[keep], hi), spans.name[keep])
 
 
 def _by_kind(
-    spans: Spans, names: list[str], kind_of: Callable[[str], str | None]
+    spans: Spans,
+    names: list[str],
+    kind_of: Callable[[str], str | None],
+    nested: bool = False,
 ) -> dict[str, tuple[int, float]]:
     kinds = {int(c): kind_of(names[int(c)]) for c in distinct(spans.name)}
-    found: dict[str, tuple[int, float]] = {}
-    durations = spans.dur_us
+    masks: dict[str, np.ndarray] = {}
     for code, kind in kinds.items():
-        if kind is None:
-            continue
-        mask = spans.name == code
-        count, total = found.get(kind, (0, 0.0))
-        found[kind] = (count + int(mask.sum()), total + float(durations[mask].sum()))
+        if kind is not None:
+            mask = spans.name == code
+            masks[kind] = masks[kind] | mask if kind in masks else mask
+    found: dict[str, tuple[int, float]] = {}
+    for kind, mask in masks.items():
+        starts, ends = spans.start_us[mask], spans.end_us[mask]
+        if nested:
+            found[kind] = _union(starts, ends)
+        else:
+            found[kind] = (int(mask.sum()), float((ends - starts).sum()))
     return found
+
+
+def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[int, float]:
+    """How many ranges no earlier one holds, and the length of their union."""
+    count, total_us, reach = 0, 0.0, float("-inf")
+    for start, end in sorted(zip(starts.tolist(), ends.tolist(), strict=True)):
+        if start >= reach:
+            count += 1
+            total_us += end - start
+            reach = end
+        elif end > reach:
+            total_us += end - reach
+            reach = end
+    return count, total_us
 
 
 def pooled(parts: Sequence[tuple[CommStat, ...]], weights: Sequence[float]) -> tuple[CommStat, ...]:
