@@ -195,3 +195,19 @@ def test_the_dashboard_rank_line_marks_the_straggler_and_says_how_a_rank_ended(
     lines = {r.analysis.rank: rank_line(r, None, 60).plain for r in report.ranks}
     assert lines[1].endswith("straggler +125%")
     assert lines[0].endswith("exit 0") and "straggler" not in lines[0]
+
+
+def test_a_rank_that_fell_silent_does_not_hide_the_straggler_among_the_running_ranks() -> None:
+    # Rank 1 is waited on in every step; rank 2 stopped after 20 steps while the others went on
+    # for 300 (more than the newest windows looked at), so it shares no new step with them.
+    waits = [[50.0, 0.0, 50.0] for _ in range(300)]
+    series = _series(waits)
+    series[2] = series[2][:20]
+    processes = []
+    for rank, steps in series.items():
+        process = ProcessState(1000 + rank, last_t=steps[-1].t)
+        process.steps.extend(steps)
+        processes.append(process)
+    found = standings(processes, POLICY)
+    assert found[1].straggler and not found[0].straggler
+    assert found[2].ended is not None and found[2].ended.startswith("silent since")

@@ -47,9 +47,17 @@ def standings(
     if len(processes) < 2:
         return []
     newest = SINCE_WINDOWS * policy.window_steps
-    series = {i: list(islice(reversed(p.steps), newest)) for i, p in enumerate(processes)}
-    slow = stragglers(series, policy)
     newest_t = max((p.last_t for p in processes if p.last_t is not None), default=None)
+    # A rank that fell silent while its peers went on shares no new steps with them: judged
+    # with them, it would hide a straggler among the ranks still running.
+    running = [
+        i
+        for i, p in enumerate(processes)
+        if p.last_t is None or newest_t is None or newest_t - p.last_t <= policy.silent_after_s
+    ]
+    judged = running if len(running) >= 2 else range(len(processes))
+    series = {i: list(islice(reversed(processes[i].steps), newest)) for i in judged}
+    slow = stragglers(series, policy)
     return [
         msgspec.structs.replace(
             slow.get(i, RankStanding()),
