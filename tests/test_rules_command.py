@@ -4,14 +4,13 @@ status 2 and one line on stderr naming the file and the key."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import RULES_DIR
+from tests.diagnosis.test_strict_loading import MISTAKES, edit, shipped_copy
 
 EXIT_BAD_INPUT = 2
 
@@ -27,58 +26,27 @@ def torchtop_rules(folder: Path, cache: Path) -> subprocess.CompletedProcess[str
     )
 
 
+# One of each kind of mistake the issue names, from the loader's own list, through the CLI.
+THROUGH_THE_CLI = {
+    "misspelt key",
+    "misspelt key in a fix",
+    "unknown knob",
+    "unknown severity",
+    "value expression the planner cannot resolve",
+}
+
+
 @pytest.mark.parametrize(
-    ("name", "old", "new", "key"),
-    [
-        pytest.param(
-            "dataloader-starved.toml",
-            'severity = "low"',
-            'severty = "high"',
-            "unknown key 'severty' (did you mean 'severity'?)",
-            id="misspelt key",
-        ),
-        pytest.param(
-            "dataloader-starved.toml",
-            'apply = "override"\ndescription = "Keep workers',
-            'apply = "override"\ndescripton = "Keep workers',
-            "unknown key 'fixes[1].descripton' (did you mean 'description'?)",
-            id="misspelt key in a fix",
-        ),
-        pytest.param(
-            "dataloader-starved.toml",
-            'knob = "dataloader.persistent_workers"',
-            'knob = "dataloader.persistant_workers"',
-            "fixes[1].knob: unknown knob 'dataloader.persistant_workers'",
-            id="unknown knob",
-        ),
-        pytest.param(
-            "dataloader-starved.toml",
-            'severity = "low"',
-            'severity = "critical"',
-            "severity: unknown severity 'critical'",
-            id="bad severity",
-        ),
-        pytest.param(
-            "cpu-math-bound.toml",
-            'value = "physical cores"',
-            'value = "cores/(workers+1)"',
-            "fixes[0].value: 'cores/(workers+1)' is not a value of env.OMP_NUM_THREADS",
-            id="bad value expression",
-        ),
-    ],
+    ("name", "old", "new", "message"), [m for m in MISTAKES if m.id in THROUGH_THE_CLI]
 )
 def test_a_planted_mistake_exits_2_with_one_line_naming_the_file_and_the_key(
-    tmp_path: Path, name: str, old: str, new: str, key: str
+    tmp_path: Path, name: str, old: str, new: str, message: str
 ) -> None:
-    folder = tmp_path / "rules"
-    shutil.copytree(RULES_DIR, folder)
+    folder = shipped_copy(tmp_path)
     assert torchtop_rules(folder, tmp_path / "cache").returncode == 0  # and a tree is cached
-    path = folder / name
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new, 1))
+    path = edit(folder, name, old, new)
     done = torchtop_rules(folder, tmp_path / "cache")
     assert done.returncode == EXIT_BAD_INPUT
     assert done.stdout == ""
     (line,) = done.stderr.splitlines()
-    assert f"{path}: {key}" in line
+    assert f"{path}: {message}" in line
