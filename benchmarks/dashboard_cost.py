@@ -155,7 +155,12 @@ async def watch(app: Dashboard, seconds: float, result: Result, heap: bool) -> N
         result.ticks = app.frames_received - counts[3]
         state = app.source.watcher.state if isinstance(app.source, LiveMonitor) else None
         if state is not None:
-            result.samples_held = {k: len(v) for k, v in state.samples.items()}
+            held = state.samples
+            result.samples_held = {
+                "host": len(held.host),
+                "gpu": len(held.gpu),
+                "stacks": len(held.stacks),
+            }
         app.pacer.stop()
 
 

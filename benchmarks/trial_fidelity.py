@@ -44,7 +44,9 @@ from torchtop.diagnosis.rules import load_rules
 from torchtop.jobs.env import ON_REQUEST
 from torchtop.jobs.job import Output, start
 from torchtop.model.plan import LaunchPlan
-from torchtop.relaunch.trial import Trial
+from torchtop.model.trial_entry import entry_json
+from torchtop.model.trials import Trial
+from torchtop.relaunch.trial import trial_entry
 from torchtop.relaunch.tune import TuneOptions, tune
 
 JOBS_DIR = Path(__file__).resolve().parent / "jobs"
@@ -165,7 +167,7 @@ def _trial_row(job: Job, trial: Trial) -> dict[str, Any]:
         "kept": trial.kept,
         "claimed": trial.speedup,
         "predicted_gain": trial.predicted_gain,
-        "trial": trial.as_json(with_steps=False),
+        "trial": entry_json(trial_entry(trial, with_steps=False)),
     }
 
 

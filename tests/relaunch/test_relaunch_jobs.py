@@ -15,8 +15,8 @@ from tests.relaunch.running import JOBS, agent_records, job
 from torchtop.advice.plan import initial_plan
 from torchtop.jobs.job import start_plan
 from torchtop.jobs.processes import is_alive, job_tree
+from torchtop.model.trials import Span
 from torchtop.relaunch.measure import MeasureError, measure
-from torchtop.relaunch.warmup import Span
 from torchtop.runs.state import RunWatcher
 
 TORCHRUN = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]

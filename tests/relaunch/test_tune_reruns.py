@@ -16,11 +16,11 @@ from tests.conftest import RULES_DIR
 from tests.relaunch.running import QUICK, agent_records, job
 from torchtop.advice.plan import initial_plan
 from torchtop.diagnosis.rules import load_rules
+from torchtop.model.trials import Span
 from torchtop.relaunch.measure import measure
 from torchtop.relaunch.summary import render_summary
 from torchtop.relaunch.tune import TuneResult
 from torchtop.relaunch.tuned import write_tuned
-from torchtop.relaunch.warmup import Span
 from torchtop.sessions.tune import TuneCommand, tune_session
 
 pytestmark = pytest.mark.slow

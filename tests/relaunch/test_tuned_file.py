@@ -10,9 +10,9 @@ from pathlib import Path
 from torchtop.advice.plan import initial_plan
 from torchtop.jobs.env import job_environment
 from torchtop.model.plan import AppliedFix
+from torchtop.model.trials import Trial
 from torchtop.relaunch.measure import Measurement
 from torchtop.relaunch.summary import render_summary, tune_report
-from torchtop.relaunch.trial import Trial
 from torchtop.relaunch.tune import TuneResult
 from torchtop.relaunch.tuned import load_tuned, shell_line, write_tuned
 

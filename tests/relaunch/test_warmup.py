@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 
-from torchtop.relaunch.warmup import Span, end_of_warmup, queued_batches
+from torchtop.model.trials import Span
+from torchtop.relaunch.warmup import end_of_warmup, queued_batches
 from torchtop.runs.records import LoaderSettings, Settings
 
 SPAN = Span(steps=20, warmup_steps=8)

@@ -42,8 +42,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from torchtop.model.trials import Holding as Holding
-from torchtop.model.trials import steps_per_s
+from torchtop.model.trials import Holding, steps_per_s
 from torchtop.relaunch.stats import mann_whitney_p
 
 

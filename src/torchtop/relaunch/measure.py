@@ -24,9 +24,9 @@ from pathlib import Path
 from torchtop.jobs.env import ON_REQUEST
 from torchtop.jobs.job import TERMINAL, start_plan
 from torchtop.model.plan import LaunchPlan
-from torchtop.model.trials import MeasuredRun
+from torchtop.model.trials import MeasuredRun, Span, Warmup
 from torchtop.relaunch.handle import TrialHandle
-from torchtop.relaunch.warmup import Span, Warmup, end_of_warmup, queued_batches
+from torchtop.relaunch.warmup import end_of_warmup, queued_batches
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import ExitRecord, Settings
 from torchtop.runs.state import ProcessState, RunState, RunWatcher, load_run

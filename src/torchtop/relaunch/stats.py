@@ -13,8 +13,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from torchtop.model.trials import steps_per_s as steps_per_s
-
 
 @dataclass(frozen=True)
 class Comparison:

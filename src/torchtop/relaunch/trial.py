@@ -31,9 +31,7 @@ from torchtop.advice.show import env_changes, format_overrides
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.report import Report
 from torchtop.model.trial_entry import TrialEntry, TrialRuns, entry_json
-from torchtop.model.trials import Decided, Measured, MeasuredRun, Span, TrialEvent, walls_of
-from torchtop.model.trials import Trial as Trial
-from torchtop.relaunch.handle import TrialCancelled as TrialCancelled
+from torchtop.model.trials import Decided, Measured, MeasuredRun, Span, Trial, TrialEvent, walls_of
 from torchtop.relaunch.handle import TrialHandle
 from torchtop.relaunch.measure import MeasureError, Measurement, measure
 from torchtop.relaunch.stats import compare

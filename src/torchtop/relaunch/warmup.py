@@ -21,8 +21,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from torchtop.model.trials import Span as Span
-from torchtop.model.trials import Warmup as Warmup
+from torchtop.model.trials import Span, Warmup
 from torchtop.runs.records import Settings
 
 DEFAULT_PREFETCH_FACTOR = 2

@@ -39,11 +39,15 @@ from torchtop.live.watch import LiveMonitor
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.report import Report
-from torchtop.model.trials import Holding, Stage, Trial
-from torchtop.model.trials import Proposal as Proposal
-from torchtop.model.trials import RevertOutcome as RevertOutcome
-from torchtop.model.trials import TrialEvent as TrialEvent
-from torchtop.model.trials import TrialOutcome as TrialOutcome
+from torchtop.model.trials import (
+    Holding,
+    Proposal,
+    RevertOutcome,
+    Stage,
+    Trial,
+    TrialEvent,
+    TrialOutcome,
+)
 from torchtop.relaunch.handle import TrialCancelled, TrialHandle
 from torchtop.relaunch.holding import HoldingTest
 from torchtop.relaunch.measure import MeasureError, main_process
