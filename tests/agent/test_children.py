@@ -37,7 +37,10 @@ stopped = subprocess.Popen([sys.executable, "-c", CHILD, "wait"], stdout=subproc
 assert stopped.stdout.readline() == b"stepped\\n"
 time.sleep(1.0)  # the agent lists its children every 0.5 s
 stopped.send_signal(signal.SIGTERM)
-print("codes", killed.wait(), stopped.wait(), killed.pid, stopped.pid, flush=True)
+# Polled, as torchrun polls its ranks: a parent blocked in wait() may reap first (no bye then).
+while killed.poll() is None or stopped.poll() is None:
+    time.sleep(0.1)
+print("codes", killed.returncode, stopped.returncode, killed.pid, stopped.pid, flush=True)
 """
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import tomllib
 from pathlib import Path
@@ -16,7 +17,7 @@ from torchtop.assess.ranks import ended, standings, stragglers
 from torchtop.assess.run import assess
 from torchtop.diagnosis.rules import RuleError, load_rules
 from torchtop.diagnosis.schema import RankPolicy
-from torchtop.live.headless import progress_line
+from torchtop.live.headless import ProgressPrinter, progress_line
 from torchtop.report.contract import report_to_json
 from torchtop.report.markdown import render_markdown
 from torchtop.report.text import render_text
@@ -211,3 +212,28 @@ def test_a_rank_that_fell_silent_does_not_hide_the_straggler_among_the_running_r
     found = standings(processes, POLICY)
     assert found[1].straggler and not found[0].straggler
     assert found[2].ended is not None and found[2].ended.startswith("silent since")
+
+
+def test_the_progress_printer_names_a_rank_that_ended_at_once_not_at_the_next_quiet_line(
+    tmp_path: Path,
+) -> None:
+    report = assess(load_run(_two_rank_run(tmp_path).layout.root), {}, load_rules())
+    stream = io.StringIO()
+    printer = ProgressPrinter(stream)
+    standing = report.ranks[0].standing
+    assert standing is not None
+    running = msgspec.structs.replace(
+        report,
+        ranks=[
+            msgspec.structs.replace(
+                report.ranks[0], standing=msgspec.structs.replace(standing, ended=None)
+            ),
+            *report.ranks[1:],
+        ],
+    )
+    printer(running, report.verdict, 1.0)
+    printer(running, report.verdict, 2.0)  # nothing new within the quiet interval: no line
+    printer(report, report.verdict, 3.0)  # rank 0 ended: a line at once
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2
+    assert "rank 0 exit 0" not in lines[0] and "rank 0 exit 0" in lines[1]

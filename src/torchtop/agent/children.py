@@ -11,7 +11,9 @@ status WITHOUT reaping it: the job's own `wait` still gets the same status, unto
 A child that had the agent (its `events/agent-<pid>.jsonl` exists) and whose journal does not
 end in a `bye` gets one appended, `reason = "seen by parent"`: the child is dead, so the file
 has one writer at a time still. Where waiting is not possible (no `os.waitid`, not Linux) or
-the job reaped the child first (`ChildProcessError`), nothing is written.
+the job reaped the child first (`ChildProcessError`: a parent blocked in its own `wait()` may
+win the wake-up; torchrun polls every 0.1 s, so it rarely does), nothing is written and the
+run calls the rank silent, as before.
 """
 
 from __future__ import annotations

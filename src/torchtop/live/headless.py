@@ -1,7 +1,8 @@
 """`--headless`: progress lines on stderr while watching, the report at the end.
 
-A progress line is printed when the shown verdict changes and otherwise every few seconds, so
-a long run's log stays readable, and once more from the final report. Its steps/s is the
+A progress line is printed when the shown verdict or a rank's news (a straggler named, a rank
+ended) changes and otherwise every few seconds, so a long run's log stays readable and a dead
+rank is named at the tick that finds it, and once more from the final report. Its steps/s is the
 report's: the whole watched period's rate.
 """
 
@@ -28,12 +29,16 @@ class ProgressPrinter:
     stream: TextIO = sys.stderr
     last_verdict: str | None = None
     last_print_s: float = -QUIET_INTERVAL_S
+    last_news: tuple[str, ...] = ()
 
     def __call__(self, report: Report, shown: Verdict, elapsed_s: float) -> None:
-        changed = shown.bottleneck != self.last_verdict
+        # Which ranks are stragglers or ended, not by how much: a figure that moves each tick
+        # would print every line.
+        news = tuple(sorted(_news_kind(line) for line in rank_news(report)))
+        changed = shown.bottleneck != self.last_verdict or news != self.last_news
         if not changed and elapsed_s - self.last_print_s < QUIET_INTERVAL_S:
             return
-        self.last_verdict, self.last_print_s = shown.bottleneck, elapsed_s
+        self.last_verdict, self.last_print_s, self.last_news = shown.bottleneck, elapsed_s, news
         self.stream.write(progress_line(report, shown, elapsed_s) + "\n")
         self.stream.flush()
 
@@ -80,6 +85,11 @@ def rank_news(report: Report) -> list[str]:
         if standing is not None and standing.ended is not None:
             news.append(f"{label} {standing.ended}")
     return news
+
+
+def _news_kind(news: str) -> str:
+    """`rank 1 straggler` of `rank 1 straggler +40%`: what changed, without the figure."""
+    return news.rsplit(" ", 1)[0] if " straggler " in news else news
 
 
 def save_report(report: Report, run_dir: Path | None, extra_path: str | None) -> None:
