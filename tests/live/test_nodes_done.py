@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -171,6 +172,10 @@ def check_report(report: dict[str, Any], log: JobLog) -> None:
     expected = log.slower_by(range(max(shared - 49, 1), shared + 1))
     assert ranks[SLOW_RANK]["slower_by"] == pytest.approx(expected, rel=SLOWER_BY_REL)
     assert ranks[KILL_RANK]["ended"] == "signal SIGKILL"
+    # Where it was: its newest stack dump (every 5 s by the launcher), taken before it died.
+    last = ranks[KILL_RANK]["last_stack"]
+    assert datetime.fromisoformat(last["at"]).timestamp() <= log.killed_at
+    assert any(frame["file"] == str(JOB) for frame in last["frames"]), last
     for rank, entry in ranks.items():
         if rank in log.failed:
             assert entry["ended"] == "exit 1", (rank, entry)

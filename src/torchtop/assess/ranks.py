@@ -58,12 +58,18 @@ def standings(
     judged = running if len(running) >= 2 else range(len(processes))
     series = {i: list(islice(reversed(processes[i].steps), newest)) for i in judged}
     slow = stragglers(series, policy)
+    endings = [
+        ended(process, newest_t, _host_of(process, host, node_host), policy, run_ended)
+        for process in processes
+    ]
     return [
         msgspec.structs.replace(
             slow.get(i, RankStanding()),
-            ended=ended(process, newest_t, _host_of(process, host, node_host), policy, run_ended),
+            ended=end,
+            # Where it was when it died or hung; a clean exit's last stack tells nothing.
+            last_stack=process.last_stack if end is not None and end != "exit 0" else None,
         )
-        for i, process in enumerate(processes)
+        for i, (process, end) in enumerate(zip(processes, endings, strict=True))
     ]
 
 

@@ -9,6 +9,23 @@ from torchtop.model.findings import Verdict
 from torchtop.model.trial_entry import TrialEntry
 
 
+class StackLine(msgspec.Struct, frozen=True):
+    """One frame of a stack dump."""
+
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+class LastStack(msgspec.Struct, frozen=True):
+    """A process's newest stack dump (py-spy, by the launcher): where a rank that ended was."""
+
+    t: float
+    """When it was taken (Unix time)."""
+    frames: tuple[StackLine, ...] = ()
+    """Its main thread's frames, innermost first."""
+
+
 class RankStanding(msgspec.Struct, frozen=True):
     """How one rank of a recorded job of several compares with its peers, and how it ended
     (`assess.ranks`); traces have none, so their reports do not change."""
@@ -23,6 +40,8 @@ class RankStanding(msgspec.Struct, frozen=True):
     """The first step (and its Unix end time) of its current run as the culprit."""
     ended: str | None = None
     """`exit N`, `signal NAME`, `silent since <ISO time>`, or None while it runs."""
+    last_stack: LastStack | None = None
+    """Where a rank that ended otherwise than `exit 0` (or fell silent) last was seen."""
 
 
 class RankReport(msgspec.Struct, frozen=True):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from typing import Any
 
 from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.findings import Finding, Verdict
-from torchtop.model.report import NodeReport, RankStanding, Report
+from torchtop.model.report import LastStack, NodeReport, RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry, entry_json
 
 SCHEMA = "torchtop.report/1"
@@ -102,13 +103,23 @@ def standing_json(standing: RankStanding | None) -> dict[str, Any]:
     since = None
     if standing.since_step is not None:
         since = {"step": standing.since_step, "t": standing.since_t}
-    return {
+    document = {
         "straggler": standing.straggler,
         "slower_by": standing.slower_by,
         "culprit_share": standing.culprit_share,
         "since": since,
         "ended": standing.ended,
     }
+    if standing.last_stack is not None:
+        document["last_stack"] = last_stack_json(standing.last_stack)
+    return document
+
+
+def last_stack_json(stack: LastStack) -> dict[str, Any]:
+    """`{"at": ISO time, "frames": [{function, file, line}, ...]}`, innermost frame first."""
+    at = datetime.fromtimestamp(stack.t, UTC).isoformat(timespec="milliseconds")
+    frames = [{"function": f.function, "file": f.file, "line": f.line} for f in stack.frames]
+    return {"at": at, "frames": frames}
 
 
 def trials_json(trial: TrialEntry) -> dict[str, Any]:

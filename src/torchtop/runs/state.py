@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from torchtop.model.report import LastStack, StackLine
 from torchtop.runs.journal import JournalReader, read_record
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import (
@@ -32,6 +33,7 @@ from torchtop.runs.records import (
     RunRecord,
     Settings,
     StacksSample,
+    StackThread,
     Step,
     Unavailable,
     Window,
@@ -46,6 +48,8 @@ MAX_SAMPLES = 3600
 # the larger of the two, so a reader that wants more fails a test instead of reading fewer.
 MAX_STACK_DUMPS = 60
 SAMPLE_SOURCES = ("host", "gpu", "stacks")
+MAX_STACK_FRAMES = 64
+"""A rank's last stack keeps this many innermost frames."""
 
 
 @dataclass
@@ -118,6 +122,8 @@ class ProcessState:
     """How the process said it ended (`bye`); None while it runs, or if it died unheard."""
     last_t: float | None = None
     """The time of its newest timed record: when it was last heard from."""
+    last_stack: LastStack | None = None
+    """Its main thread in the newest stack dump that had it (`samples/stacks.jsonl`)."""
 
     @property
     def rank(self) -> int | None:
@@ -245,6 +251,32 @@ def _apply_sample(state: RunState, source: str, record: Record) -> None:
         state.sampler_notes.append(record.message)
     elif isinstance(record, HostSample | GpuSample | StacksSample):
         state.samples.add(record)
+        if isinstance(record, StacksSample):
+            _keep_last_stacks(state, record)
+
+
+def _keep_last_stacks(state: RunState, record: StacksSample) -> None:
+    """Each agent process's newest dump, kept past the dump buffer: where a dead rank was."""
+    for dumped in record.processes:
+        process = state.processes.get(dumped.pid)
+        thread = main_thread(dumped.pid, dumped.threads)
+        if process is not None and thread is not None:
+            frames = tuple(StackLine(f.function, f.file, f.line) for f in thread.frames)
+            process.last_stack = LastStack(record.t, frames[:MAX_STACK_FRAMES])
+
+
+def main_thread(pid: int, threads: list[StackThread]) -> StackThread | None:
+    """The thread that runs the script: the one whose id is the pid (Linux), by name else,
+    else the first with frames (torchtop's own threads are not it)."""
+    with_frames = [t for t in threads if t.frames]
+    for found in (
+        next((t for t in with_frames if t.tid == pid), None),
+        next((t for t in with_frames if t.name == "MainThread"), None),
+        next((t for t in with_frames if not (t.name or "").startswith("torchtop-")), None),
+    ):
+        if found is not None:
+            return found
+    return None
 
 
 def _apply_agent_record(state: RunState, pid: int, record: Record) -> None:
