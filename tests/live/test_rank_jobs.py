@@ -103,3 +103,39 @@ def test_a_rank_killed_mid_run_is_named_silent_while_its_peer_keeps_stepping(
     assert by_rank[1].standing is not None and by_rank[1].standing.ended == named[0]
     # The dead rank's steps are kept; the live one has more.
     assert 10 <= len(by_rank[1].analysis.steps) < len(by_rank[0].analysis.steps)
+
+
+def test_a_rank_that_hangs_is_dumped_where_it_hangs_once_silent_and_the_report_shows_it(
+    tmp_path: Path,
+) -> None:
+    run_dir, report_path, hang_file = tmp_path / "run", tmp_path / "report.json", tmp_path / "hung"
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "torchtop", "run", "--headless"),
+            *("--run-dir", str(run_dir), "--report", str(report_path), "--"),
+            *(sys.executable, str(JOBS / "rank_hangs.py")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "HANG_FILE": str(hang_file)},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    hung_at = float(hang_file.read_text())
+    ranks = {r["rank"]: r for r in json.loads(report_path.read_text())["ranks"]}
+    assert ranks[0]["ended"] == "exit 0" and "last_stack" not in ranks[0]
+    assert ranks[1]["ended"] == "signal SIGTERM"  # its launcher stopped it, and said so
+    last = ranks[1]["last_stack"]
+    # Taken while it hung (after it went silent), with the function it hangs in innermost.
+    assert datetime.fromisoformat(last["at"]).timestamp() > hung_at
+    functions = [frame["function"] for frame in last["frames"]]
+    assert functions[0] == "wait_forever", functions
+    # The dump of the silent rank alone, besides the periodic dumps of the whole job.
+    dumps = [json.loads(line) for line in (run_dir / "samples" / "stacks.jsonl").open()]
+    hung_pid = next(
+        int(path.stem.removeprefix("agent-"))
+        for path in (run_dir / "events").glob("agent-*.jsonl")
+        if '"rank":1' in path.read_text()
+    )
+    alone = [d for d in dumps if [p["pid"] for p in d.get("processes", [])] == [hung_pid]]
+    assert alone and alone[0]["t"] > hung_at

@@ -78,16 +78,20 @@ class StackCollector:
         self._unreported: list[dict[str, Any]] = []
         self._done = False
 
-    def sample(self) -> dict[str, Any] | None:
-        """A `stacks` record; an `unavailable` record once when nothing can be read; else None."""
+    def sample(self, only: Iterable[int] | None = None) -> dict[str, Any] | None:
+        """A `stacks` record (of the pids in `only`, where given); an `unavailable` record
+        once when nothing can be read; else None."""
         if self._done:
             return None
         if self._py_spy is None:
             return self._unavailable("py-spy not found (pip install py-spy)")
+        wanted = None if only is None else set(only)
         targets = [
             member
             for member in job_tree(self.root_pid)
-            if member.role in DUMPED_ROLES and member.pid not in self._given_up
+            if member.role in DUMPED_ROLES
+            and member.pid not in self._given_up
+            and (wanted is None or member.pid in wanted)
         ]
         dumps = dump_all(self._py_spy, [member.pid for member in targets], self.timeout_s)
         self._count_failures(dumps)

@@ -2,18 +2,22 @@
 
 Each runs on its own sampler thread and writes its own journal in the run folder. Stacks are
 dumped every few seconds when the job has an agent (they only feed the hot-stacks panel) and
-every second for `attach`, where they are the main evidence.
+every second for `attach`, where they are the main evidence; with an agent, a rank that falls
+silent (its journal stops while a peer's grows) is dumped at once, where it hangs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from torchtop.collectors.host import HostCollector
 from torchtop.collectors.nvml import NvmlCollector
-from torchtop.collectors.sampler import Sampler
+from torchtop.collectors.sampler import SampleFn, Sampler
+from torchtop.collectors.silence import SilenceWatch, StacksSchedule
 from torchtop.collectors.stacks import StackCollector
 from torchtop.collectors.tree import job_pids
+from torchtop.runs.identity import NODES_FOLDER, node_folders
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.layout import RunLayout
 
@@ -21,6 +25,11 @@ HOST_INTERVAL_S = 1.0
 GPU_INTERVAL_S = 1.0
 STACKS_INTERVAL_WITH_AGENT_S = 5.0
 STACKS_INTERVAL_ATTACHED_S = 1.0
+"""Also the tick of the silence watch, with an agent: a rank that fell silent is dumped at the
+next tick (`collectors.silence`)."""
+SILENT_AFTER_S = 5.0
+"""The rank policy's default (`rules/_verdict.toml`, `[ranks] silent_after_s`): the launcher
+dumps a rank as the report would start calling it silent."""
 
 
 @dataclass
@@ -43,14 +52,24 @@ def start_collectors(layout: RunLayout, root_pid: int, with_agent: bool) -> Coll
     collectors = Collectors(nvml=NvmlCollector())
     nvml = collectors.nvml
     assert nvml is not None
-    stacks_every = STACKS_INTERVAL_WITH_AGENT_S if with_agent else STACKS_INTERVAL_ATTACHED_S
+    stacks: SampleFn = StackCollector(root_pid).sample
+    if with_agent:
+        silence = SilenceWatch(layout.events_dir, SILENT_AFTER_S, lambda: _peer_events(layout))
+        stacks = StacksSchedule(StackCollector(root_pid), silence, STACKS_INTERVAL_WITH_AGENT_S)
     plan = [
         ("host", HOST_INTERVAL_S, HostCollector(root_pid).sample),
         ("gpu", GPU_INTERVAL_S, lambda: nvml.sample(job_pids(root_pid))),
-        ("stacks", stacks_every, StackCollector(root_pid).sample),
+        ("stacks", STACKS_INTERVAL_ATTACHED_S, stacks),
     ]
     for name, interval_s, sample in plan:
         writer = JournalWriter(layout.samples(name))
         collectors.writers.append(writer)
         collectors.samplers.append(Sampler(name, interval_s, sample, writer).start())
     return collectors
+
+
+def _peer_events(layout: RunLayout) -> list[Path]:
+    """The other nodes' events folders, where this launcher writes a node of a shared run."""
+    if layout.root.parent.name != NODES_FOLDER:
+        return []
+    return [RunLayout(folder).events_dir for folder in node_folders(layout.root.parent.parent)]

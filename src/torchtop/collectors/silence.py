@@ -1,0 +1,121 @@
+"""Ranks that fell silent, seen from the launcher, and a stack dump of each taken at once.
+
+A hung rank is alive and writes nothing, and the question is where it hangs. The periodic dump
+(every few seconds) may predate the hang, so when a rank goes silent its process is dumped
+then: that is the stack the report shows as its last. `SilenceWatch` tells from the agents'
+journals alone (no parsing of records, only sizes), the way `assess.ranks` tells it from the
+records: a journal that has steps and stopped growing `silent_after_s` ago while another one
+that steps grew since. Each silence is named once; a journal that grows again is watched anew.
+
+`StacksSchedule` is the stacks sampler's function: a full dump of the job every `every_s`,
+and between them a dump of only the newly silent ranks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+STEP_MARK = b'"kind":"step"'
+READ_FOR_STEP_BYTES = 1 << 20
+"""A journal is read (its new bytes) for a first step record at most this far."""
+
+
+@dataclass
+class _Journal:
+    size: int = 0
+    grew_s: float = 0.0
+    """When its size last changed (the clock's time)."""
+    steps: bool = False
+    named: bool = False
+    """Named silent already, since it last grew."""
+
+
+class SilenceWatch:
+    """Watches the agents' journals (`agent-<pid>.jsonl`) of `own` events folders for
+    silence; `peers` are further folders (the other nodes' of a shared run) whose growth
+    also counts as a peer going on."""
+
+    def __init__(
+        self,
+        own: Path,
+        silent_after_s: float,
+        peers: Callable[[], Iterable[Path]] = tuple,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.own, self.silent_after_s = own, silent_after_s
+        self._peers, self._clock = peers, clock
+        self._journals: dict[Path, _Journal] = {}
+
+    def newly_silent(self) -> list[int]:
+        """The pids of this node's ranks that fell silent since the last call."""
+        now_s = self._clock()
+        own = self._scan(self.own, now_s)
+        for folder in self._peers():
+            if folder != self.own:
+                self._scan(folder, now_s)
+        stepping = [j for j in self._journals.values() if j.steps]
+        found = []
+        for path, journal in own:
+            quiet_s = now_s - journal.grew_s
+            if journal.named or not journal.steps or quiet_s < self.silent_after_s:
+                continue
+            if any(other.grew_s > journal.grew_s for other in stepping if other is not journal):
+                journal.named = True
+                found.append(int(path.stem.removeprefix("agent-")))
+        return found
+
+    def _scan(self, folder: Path, now_s: float) -> list[tuple[Path, _Journal]]:
+        seen = []
+        for path in sorted(folder.glob("agent-*.jsonl")):
+            if not path.stem.removeprefix("agent-").isdigit():
+                continue
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            journal = self._journals.setdefault(path, _Journal(grew_s=now_s))
+            if size != journal.size:
+                if not journal.steps:
+                    journal.steps = _has_step(path, journal.size, size)
+                journal.size, journal.grew_s, journal.named = size, now_s, False
+            seen.append((path, journal))
+        return seen
+
+
+def _has_step(path: Path, start: int, end: int) -> bool:
+    """Whether the bytes appended between `start` and `end` hold a step record (a line may be
+    cut at `start`: the step mark is short and read from a little before)."""
+    begin = max(0, start - len(STEP_MARK))
+    try:
+        with path.open("rb") as handle:
+            handle.seek(begin)
+            return STEP_MARK in handle.read(min(end - begin, READ_FOR_STEP_BYTES))
+    except OSError:
+        return False
+
+
+class Dumper(Protocol):
+    def sample(self, only: Iterable[int] | None = None) -> dict[str, Any] | None: ...
+
+
+@dataclass
+class StacksSchedule:
+    """Called every tick: the whole job's stacks every `every_s`, the silent ranks' at once."""
+
+    stacks: Dumper
+    silence: SilenceWatch
+    every_s: float
+    clock: Callable[[], float] = time.monotonic
+    _full_s: float | None = None
+
+    def __call__(self) -> dict[str, Any] | None:
+        now_s = self.clock()
+        silent = self.silence.newly_silent()
+        if self._full_s is None or now_s - self._full_s >= self.every_s:
+            self._full_s = now_s
+            return self.stacks.sample()
+        return self.stacks.sample(only=silent) if silent else None
