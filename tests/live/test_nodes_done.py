@@ -196,6 +196,17 @@ def test_a_straggler_and_a_killed_rank_on_two_nodes_are_named_by_watch_and_analy
     )
     assert analyzed.returncode == 0, analyzed.stderr
     check_report(json.loads(analyzed.stdout), log)
+    for form in ("text", "markdown"):
+        shown = subprocess.run(
+            [*TORCHTOP, "analyze", str(run_dir), "--format", form],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
+        assert "ended: signal SIGKILL" in shown and "straggler: +" in shown, shown
+        for name in "ab":  # each node on a line of its own, with its ranks
+            ranks = ",".join(str(r) for r in sorted(r for r, n in log.node.items() if n == name))
+            assert re.search(rf"^(\| |  ){name} .*\b{ranks}\b", shown, re.M), (name, shown)
     named = [t for t, line in progress.lines if f"rank {KILL_RANK} signal SIGKILL" in line]
     assert named, progress.text()
     assert named[0] - log.killed_at <= NAMED_WITHIN_S

@@ -5,6 +5,7 @@ from __future__ import annotations
 from torchtop.model.findings import gain_text
 from torchtop.model.report import Report
 from torchtop.report.contract import BREAKDOWN_KEYS, breakdown_steps, steps_per_s
+from torchtop.report.nodes import node_fields
 from torchtop.report.text import standing_lines
 
 
@@ -39,11 +40,13 @@ def render_markdown(report: Report) -> str:
             ]
         lines.append("")
     if report.ranks:
+        # The node column only for a run several nodes shared: other tables stay as they were.
+        nodes = any(r.node is not None for r in report.ranks)
         lines += [
             "## Ranks",
             "",
-            "| rank | mean step (ms) | bottleneck | communication |",
-            "|---|---:|---|---:|",
+            "| rank | mean step (ms) | bottleneck | communication |" + (" node |" if nodes else ""),
+            "|---|---:|---|---:|" + ("---|" if nodes else ""),
         ]
         for r in report.ranks:
             step = r.analysis.metrics.get("step_mean_ms")
@@ -51,12 +54,17 @@ def render_markdown(report: Report) -> str:
             lines.append(
                 f"| {r.analysis.label} | {step_text} | {r.verdict.bottleneck} | "
                 f"{r.analysis.breakdown.get('communication', 0.0):.1%} |"
+                + (f" {r.node or 'n/a'} |" if nodes else "")
             )
         lines.append("")
         standings = [(r.analysis.label, line.strip()) for r in report.ranks
                      for line in standing_lines(r.standing)]  # fmt: skip
         if standings:
             lines += [f"- {label}: {line}" for label, line in standings] + [""]
+    if report.nodes:
+        lines += ["## Nodes", "", "| node | ranks | host | cpu | memory | gpu | ended |"]
+        lines.append("|---|---|---|---:|---:|---:|---|")
+        lines += ["| " + " | ".join(node_fields(n)) + " |" for n in report.nodes] + [""]
     notes = list(dict.fromkeys((*report.notes, *job.notes)))
     if notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]

@@ -13,6 +13,7 @@ from torchtop.model.findings import Finding, format_value, gain_text
 from torchtop.model.report import RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry
 from torchtop.report.contract import breakdown_steps, steps_per_s
+from torchtop.report.nodes import node_lines, stack_summary
 
 BAR_WIDTH = 60
 _GLYPHS = {
@@ -44,6 +45,8 @@ def render_text(report: Report, colour: bool = False) -> str:
     lines += _findings(report.verdict.findings, style)
     if report.ranks:
         lines += _ranks(report)
+    if report.nodes:
+        lines += ["NODES", *(f"  {line}" for line in node_lines(report.nodes)), ""]
     lines += _tops(report.job)
     if report.trials:
         lines += _trials(report.trials, style)
@@ -185,9 +188,10 @@ def _ranks(report: Report) -> list[str]:
         a, v = item.analysis, item.verdict
         mean = _num(a.metrics.get("step_mean_ms"))
         mark = "  ← slowest" if a.label == slowest else ""
+        node = f"  on {item.node}" if item.node is not None else ""  # a shared run's node
         lines.append(
             f"  {a.label:<12} {mean or 0:9.1f} ms  {v.bottleneck:<13} ({v.confidence:.2f})"
-            f"  comm {a.breakdown.get('communication', 0.0):.0%}{mark}"
+            f"  comm {a.breakdown.get('communication', 0.0):.0%}{mark}{node}"
         )
         lines += standing_lines(item.standing)
     return [*lines, ""]
@@ -207,6 +211,8 @@ def standing_lines(standing: RankStanding | None) -> list[str]:
         )
     if standing.ended is not None:
         lines.append(f"               ended: {standing.ended}")
+    if standing.last_stack is not None:
+        lines.append(f"               last stack: {stack_summary(standing.last_stack)}")
     return lines
 
 
