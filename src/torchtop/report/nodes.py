@@ -28,6 +28,15 @@ def stack_summary(stack: LastStack) -> str:
     return f"at {at}: {_frame(inner)}{gap}{_frame(stack.frames[own])}"
 
 
+def where_last(stack: LastStack) -> str:
+    """`HH:MM:SS job_frame (file:line)`, short for a line on the dashboard: the innermost
+    frame in the job's own code (else the innermost frame)."""
+    at = datetime.fromtimestamp(stack.t, UTC).strftime("%H:%M:%S")
+    own = next((f for f in stack.frames if _is_job_code(f.file)), None)
+    frame = own or (stack.frames[0] if stack.frames else None)
+    return f"{at} {_frame(frame) if frame is not None else 'no frames'}"
+
+
 def _is_job_code(file: str | None) -> bool:
     if not file or file.startswith("<"):
         return False

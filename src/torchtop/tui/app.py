@@ -42,6 +42,7 @@ from torchtop.tui.ticking import FrameMessage, IntervalPacer, Pacer, SnapshotSou
 from torchtop.tui.widgets.devices import DevicesPanel
 from torchtop.tui.widgets.fixlist import FixChosen, FixList
 from torchtop.tui.widgets.header import JobHeader
+from torchtop.tui.widgets.nodes import NodesPanel
 from torchtop.tui.widgets.panel import Panel
 from torchtop.tui.widgets.ranks import RanksPanel
 from torchtop.tui.widgets.stacks import StacksPanel
@@ -128,6 +129,7 @@ class Dashboard(App[Report | None]):
             if self.recorded:
                 yield StacksPanel(id="stacks", classes="panel")
             yield RanksPanel(id="ranks", classes="panel")
+            yield NodesPanel(id="nodes", classes="panel")  # a shared run's nodes, else hidden
             if self.recorded:
                 yield TopsPanel(beside_ranks=True, classes="panel")
         yield TrialPanel(id="trial")

@@ -23,6 +23,7 @@ from torchtop.runs.records import CliOption, GpuSample, HostSample
 from torchtop.runs.state import ProcessState, RunState
 from torchtop.tui.charts import number
 from torchtop.tui.hotstacks import DUMPS_COUNTED, HotFrame, hot_frames
+from torchtop.tui.noderows import NodeRow, node_rows
 from torchtop.tui.ranking import RankedFix, rank_fixes
 from torchtop.tui.timeline import DEFAULT_CAPACITY, Point, Timeline
 
@@ -59,6 +60,8 @@ class Frame:
     command: tuple[str, ...] = ()
     cli_options: tuple[CliOption, ...] = ()
     proposals: Mapping[tuple[str, str], Proposal] = field(default_factory=dict)
+    nodes: tuple[NodeRow, ...] = ()
+    """Each node of a run several launchers share, with its newest counters; none otherwise."""
     step_signal: str | None = None
     """What marks the job's steps (the agent's `step_signal`: optimizer, backward, ...)."""
     """Each listed fix (by `RankedFix.key`) planned on the job as it runs now, as `a` would
@@ -152,6 +155,7 @@ def with_state(frame: Frame, state: RunState) -> Frame:
         command=tuple(frame.report.command or ()),
         cli_options=tuple(settings.cli_options) if settings is not None else (),
         step_signal=settings.step_signal if settings is not None else None,
+        nodes=node_rows(state, frame.report),
     )
 
 

@@ -1,7 +1,8 @@
 """Ranks (when more than one): each rank's step time, verdict and communication share, with the
 slowest rank marked (a mark and a word, not only a colour), a straggler's excess busy time and
-how a rank ended (a recorded run's `RankStanding`), and its node in a run several nodes share.
-Hidden while the job has one rank."""
+how a rank ended (a recorded run's `RankStanding`) with, under a rank that died or hangs, where
+it was last seen (its last stack), and its node in a run several nodes share. Hidden while the
+job has one rank."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from torchtop.model.report import RankReport
+from torchtop.report.nodes import where_last
 from torchtop.tui.charts import number
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import MUTED, VERDICT_COLOUR, VERDICT_DEFAULT_COLOUR
@@ -55,6 +57,14 @@ class RanksPanel(Panel):
         slowest = frame.report.job.metrics.get("slowest_rank")
         if any(r.standing is not None and r.standing.straggler for r in frame.report.ranks):
             slowest = None  # synchronised ranks share one step time: the straggler is marked
-        return lines_to_text(
-            [head, *(rank_line(item, slowest, width) for item in frame.report.ranks)], height
-        )
+        ranks = frame.report.ranks
+        stacks = [r.standing.last_stack if r.standing is not None else None for r in ranks]
+        # Where a rank that died or hangs was last seen, under it: only where every rank's
+        # line still fits, as a rank left out would be a rank hidden.
+        room = len(ranks) + sum(s is not None for s in stacks) < height
+        lines = [head]
+        for item, stack in zip(ranks, stacks, strict=True):
+            lines.append(rank_line(item, slowest, width))
+            if stack is not None and room:
+                lines.append(Text(f"  ↳ last stack {where_last(stack)}", style=MUTED))
+        return lines_to_text(lines, height)
