@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.live.two_nodes import analyze, free_port, torchrun
+from tests.live.two_nodes import watcher as watch
 
 # The two-rank DDP job of the agent tests, here two ranks on each of two nodes.
 JOB = Path(__file__).parents[1] / "agent" / "jobs" / "ddp.py"
@@ -20,21 +22,10 @@ TORCHTOP = [sys.executable, "-m", "torchtop"]
 pytestmark = pytest.mark.slow
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def launcher(run_dir: Path, node: str, node_rank: int, port: int) -> subprocess.Popen[str]:
-    torchrun = [
-        sys.executable, "-m", "torch.distributed.run", "--nnodes", "2",
-        "--node-rank", str(node_rank), "--nproc-per-node", "2", "--rdzv-backend", "c10d",
-        "--rdzv-endpoint", f"127.0.0.1:{port}", str(JOB),
-    ]  # fmt: skip
+    job = torchrun(JOB, node_rank, port)
     return subprocess.Popen(
-        [*TORCHTOP, "run", "--headless", "--for", "90", "--run-dir", str(run_dir), "--", *torchrun],
+        [*TORCHTOP, "run", "--headless", "--for", "90", "--run-dir", str(run_dir), "--", *job],
         env={**os.environ, "TORCHTOP_NODE": node},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -58,12 +49,7 @@ def test_two_launchers_sharing_a_run_folder_are_watched_and_analysed_as_one_run(
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     watched = tmp_path / "watched.json"
-    watcher = subprocess.Popen(
-        [*TORCHTOP, "watch", str(run_dir), "--headless", "--for", "90", "--report", str(watched)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    watcher = watch(run_dir, watched, 90)
     port = free_port()
     nodes = [launcher(run_dir, "a", 0, port), launcher(run_dir, "b", 1, port)]
     try:
@@ -83,12 +69,5 @@ def test_two_launchers_sharing_a_run_folder_are_watched_and_analysed_as_one_run(
         assert (run_dir / "nodes" / name / "exit.json").is_file()
     assert not (run_dir / "run.json").exists()  # nothing written outside the node folders
 
-    analyzed = subprocess.run(
-        [*TORCHTOP, "analyze", str(run_dir), "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert analyzed.returncode == 0, analyzed.stderr
-    assert_four_ranks_two_per_node(json.loads(analyzed.stdout))
+    assert_four_ranks_two_per_node(json.loads(analyze(run_dir)))
     assert_four_ranks_two_per_node(json.loads(watched.read_text()))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,8 @@ from typing import IO, Any
 
 import pytest
 
+from tests.live.two_nodes import analyze, free_port, torchrun
+from tests.live.two_nodes import watcher as watch
 from torchtop.assess.run import WARMUP_STEPS
 
 JOB = Path(__file__).resolve().parent / "jobs" / "ddp_nodes.py"
@@ -37,13 +38,6 @@ SLOWER_BY_REL = 0.35
 backward) is measured between optimizer steps, the job's from the top of the loop body."""
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -69,15 +63,11 @@ class Lines:
 def launcher(run_dir: Path, node: str, node_rank: int, port: int) -> subprocess.Popen[str]:
     """`torchtop run` of one node's torchrun; its stderr (torchrun's and the launcher's
     messages) in a file, so the job's lines on stdout are not cut by them."""
-    torchrun = [
-        sys.executable, "-m", "torch.distributed.run", "--nnodes", "2",
-        "--node-rank", str(node_rank), "--nproc-per-node", "2", "--rdzv-backend", "c10d",
-        "--rdzv-endpoint", f"127.0.0.1:{port}", str(JOB),
-    ]  # fmt: skip
     env = {**os.environ, "TORCHTOP_NODE": node, "SLOW_RANK": str(SLOW_RANK)}
     env |= {"KILL_RANK": str(KILL_RANK), "TORCHTOP_WINDOW_FIRST_STEP": "1000000"}
+    job = torchrun(JOB, node_rank, port)
     return subprocess.Popen(
-        [*TORCHTOP, "run", "--headless", "--for", "90", "--run-dir", str(run_dir), "--", *torchrun],
+        [*TORCHTOP, "run", "--headless", "--for", "90", "--run-dir", str(run_dir), "--", *job],
         env=env,
         stdout=subprocess.PIPE,
         stderr=(run_dir.parent / f"{node}.err").open("w"),
@@ -125,12 +115,7 @@ def run_job(tmp_path: Path) -> tuple[Path, Path, JobLog, Lines]:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     watched = tmp_path / "watched.json"
-    watcher = subprocess.Popen(
-        [*TORCHTOP, "watch", str(run_dir), "--headless", "--for", "60", "--report", str(watched)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    watcher = watch(run_dir, watched, 60)
     assert watcher.stderr is not None
     progress = Lines(watcher.stderr)
     port = free_port()
@@ -188,21 +173,9 @@ def test_a_straggler_and_a_killed_rank_on_two_nodes_are_named_by_watch_and_analy
 ) -> None:
     run_dir, watched, log, progress = run_job(tmp_path)
     check_report(json.loads(watched.read_text()), log)
-    analyzed = subprocess.run(
-        [*TORCHTOP, "analyze", str(run_dir), "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert analyzed.returncode == 0, analyzed.stderr
-    check_report(json.loads(analyzed.stdout), log)
+    check_report(json.loads(analyze(run_dir)), log)
     for form in ("text", "markdown"):
-        shown = subprocess.run(
-            [*TORCHTOP, "analyze", str(run_dir), "--format", form],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        ).stdout
+        shown = analyze(run_dir, form)
         assert "ended: signal SIGKILL" in shown and "straggler: +" in shown, shown
         for name in "ab":  # each node on a line of its own, with its ranks
             ranks = ",".join(str(r) for r in sorted(r for r, n in log.node.items() if n == name))

@@ -1,9 +1,10 @@
 """Real multi-rank jobs: a planted straggler named with how much slower, a killed rank named.
 
-The straggler job is three gloo DDP ranks under `torchtop run --headless` where rank 1 sleeps
-50 ms before each forward; the job prints each rank's own busy time, which `slower_by` must
-match. The second job's ranks do not synchronise, so rank 0 goes on after rank 1 SIGKILLs
-itself: the run folder is watched while it grows, as the live view does.
+The straggler job is three gloo DDP ranks under `torchtop run --headless` (jobs/ddp_nodes.py
+on one node, no rank killed) where rank 1 sleeps 50 ms before each forward; the job prints each
+rank's own busy time per step, which `slower_by` must match. The second job's ranks do not
+synchronise, so rank 0 goes on after rank 1 SIGKILLs itself, or hangs: the run folder is
+watched while it grows, as the live view does, and a hung rank is dumped where it hangs.
 """
 
 from __future__ import annotations
@@ -39,18 +40,24 @@ def test_a_rank_that_sleeps_each_step_is_named_the_straggler_by_its_own_busy_tim
         [
             *(sys.executable, "-m", "torchtop", "run", "--headless"),
             *("--run-dir", str(tmp_path / "run"), "--report", str(report_path), "--"),
-            *(*command, "--nproc_per_node=3", str(JOBS / "ddp_straggler.py")),
+            *(*command, "--nproc_per_node=3", str(JOBS / "ddp_nodes.py")),
         ],
         capture_output=True,
         text=True,
         timeout=240,
-        env={**os.environ, "TORCHTOP_WINDOW_FIRST_STEP": "1000000"},
+        env={**os.environ, "TORCHTOP_WINDOW_FIRST_STEP": "1000000"}
+        | {"SLOW_RANK": "1", "KILL_RANK": "-1", "STEPS": "50"},
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    busy_ms = {
-        int(r): float(ms) for r, ms in re.findall(r"rank (\d) busy_ms ([\d.]+)", result.stdout)
-    }
-    assert sorted(busy_ms) == [0, 1, 2], result.stdout
+    # Each rank's median busy time per step, as it printed them, past the first few steps.
+    busy: dict[int, list[float]] = {}
+    for rank, step, ms in re.findall(
+        r"^rank (\d) step (\d+) busy_ms ([\d.]+)$", result.stdout, re.M
+    ):
+        if int(step) > 5:
+            busy.setdefault(int(rank), []).append(float(ms))
+    assert sorted(busy) == [0, 1, 2], result.stdout
+    busy_ms = {rank: statistics.median(values) for rank, values in busy.items()}
     expected = busy_ms[1] / statistics.median([busy_ms[0], busy_ms[2]]) - 1
 
     ranks = {r["rank"]: r for r in json.loads(report_path.read_text())["ranks"]}
@@ -113,7 +120,7 @@ def test_a_rank_that_hangs_is_dumped_where_it_hangs_once_silent_and_the_report_s
         [
             *(sys.executable, "-m", "torchtop", "run", "--headless"),
             *("--run-dir", str(run_dir), "--report", str(report_path), "--"),
-            *(sys.executable, str(JOBS / "rank_hangs.py")),
+            *(sys.executable, str(JOBS / "rank_dies.py")),
         ],
         capture_output=True,
         text=True,
@@ -124,7 +131,7 @@ def test_a_rank_that_hangs_is_dumped_where_it_hangs_once_silent_and_the_report_s
     hung_at = float(hang_file.read_text())
     ranks = {r["rank"]: r for r in json.loads(report_path.read_text())["ranks"]}
     assert ranks[0]["ended"] == "exit 0" and "last_stack" not in ranks[0]
-    assert ranks[1]["ended"] == "signal SIGTERM"  # its launcher stopped it, and said so
+    assert ranks[1]["ended"].startswith("silent since")  # its launcher has no agent to tell
     last = ranks[1]["last_stack"]
     # Taken while it hung (after it went silent), with the function it hangs in innermost.
     assert datetime.fromisoformat(last["at"]).timestamp() > hung_at

@@ -4,6 +4,8 @@ Run on each node as `torchrun --nnodes 2 --node-rank 0|1 --nproc-per-node 2 --rd
 c10d --rdzv-endpoint 127.0.0.1:PORT ddp_nodes.py`. Rank `SLOW_RANK` (default 1, node 0) sleeps
 `SLEEP_S` before each forward; rank `KILL_RANK` (default 2, node 1) SIGKILLs itself after
 `KILL_AFTER_STEPS` steps, enough for the straggler to be judged (torchtop's window is 50).
+With `KILL_RANK=-1` no rank is killed and every rank stops after `STEPS` steps: the job then
+also serves on one node (`torchrun --standalone --nproc-per-node 3`), as a plain straggler.
 
 What a user would check, printed by each rank as it happens (one line each, flushed):
 - `rank R step N busy_ms X`: after each optimizer step, the rank's own busy time in it (the
@@ -30,8 +32,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 SLEEP_S = 0.05
 KILL_AFTER_STEPS = int(os.environ.get("KILL_AFTER_STEPS", "70"))
-MAX_STEPS = 1000
-"""A bound, should the kill never come (a rank that is not `KILL_RANK` never stops by itself)."""
+STEPS = int(os.environ.get("STEPS", "1000"))
+"""Where no rank is killed, the steps each rank takes; else a bound, should the kill not come."""
 
 
 def say(line: str) -> None:
@@ -46,7 +48,7 @@ def train(rank: int, slow: bool, kill: bool) -> int:
     model = DistributedDataParallel(nn.Sequential(*(nn.Linear(256, 256) for _ in range(3))))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     inputs = torch.randn(64, 256)
-    for step in range(1, MAX_STEPS + 1):
+    for step in range(1, STEPS + 1):
         started = time.perf_counter()
         if slow:
             time.sleep(SLEEP_S)
@@ -61,7 +63,7 @@ def train(rank: int, slow: bool, kill: bool) -> int:
         if kill and step == KILL_AFTER_STEPS:
             say(f"rank {rank} killed at step {step} t {time.time():.3f}")
             os.kill(os.getpid(), signal.SIGKILL)
-    return MAX_STEPS
+    return STEPS
 
 
 def main() -> int:
