@@ -35,9 +35,9 @@ class _Journal:
 
 
 class SilenceWatch:
-    """Watches the agents' journals (`agent-<pid>.jsonl`) of `own` events folders for
+    """Watches the agents' journals (`agent-<pid>.jsonl`) of the `own` events folder for
     silence; `peers` are further folders (the other nodes' of a shared run) whose growth
-    also counts as a peer going on."""
+    also counts as a peer going on, read only where `own` has a single rank."""
 
     def __init__(
         self,
@@ -54,9 +54,13 @@ class SilenceWatch:
         """The pids of this node's ranks that fell silent since the last call."""
         now_s = self._clock()
         own = self._scan(self.own, now_s)
-        for folder in self._peers():
-            if folder != self.own:
-                self._scan(folder, now_s)
+        # Other nodes' journals only where this node has no peer of its own: each launcher
+        # stat-ing every node's files every second would load a shared filesystem's metadata
+        # server with nodes x ranks calls a second.
+        if sum(journal.steps for _, journal in own) < 2:
+            for folder in self._peers():
+                if folder != self.own:
+                    self._scan(folder, now_s)
         stepping = [j for j in self._journals.values() if j.steps]
         found = []
         for path, journal in own:
