@@ -124,6 +124,15 @@ class HttpServer:
         self.server.server_close()
 
 
+def token_for(ip: str, endpoint: Endpoint, env: Mapping[str, str]) -> tuple[str | None, bool]:
+    """The token a server bound to `ip` asks for (None: open), and whether it was made here:
+    the endpoint's variable when set, else a new one unless `ip` is loopback."""
+    token = env.get(endpoint.token_variable) or None
+    if token is None and requires_token(ip):
+        return secrets.token_urlsafe(24), True
+    return token, False
+
+
 S = TypeVar("S", bound=HttpServer)
 
 
@@ -137,10 +146,7 @@ def listen(
     """Serve `app` on `text` ([HOST:]PORT), behind a token where one is set or needed."""
     address = parse_address(text, endpoint.option)
     family, ip = _resolve(address, endpoint.option)
-    token = (os.environ if env is None else env).get(endpoint.token_variable) or None
-    generated = token is None and requires_token(ip)
-    if generated:
-        token = secrets.token_urlsafe(24)
+    token, generated = token_for(ip, endpoint, os.environ if env is None else env)
     if token is not None:
         app = with_bearer_token(app, token)
     server_class = _Server6 if family == socket.AF_INET6 else _Server
