@@ -208,3 +208,14 @@ def test_watch_of_a_node_that_never_answers_exits_2_naming_the_url(tmp_path: Pat
     assert watched.returncode == 2
     lines = watched.stderr.strip().splitlines()
     assert len(lines) == 1 and url in lines[0] and "no answer" in lines[0]
+
+
+def test_the_stream_and_its_mirror_import_neither_torch_nor_textual() -> None:
+    probe = (
+        "import sys, torchtop.live.node_stream, torchtop.live.stream_mirror, "
+        "torchtop.sessions.streams; print('torch' in sys.modules, 'textual' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.strip() == "False False", result.stderr
