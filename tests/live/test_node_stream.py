@@ -7,9 +7,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -219,3 +221,31 @@ def test_the_stream_and_its_mirror_import_neither_torch_nor_textual() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
     )
     assert result.stdout.strip() == "False False", result.stderr
+
+
+def test_a_node_that_hangs_is_reported_silent_while_the_other_is_mirrored(
+    served: tuple[HttpServer, NodeStream, Path], tmp_path: Path
+) -> None:
+    server, _, root = served
+    with (root / "events" / "agent-7.jsonl").open("a") as journal:
+        journal.write('ep"}\n')
+    (root / "exit.json").write_text('{"how": "exited"}\n')
+    with socket.socket() as hung:  # accepts connections (the kernel does) and never answers
+        hung.bind(("127.0.0.3", 0))
+        hung.listen(8)
+        hung_url = f"http://127.0.0.3:{hung.getsockname()[1]}"
+        mirror = StreamMirror([hung_url, server.base_url], tmp_path / "mirror", None)
+        silent = mirror.connect(wait_s=1)
+        assert [s.url for s in silent] == [hung_url]
+        mirror.start()
+        try:
+            give_up = time.monotonic() + 60  # a guard against hanging, not a timing
+            while not mirror.statuses()[1].complete and time.monotonic() < give_up:
+                time.sleep(0.1)  # the real node is followed to its end meanwhile
+            statuses = {s.url: s for s in mirror.statuses()}
+        finally:
+            mirror.close()
+    assert statuses[hung_url].answering is False and statuses[hung_url].last_seen_epoch_s is None
+    assert "timed out" in str(statuses[hung_url].error)
+    assert statuses[server.base_url].answering is True
+    assert (tmp_path / "mirror" / "nodes" / "a" / "exit.json").is_file()

@@ -159,20 +159,28 @@ class StreamMirror:
         self.threads: list[threading.Thread] = []
 
     def connect(self, wait_s: float = 10.0) -> list[FeedStatus]:
-        """Ask every node its name (retrying for up to `wait_s` while it does not answer yet);
-        the ones that never answered. A one-line error naming the URL when none answered."""
+        """Ask every node its name, all at once (retrying for up to `wait_s` while one does not
+        answer yet, so one that hangs delays no other); the ones that never answered. A
+        one-line error naming the URL when none answered."""
         deadline = time.monotonic() + wait_s
-        for feed in self.feeds:
-            while feed.folder is None and not self._name(feed):
-                if isinstance(feed.status.error, str) and feed.status.error == REFUSED:
-                    break
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(POLL_S)
+        askers = [
+            threading.Thread(target=self._ask, args=(feed, deadline), daemon=True)
+            for feed in self.feeds
+        ]
+        for asker in askers:
+            asker.start()
+        for asker in askers:
+            asker.join()
         silent = [f.status for f in self.feeds if f.folder is None]
         if len(silent) == len(self.feeds):
             raise InputError(silent[0].url, silent[0].error or "no answer")
         return silent
+
+    def _ask(self, feed: NodeFeed, deadline: float) -> None:
+        while not self._name(feed) and feed.status.error != REFUSED:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(POLL_S)
 
     def _name(self, feed: NodeFeed) -> bool:
         try:
