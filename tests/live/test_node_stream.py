@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.live.test_nodes import analyzed, node
 from torchtop.errors import InputError
+from torchtop.jobs.records import write_exit_record
 from torchtop.live.http_server import HttpServer, token_for
 from torchtop.live.node_stream import ENDPOINT, TOKEN_VARIABLE, NodeStream, serve_node
 from torchtop.live.stream_mirror import REFUSED, StreamMirror, check_url
@@ -249,3 +251,42 @@ def test_a_node_that_hangs_is_reported_silent_while_the_other_is_mirrored(
     assert "timed out" in str(statuses[hung_url].error)
     assert statuses[server.base_url].answering is True
     assert (tmp_path / "mirror" / "nodes" / "a" / "exit.json").is_file()
+
+
+def test_watch_with_the_token_follows_recorded_nodes_to_their_end_as_analyze_reads_them(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / "run"
+    for name, ranks, cpu in (("a", (0, 1), 20.0), ("b", (2, 3), 80.0)):
+        write_exit_record(node(run, name, ranks, cpu_pct=cpu).layout, "exited", 0)
+    env = {TOKEN_VARIABLE: "s3cret"}
+    servers = [
+        serve_node(f"{ip}:0", run / "nodes" / name, name, env, io.StringIO())[0]
+        for ip, name in (("127.0.0.2", "a"), ("127.0.0.3", "b"))
+    ]
+    report_file, mirror = tmp_path / "watched.json", tmp_path / "mirror"
+    try:
+        watched = subprocess.run(
+            [*TORCHTOP, "watch", *(s.base_url for s in servers), "--token", "s3cret",
+             "--headless", "--for", "120", "--report", str(report_file),
+             "--run-dir", str(mirror)],
+            capture_output=True, text=True, timeout=150,
+        )  # fmt: skip
+    finally:
+        for server in servers:
+            server.close()
+    assert watched.returncode == 0, watched.stderr
+    report = json.loads(report_file.read_text())
+    assert [(r["rank"], r["node"]) for r in report["ranks"]] == [
+        (0, "a"), (1, "a"), (2, "b"), (3, "b"),
+    ]  # fmt: skip
+    # The counters the nodes recorded, through the streams.
+    assert [(n["name"], n["cpu_mean_pct"], n["ended"]) for n in report["nodes"]] == [
+        ("a", 20.0, "exited"), ("b", 80.0, "exited"),
+    ]  # fmt: skip
+    assert all(n["answering"] is True and n["last_seen"] for n in report["nodes"])
+    # Nothing lost: each rank's steps as `analyze` counts them in the served folders.
+    steps = {r["rank"]: r["steps"]["count"] for r in analyzed(run)["ranks"]}
+    assert sorted(steps) == [0, 1, 2, 3] and all(steps.values())
+    assert {r["rank"]: r["steps"]["count"] for r in report["ranks"]} == steps
+    assert {r["rank"]: r["steps"]["count"] for r in analyzed(mirror)["ranks"]} == steps
