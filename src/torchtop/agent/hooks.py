@@ -19,7 +19,8 @@ A process that multiprocessing started (a DataLoader worker, most often) holds i
 until it steps, so workers leave no files. `bye` is written by an `atexit` handler, with the exit
 status that `sys.exit` or an uncaught exception set (`watch_exit_status`); no signal handler is
 installed, so the job's own signal behaviour is untouched (the launcher sees how the job ended
-by itself).
+by itself). A child killed by a signal cannot write its `bye`: its parent's agent writes it
+(`agent.children`), so torchrun tells how each of its ranks ended.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from torchtop.agent import api, cli_options, overrides
+from torchtop.agent import api, children, cli_options, overrides
 from torchtop.agent.agent import Agent, open_sink
 from torchtop.agent.config import read_config
 from torchtop.agent.identity import read_identity, started_by_multiprocessing
@@ -88,6 +89,13 @@ def watch_exit_status(agent: Agent) -> None:
 
     sys.exit = exit_noted
     sys.excepthook = hook_noted
+
+
+def watch_child_exits(agent: Agent) -> None:
+    """Write the `bye` of a child (a rank, where this is torchrun) that ended by a signal.
+    Not in a process that holds its records (a DataLoader worker starts no ranks)."""
+    if not agent.sink.holding:
+        children.watch_children(agent.config.run_dir)
 
 
 def watch_optimizers(agent: Agent) -> None:
@@ -209,4 +217,5 @@ INSTALLERS: list[tuple[str, Callable[[Agent], None]]] = [
     ("profiler guard", watch_job_profilers),
     ("argparse watch", watch_cli_options),
     ("exit status watch", watch_exit_status),
+    ("child exit watch", watch_child_exits),
 ]
