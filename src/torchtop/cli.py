@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="launch a training command with the agent inside and watch it live"
     )
     _watch_options(run)
+    _serve_option(run)
     run.add_argument(
         "--config",
         metavar="FILE",
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="run a small built-in CPU training job with a planted bottleneck, watched"
     )
     _watch_options(demo, default_for_s=DEMO_FOR_S)
+    _serve_option(demo)
     demo.add_argument(
         "job_args",
         nargs=argparse.REMAINDER,
@@ -117,7 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
         "watch", help="watch a run another process launched (a run folder shared by its nodes)"
     )
     watch.add_argument("targets", nargs="+", metavar="RUN_DIR|URL")
-    _watch_options(watch, run_dir=False)
+    _watch_options(watch)
+    watch.add_argument(
+        "--token",
+        help="the bearer token of the nodes' --serve streams (default: TORCHTOP_SERVE_TOKEN)",
+    )
 
     view = verbs.add_parser("view", help="the dashboard on saved traces or a recorded run folder")
     view.add_argument("paths", nargs="+", metavar="PATH", help="traces, a folder of them, or a run")
@@ -150,6 +156,16 @@ def _watch_options(
         metavar="[HOST:]PORT",
         help="serve Prometheus metrics of this node there (loopback unless HOST is given; "
         "another address needs the bearer token printed on start, or TORCHTOP_METRICS_TOKEN)",
+    )
+
+
+def _serve_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--serve",
+        metavar="[HOST:]PORT",
+        help="serve this node's records there for `torchtop watch http://HOST:PORT` (loopback "
+        "unless HOST is given; another address needs the bearer token printed on start, or "
+        "TORCHTOP_SERVE_TOKEN)",
     )
 
 
@@ -299,6 +315,8 @@ def _watch(args: argparse.Namespace) -> int:
         report=args.report,
         run_dir=Path(args.run_dir) if getattr(args, "run_dir", None) else None,
         metrics=getattr(args, "metrics", None),
+        serve=getattr(args, "serve", None),
+        token=getattr(args, "token", None),
     )
     if args.verb == "watch":
         from torchtop.sessions.watching import watch_session

@@ -24,11 +24,11 @@ def files_of(root: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_a_stream_url_is_refused_as_not_supported_yet(tmp_path: Path) -> None:
-    result = watch(["http://127.0.0.1:9999", "--headless"])
+def test_streams_and_run_folders_mixed_are_one_line_naming_the_folder(tmp_path: Path) -> None:
+    result = watch(["http://127.0.0.1:9999", str(tmp_path), "--headless"])
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "torchtop: http://127.0.0.1:9999: watching a --serve stream is not supported yet"
+        f"torchtop: {tmp_path}: watch follows either run folders or streams, not both"
     ]
 
 

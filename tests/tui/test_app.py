@@ -4,14 +4,16 @@ each tick is let through by hand, so nothing here sleeps or reads the clock."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 from textual.widgets import OptionList
 
 from tests.tui.conftest import LiveApp, advance, panel_text
 from tests.tui.replay import SyntheticRun, dataloader_bound
 from torchtop.live.watch import LiveMonitor
-from torchtop.model.report import Report
+from torchtop.model.report import NodeReport, Report
 from torchtop.offline import analyze_paths
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.state import load_run
@@ -341,3 +343,22 @@ async def test_a_recorded_run_folder_offline_shows_its_samples_stacks_and_top_li
     assert devices.startswith("GPU   none · NVML") and "cpu1" in devices
     assert "__getitem__" in stacks
     assert "operators (share of self time)" in tops
+
+
+async def test_a_node_whose_stream_fell_silent_is_named_in_the_header_with_when_it_was_seen(
+    live_app: LiveApp,
+) -> None:
+    app = live_app("loader")
+    monitor = app.source
+    assert isinstance(monitor, LiveMonitor)
+    assess = monitor.assessor
+    silent = NodeReport(name="b", ranks=(2, 3), answering=False, last_seen_epoch_s=1_700_000_000)
+
+    def streamed(*args: Any) -> Report:
+        return msgspec.structs.replace(assess(*args), nodes=(silent,))
+
+    monitor.assessor = streamed
+    async with app.run_test(size=LARGE) as pilot:
+        await advance(pilot, 2)
+        header = panel_text(app, "#header")
+    assert "node b not answering since 22:13:20 UTC" in header  # 1_700_000_000 s in UTC

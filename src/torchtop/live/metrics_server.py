@@ -1,122 +1,39 @@
 """`--metrics [HOST:]PORT`: serve a registry of our own over HTTP for Prometheus to scrape.
 
-Loopback by default. Any address that is not loopback (every 127.0.0.0/8 address and ::1 are)
-requires a bearer token: `TORCHTOP_METRICS_TOKEN` when set (which also forces it on loopback),
-else one generated here and printed once on stderr; a scrape without `Authorization: Bearer
-<token>` gets 401. Prometheus sends it with `authorization: {credentials: ...}` in its scrape
-config. The decision is `requires_token`, a function of the bound address alone, so it is tested
-without ever listening beyond loopback.
-
-The server is the standard library's WSGI server with a thread per request, all daemon threads:
-it lives in the launcher (never in the job), and a scraper that hangs holds only its own thread.
-A port already taken, or an address that is not this machine's, is a one-line `InputError`
-naming the option, raised before the job starts.
+The address, the token and the server are `live.http_server`'s, shared with `--serve`: loopback
+by default, and any other address requires a bearer token, `TORCHTOP_METRICS_TOKEN` when set
+(which also forces it on loopback), else one generated and printed once on stderr. Prometheus
+sends it with `authorization: {credentials: ...}` in its scrape config.
 """
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
-import os
-import secrets
-import socket
 import sys
-import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from socketserver import ThreadingMixIn
-from typing import Any, TextIO
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+from typing import TextIO
 
 from prometheus_client import make_wsgi_app
 from prometheus_client.registry import Collector
 
-from torchtop.errors import InputError
+from torchtop.live import http_server
+from torchtop.live.http_server import Address, Endpoint, HttpServer, requires_token
 
 OPTION = "--metrics"
 TOKEN_VARIABLE = "TORCHTOP_METRICS_TOKEN"
-DEFAULT_HOST = "127.0.0.1"
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+ENDPOINT = Endpoint(OPTION, TOKEN_VARIABLE, "torchtop-metrics")
+
+__all__ = ["Address", "MetricsServer", "parse_address", "requires_token", "serve_metrics"]
 
 
-@dataclass(frozen=True)
-class Address:
-    host: str
-    port: int
-
-
-def parse_address(text: str, option: str = OPTION) -> Address:
-    """`PORT`, `HOST:PORT` or `[IPV6]:PORT`; the host defaults to loopback."""
-    host, _, port_text = text.rpartition(":")
-    host = host.strip("[]") or DEFAULT_HOST
-    try:
-        port = int(port_text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise InputError(option, f"{text!r} is not [HOST:]PORT (e.g. 9400 or 127.0.0.1:9400)")
-    return Address(host, port)
-
-
-def requires_token(ip: str) -> bool:
-    """Whether a server bound to `ip` must ask for a token: unless it is loopback."""
-    address = ipaddress.ip_address(ip.split("%", 1)[0])
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return not address.is_loopback
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        """Scrapes are not news: nothing on the launcher's stderr for each one."""
-
-
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class _Server6(_Server):
-    address_family = socket.AF_INET6
-
-
-def with_bearer_token(app: WsgiApp, token: str) -> WsgiApp:
-    """`app` behind `Authorization: Bearer <token>`; 401 without it."""
-    expected = f"Bearer {token}".encode()
-
-    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        given = str(environ.get("HTTP_AUTHORIZATION", "")).encode()
-        if hmac.compare_digest(given, expected):
-            return app(environ, start_response)
-        start_response(
-            "401 Unauthorized",
-            [("Content-Type", "text/plain"), ("WWW-Authenticate", 'Bearer realm="torchtop"')],
-        )
-        return [b"torchtop metrics: send Authorization: Bearer <token>\n"]
-
-    return guarded
-
-
-class MetricsServer:
-    """A running endpoint: its URL, and `close` to stop it."""
-
-    def __init__(self, server: _Server, token: str | None) -> None:
-        self.server = server
-        self.token = token
-        self.thread = threading.Thread(
-            target=server.serve_forever, name="torchtop-metrics", daemon=True
-        )
-        self.thread.start()
+class MetricsServer(HttpServer):
+    """A running metrics endpoint: its URL, and `close` to stop it."""
 
     @property
     def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        name = host.decode() if isinstance(host, bytes) else str(host)
-        shown = f"[{name}]" if ":" in name else name
-        return f"http://{shown}:{port}/metrics"
+        return f"{self.base_url}/metrics"
 
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+
+def parse_address(text: str, option: str = OPTION) -> Address:
+    return http_server.parse_address(text, option)
 
 
 def serve_metrics(
@@ -126,34 +43,9 @@ def serve_metrics(
     stream: TextIO = sys.stderr,
 ) -> MetricsServer:
     """Listen on `text` ([HOST:]PORT) and serve `registry`; say where (and the token) once."""
-    address = parse_address(text)
-    family, ip = _resolve(address)
-    token = (os.environ if env is None else env).get(TOKEN_VARIABLE) or None
-    generated = token is None and requires_token(ip)
-    if generated:
-        token = secrets.token_urlsafe(24)
-    app: WsgiApp = make_wsgi_app(registry)
-    if token is not None:
-        app = with_bearer_token(app, token)
-    server_class = _Server6 if family == socket.AF_INET6 else _Server
-    try:
-        server = server_class((ip, address.port), _QuietHandler)
-    except OSError as exc:
-        raise InputError(OPTION, f"cannot listen on {text}: {exc.strerror or exc}") from None
-    server.set_app(app)
-    running = MetricsServer(server, token)
+    running = http_server.listen(text, make_wsgi_app(registry), ENDPOINT, MetricsServer, env)
     print(f"torchtop: Prometheus metrics on {running.url}", file=stream)
-    if generated:
-        print(f"torchtop: metrics token (Authorization: Bearer ...): {token}", file=stream)
+    if running.generated:
+        print(f"torchtop: metrics token (Authorization: Bearer ...): {running.token}", file=stream)
     stream.flush()
     return running
-
-
-def _resolve(address: Address) -> tuple[int, str]:
-    """The address family and IP the host names (its first address)."""
-    try:
-        infos = socket.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise InputError(OPTION, f"unknown host {address.host!r}: {exc.strerror}") from None
-    family, _, _, _, sockaddr = infos[0]
-    return int(family), str(sockaddr[0])

@@ -65,6 +65,10 @@ class NodeReport(msgspec.Struct, frozen=True):
     gpu_mean_utilization_pct: float | None = None
     ended: str | None = None
     """How its launcher's job ended (`exit.json`'s `how`), or None while it runs."""
+    answering: bool | None = None
+    """Whether its `--serve` stream answers; None when the node is read from a folder."""
+    last_seen_epoch_s: float | None = None
+    """When its stream last answered (followed through `--serve` only)."""
 
 
 class Report(msgspec.Struct, frozen=True):

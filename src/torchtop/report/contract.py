@@ -71,8 +71,9 @@ def report_to_json(report: Report) -> dict[str, Any]:
 
 
 def node_json(node: NodeReport) -> dict[str, Any]:
-    """One `nodes` entry: its name, its ranks, its counters' summary and how its job ended."""
-    return {
+    """One `nodes` entry: its name, its ranks, its counters' summary and how its job ended;
+    followed through a stream, whether it answers and when it last did."""
+    entry: dict[str, Any] = {
         "name": node.name,
         "ranks": list(node.ranks),
         "host": node.host,
@@ -81,6 +82,16 @@ def node_json(node: NodeReport) -> dict[str, Any]:
         "gpu_mean_utilization_pct": _round(node.gpu_mean_utilization_pct, 2),
         "ended": node.ended,
     }
+    if node.answering is not None:  # followed through its `--serve` stream
+        entry["answering"] = node.answering
+        entry["last_seen"] = _iso(node.last_seen_epoch_s)
+    return entry
+
+
+def _iso(epoch_s: float | None) -> str | None:
+    if epoch_s is None:
+        return None
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="seconds")
 
 
 def communication_json(analysis: RankAnalysis) -> dict[str, Any]:

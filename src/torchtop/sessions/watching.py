@@ -47,6 +47,10 @@ class WatchOptions:
     run_dir: Path | None
     metrics: str | None = None
     """`--metrics [HOST:]PORT`: serve Prometheus metrics of this node while watching."""
+    serve: str | None = None
+    """`--serve [HOST:]PORT`: serve this node's records for `watch URL` (`run`, `demo`)."""
+    token: str | None = None
+    """`--token`: the streams' bearer token (`watch URL`)."""
 
 
 def run_session(
@@ -65,9 +69,14 @@ def run_session(
     for line in config.announcement():
         print(line, file=sys.stderr)
     shared_dir = options.run_dir or default_run_dir()
+    # Several launchers sharing `--run-dir` each write under their node's own folder.
+    run_dir, node = launch_dir(shared_dir, os.environ)
     # Listening first: a port already taken is bad input, said before any job starts.
-    with metrics_endpoint(options.metrics, shared_dir) as on_tick:
-        return _run(command, options, tree, kind, config, shared_dir, on_tick)
+    with (
+        metrics_endpoint(options.metrics, shared_dir) as on_tick,
+        serve_endpoint(options.serve, run_dir, node),
+    ):
+        return _run(command, options, tree, kind, config, (run_dir, node), on_tick)
 
 
 def _run(
@@ -76,11 +85,10 @@ def _run(
     tree: RuleTree,
     kind: str,
     config: RunConfig,
-    shared_dir: Path,
+    launched: tuple[Path, NodeIdentity | None],
     on_tick: TickSink | None,
 ) -> int:
-    # Several launchers sharing `--run-dir` each write under their node's own folder.
-    run_dir, node = launch_dir(shared_dir, os.environ)
+    run_dir, node = launched
     job_log = None if options.headless else RunLayout(run_dir).job_log
     env = {**os.environ, **config.tuned.env}
     output = TERMINAL if job_log is None else Output.log(job_log)
@@ -185,13 +193,40 @@ def metrics_endpoint(address: str | None, run_dir: Path) -> Iterator[TickSink | 
         server.close()
 
 
+@contextlib.contextmanager
+def serve_endpoint(address: str | None, run_dir: Path, node: NodeIdentity | None) -> Iterator[None]:
+    """With `--serve`: this node's folder served on `address` while the block runs, and after
+    the job, kept served until a watcher has fetched the last records (bounded)."""
+    if address is None:
+        yield
+        return
+    from torchtop.live.node_stream import serve_node
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    name = node.name if node is not None else safe_name(node_name())
+    server, stream = serve_node(address, run_dir, name)
+    try:
+        yield
+        stream.linger()
+    finally:
+        server.close()
+
+
 def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree) -> int:
     """Follow a run another process launched (a run folder, maybe shared by several nodes'
     launchers) until `--for`, Ctrl-C, or every node's job has ended. It only reads: nothing is
     stopped and nothing is written into the folder; the report goes to `--report` and stdout."""
-    for target in targets:
-        if target.startswith(("http://", "https://")):
-            raise InputError(target, "watching a --serve stream is not supported yet")
+    urls = [t for t in targets if t.startswith(("http://", "https://"))]
+    if urls:
+        from torchtop.sessions.streams import watch_streams
+
+        folders = [t for t in targets if t not in urls]
+        if folders:
+            raise InputError(folders[0], "watch follows either run folders or streams, not both")
+        return watch_streams(
+            urls, options.headless, options.for_s, options.report, options.run_dir,
+            options.token, tree,
+        )  # fmt: skip
     if len(targets) > 1:
         raise InputError(targets[1], "watch follows one run folder (its nodes share it)")
     run_dir = Path(targets[0])

@@ -3,12 +3,14 @@
 Line one names the job (its command, its PID, or the trace files) and the dashboard's state
 (live, paused, finished, offline). Line two: ranks, uptime, step (and what marks the steps),
 steps/s with an arrow for its trend and a sparkline of its history, and samples/s when the
-batch size is known.
+batch size is known; a node followed through `--serve` that stopped answering, with when it
+was last seen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -17,7 +19,7 @@ from textual.reactive import reactive
 from torchtop.assess.snapshot import STEP_SIGNAL_LABELS
 from torchtop.tui.charts import duration, sparkline
 from torchtop.tui.frame import Frame
-from torchtop.tui.palette import MUTED
+from torchtop.tui.palette import MUTED, SEVERITY_COLOUR
 from torchtop.tui.widgets.panel import Panel, lines_to_text
 
 TREND_POINTS = 5
@@ -95,6 +97,13 @@ class JobHeader(Panel):
                 text.append(f" {trend(rates)}", style="bold")
         if frame.samples_per_s is not None:
             text.append(f" · {frame.samples_per_s:,.0f} samples/s")
+        for node in frame.report.nodes:  # followed through `--serve`: one that fell silent
+            if node.answering is False:
+                text.append(" · ")
+                text.append(
+                    f"node {node.name} {silence(node.last_seen_epoch_s)}",
+                    style=SEVERITY_COLOUR["medium"],
+                )
         room = width - len(text) - 1
         if frame.live and room >= 8 and any(r is not None for r in rates):
             text.append(" ")
@@ -102,3 +111,10 @@ class JobHeader(Panel):
             # Headroom above the best rate, so a steady rate reads as a line, not a full bar.
             text.append_text(sparkline(rates, room, top=max(known) * 1.25, style="#5fc75f"))
         return text
+
+
+def silence(last_seen_epoch_s: float | None) -> str:
+    if last_seen_epoch_s is None:
+        return "never answered"
+    seen = datetime.fromtimestamp(last_seen_epoch_s, UTC).strftime("%H:%M:%S")
+    return f"not answering since {seen} UTC"
