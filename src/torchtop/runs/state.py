@@ -28,6 +28,7 @@ from torchtop.runs.records import (
     Hello,
     HostSample,
     Note,
+    Number,
     Record,
     RunRecord,
     Settings,
@@ -48,7 +49,7 @@ MAX_STACK_DUMPS = 60
 SAMPLE_SOURCES = ("host", "gpu", "stacks")
 
 
-@dataclass
+@dataclass(slots=True)
 class StepRecord:
     pid: int
     step: int
@@ -135,23 +136,51 @@ class ProcessState:
 
 
 @dataclass
+class SampleFigures:
+    """The figures a node's summary reads (`assess.nodes`) of its newest `MAX_SAMPLES` host
+    and GPU samples, for a node that keeps fewer whole samples: ~20 bytes a sample, not ~3 KB."""
+
+    cpu_pct: deque[Number | None] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
+    mem_used_bytes: deque[Number | None] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
+    gpu_utilization_pct: deque[tuple[Number | None, ...]] = field(
+        default_factory=lambda: deque(maxlen=MAX_SAMPLES)
+    )
+
+
+@dataclass
 class Samples:
     """The newest samples of each source: an hour of host and GPU samples, the stack dumps
-    that are read (`MAX_STACK_DUMPS`)."""
+    that are read (`MAX_STACK_DUMPS`); a node of a shared run keeps fewer whole host and GPU
+    samples and the `figures` of an hour's."""
 
     host: deque[HostSample] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
     gpu: deque[GpuSample] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
     stacks: deque[StacksSample] = field(default_factory=lambda: deque(maxlen=MAX_STACK_DUMPS))
+    figures: SampleFigures | None = None
+
+    @classmethod
+    def keeping(cls, samples: int) -> Samples:
+        """Samples that keep only the newest `samples` whole host and GPU samples."""
+        if samples >= MAX_SAMPLES:
+            return cls()
+        return cls(deque(maxlen=samples), deque(maxlen=samples), figures=SampleFigures())
 
     def newest_t(self) -> list[float | None]:
         """The time of each source's newest sample."""
         return [samples[-1].t for samples in (self.host, self.gpu, self.stacks) if samples]
 
     def add(self, record: HostSample | GpuSample | StacksSample) -> None:
+        figures = self.figures
         if isinstance(record, HostSample):
             self.host.append(record)
+            if figures is not None:
+                figures.cpu_pct.append(record.cpu_pct)
+                figures.mem_used_bytes.append(record.mem_used_bytes)
         elif isinstance(record, GpuSample):
             self.gpu.append(record)
+            if figures is not None:
+                utilization = tuple(d.utilization_gpu_pct for d in record.devices)
+                figures.gpu_utilization_pct.append(utilization)
         else:
             self.stacks.append(record)
 
@@ -200,8 +229,12 @@ class RunState:
 class RunWatcher:
     """Tails a run folder; each `poll` folds new records into `state`."""
 
-    def __init__(self, root: Path) -> None:
-        self.state = RunState(RunLayout(root))
+    def __init__(
+        self, root: Path, max_steps: int = MAX_STEPS, max_samples: int = MAX_SAMPLES
+    ) -> None:
+        self.state = RunState(RunLayout(root), samples=Samples.keeping(max_samples))
+        self.max_steps = max_steps
+        """The newest step records kept per process (`ProcessState.steps`)."""
         self._agents: dict[Path, JournalReader] = {}
         self._samples = {s: JournalReader(self.state.layout.samples(s)) for s in SAMPLE_SOURCES}
 
@@ -211,9 +244,12 @@ class RunWatcher:
             state.run = read_record(state.layout.run_json, RunRecord)
         if state.layout.events_dir.is_dir():
             for path in sorted(state.layout.events_dir.glob("agent-*.jsonl")):
-                reader = self._agents.setdefault(path, JournalReader(path))
+                reader = self._agents.get(path)
+                if reader is None:
+                    reader = self._agents[path] = JournalReader(path)
+                pid = _pid_of(path)
                 for record in reader.read_new(final):
-                    _apply_agent_record(state, _pid_of(path), record)
+                    _apply_agent_record(state, pid, record, self.max_steps)
         for source, reader in self._samples.items():
             for record in reader.read_new(final):
                 _apply_sample(state, source, record)
@@ -247,8 +283,13 @@ def _apply_sample(state: RunState, source: str, record: Record) -> None:
         state.samples.add(record)
 
 
-def _apply_agent_record(state: RunState, pid: int, record: Record) -> None:
-    process = state.processes.setdefault(pid, ProcessState(pid))
+def _apply_agent_record(
+    state: RunState, pid: int, record: Record, max_steps: int = MAX_STEPS
+) -> None:
+    process = state.processes.get(pid)
+    if process is None:
+        # Made only when new: a ProcessState allocates its step buffers.
+        process = state.processes[pid] = ProcessState(pid, steps=deque(maxlen=max_steps))
     record_t = getattr(record, "t", None)
     if isinstance(record_t, float) and record_t > (process.last_t or 0.0):
         process.last_t = record_t
