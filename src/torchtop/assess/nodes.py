@@ -16,9 +16,7 @@ def node_reports(state: RunState) -> tuple[NodeReport, ...]:
 
 def _node_report(name: str, node: RunState) -> NodeReport:
     figures = _figures(node.samples)
-    cpu = [float(v) for v in figures.cpu_pct if v is not None]
-    memory = [v for v in figures.mem_used_bytes if v is not None]
-    gpu = [float(v) for d in figures.gpu_utilization_pct for v in d if v is not None]
+    cpu, memory, gpu = figures.cpu_pct, figures.mem_used_bytes, figures.gpu_utilization_pct
     hosts = {p.hello.host for p in node.processes.values() if p.hello is not None}
     return NodeReport(
         name=name,
@@ -37,8 +35,7 @@ def _figures(samples: Samples) -> SampleFigures:
         return samples.figures
     figures = SampleFigures()
     for sample in samples.host:
-        figures.cpu_pct.append(sample.cpu_pct)
-        figures.mem_used_bytes.append(sample.mem_used_bytes)
+        figures.add_host(sample)
     for gpu in samples.gpu:
-        figures.gpu_utilization_pct.append(tuple(d.utilization_gpu_pct for d in gpu.devices))
+        figures.add_gpu(gpu)
     return figures

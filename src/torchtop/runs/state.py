@@ -137,14 +137,40 @@ class ProcessState:
 
 @dataclass
 class SampleFigures:
-    """The figures a node's summary reads (`assess.nodes`) of its newest `MAX_SAMPLES` host
-    and GPU samples, for a node that keeps fewer whole samples: ~20 bytes a sample, not ~3 KB."""
+    """The figures a node's summary reads (`assess.nodes`) of its newest `MAX_SAMPLES` host and
+    GPU samples: the measured values only, oldest first, each list as long as what it holds,
+    so the summary is a sum over them rather than a pass over an hour of samples each tick.
+    A node of a shared run keeps these instead of an hour of whole samples (~3 KB each)."""
 
-    cpu_pct: deque[Number | None] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
-    mem_used_bytes: deque[Number | None] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
-    gpu_utilization_pct: deque[tuple[Number | None, ...]] = field(
-        default_factory=lambda: deque(maxlen=MAX_SAMPLES)
-    )
+    cpu_pct: deque[float] = field(default_factory=deque)
+    mem_used_bytes: deque[Number] = field(default_factory=deque)
+    gpu_utilization_pct: deque[float] = field(default_factory=deque)
+    _host: deque[tuple[bool, bool]] = field(default_factory=deque)
+    """Per host sample kept: whether it measured the CPU and the memory."""
+    _gpu: deque[int] = field(default_factory=deque)
+    """Per GPU sample kept: how many utilizations it measured."""
+
+    def add_host(self, sample: HostSample) -> None:
+        if len(self._host) == MAX_SAMPLES:
+            cpu, memory = self._host.popleft()
+            if cpu:
+                self.cpu_pct.popleft()
+            if memory:
+                self.mem_used_bytes.popleft()
+        self._host.append((sample.cpu_pct is not None, sample.mem_used_bytes is not None))
+        if sample.cpu_pct is not None:
+            self.cpu_pct.append(float(sample.cpu_pct))
+        if sample.mem_used_bytes is not None:
+            self.mem_used_bytes.append(sample.mem_used_bytes)
+
+    def add_gpu(self, sample: GpuSample) -> None:
+        if len(self._gpu) == MAX_SAMPLES:
+            for _ in range(self._gpu.popleft()):
+                self.gpu_utilization_pct.popleft()
+        values = [d.utilization_gpu_pct for d in sample.devices]
+        measured = [float(v) for v in values if v is not None]
+        self._gpu.append(len(measured))
+        self.gpu_utilization_pct.extend(measured)
 
 
 @dataclass
@@ -174,13 +200,11 @@ class Samples:
         if isinstance(record, HostSample):
             self.host.append(record)
             if figures is not None:
-                figures.cpu_pct.append(record.cpu_pct)
-                figures.mem_used_bytes.append(record.mem_used_bytes)
+                figures.add_host(record)
         elif isinstance(record, GpuSample):
             self.gpu.append(record)
             if figures is not None:
-                utilization = tuple(d.utilization_gpu_pct for d in record.devices)
-                figures.gpu_utilization_pct.append(utilization)
+                figures.add_gpu(record)
         else:
             self.stacks.append(record)
 
