@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from torchtop.runs.journal import JournalReader, read_record
@@ -49,8 +50,11 @@ MAX_STACK_DUMPS = 60
 SAMPLE_SOURCES = ("host", "gpu", "stacks")
 
 
-@dataclass(slots=True)
-class StepRecord:
+class StepRecord(msgspec.Struct, gc=False):
+    """One timed step as the live side keeps it. Numbers only, so the garbage collector need
+    not track it (`gc=False`): 512 ranks keep ~260,000 of them, and a full collection walking
+    them all took 100-250 ms, one tick in ten over budget."""
+
     pid: int
     step: int
     t: float
