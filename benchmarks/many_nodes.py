@@ -7,7 +7,9 @@ host sample per node per second) at accelerated time: each tick writes one simul
 (one step per rank per `--step-s`), then the real `LiveMonitor`, whose clock is the simulated
 time (as tests/tui/replay.py drives it), ticks over it. Only the tick is timed, not the writing.
 Printed: the tick's wall time (median, p95, max) per simulated minute as the run grows, the
-process's RSS (psutil) and peak RSS, and every tick over 100 ms counted (`SLOW`).
+median time of the tick's poll (reading the journals, apart from assessing), the process's RSS
+(psutil), its slope in MB per simulated minute after `WARMUP_MINUTES` (a least-squares fit) and
+peak RSS, and every tick over 100 ms counted (`SLOW`).
 
 The outside truth is what was planted: one straggler rank (its `backward_s` shorter, so its busy
 time, wall less backward, is longer: assess.ranks) and one silent rank (stops writing after
@@ -15,7 +17,7 @@ time, wall less backward, is longer: assess.ranks) and one silent rank (stops wr
 straggler as the only straggler, the planted silent rank as the only `silent since`. A mismatch
 is printed and the script exits 1.
 
-    python benchmarks/many_nodes.py [--nodes 64] [--ranks-per-node 8] [--minutes 5]
+    python benchmarks/many_nodes.py [--nodes 64] [--ranks-per-node 8] [--minutes 30]
 """
 
 from __future__ import annotations
