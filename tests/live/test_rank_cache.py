@@ -13,15 +13,16 @@ import msgspec
 
 from tests.live.conftest import FakeRun
 from torchtop.assess.rank_cache import RankCache, StragglerCache
-from torchtop.assess.ranks import newest_stragglers
-from torchtop.assess.run import assess
+from torchtop.assess.ranks import HOST_SAMPLES_READ, SINCE_WINDOWS, newest_stragglers
+from torchtop.assess.run import RECENT_STEPS, WARMUP_STEPS, assess
 from torchtop.diagnosis.rules import load_rules
-from torchtop.live.watch import LiveMonitor
+from torchtop.live.watch import RANKS_REFRESHED_PER_TICK, LiveMonitor
 from torchtop.model.report import Report
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.nodes import SHARED_MAX_SAMPLES, SHARED_MAX_STEPS, SharedRunWatcher
 from torchtop.runs.records import HostSample, Step
-from torchtop.runs.state import MAX_SAMPLES, RunWatcher
+from torchtop.runs.state import MAX_SAMPLES, RunWatcher, load_run
+from torchtop.tui.frame import SAMPLES_KEPT
 
 TREE = load_rules()
 
@@ -168,3 +169,25 @@ def test_a_nodes_summary_kept_as_figures_is_the_mean_of_its_newest_hour_of_sampl
     assert summary.cpu_mean_pct == sum(newest) / len(newest)
     # The newest three samples measured no memory: the summary keeps the last one measured.
     assert summary.mem_used_bytes == 1000 + len(cpus) - 4
+
+
+def test_the_monitors_final_report_redoes_every_rank_a_tick_left_stale(tmp_path: Path) -> None:
+    pids = list(range(100, 100 + RANKS_REFRESHED_PER_TICK + 8))
+    run = ranks_run(tmp_path / "run", pids)
+    write_steps(run, pids, 0, 20)
+    monitor = LiveMonitor(run.layout.root, TREE, clock=lambda: 0.0)
+    monitor.tick()
+    write_steps(run, pids, 20, 5)
+    ticked = monitor.tick()
+    counts = [r.analysis.metrics["steps_count"] for r in ticked.report.ranks]
+    assert sorted(set(counts)) == [18, 23]  # 8 ranks wait for the next tick
+    final = monitor.finish()
+    assert json_of(final) == json_of(assess(load_run(run.layout.root), {}, TREE))
+    assert [r.analysis.metrics["steps_count"] for r in final.ranks] == [23] * len(pids)
+
+
+def test_a_shared_run_keeps_at_least_what_its_readers_read() -> None:
+    policy = TREE.settings.ranks
+    assert SINCE_WINDOWS * policy.window_steps <= SHARED_MAX_STEPS
+    assert SHARED_MAX_STEPS >= RECENT_STEPS + WARMUP_STEPS
+    assert max(SAMPLES_KEPT, HOST_SAMPLES_READ) <= SHARED_MAX_SAMPLES
