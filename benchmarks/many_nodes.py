@@ -7,7 +7,9 @@ host sample per node per second) at accelerated time: each tick writes one simul
 (one step per rank per `--step-s`), then the real `LiveMonitor`, whose clock is the simulated
 time (as tests/tui/replay.py drives it), ticks over it. Only the tick is timed, not the writing.
 Printed: the tick's wall time (median, p95, max) per simulated minute as the run grows, the
-process's RSS (psutil) and peak RSS, and every tick over 100 ms counted (`SLOW`).
+median time of the tick's poll (reading the journals, apart from assessing), the process's RSS
+(psutil), its slope in MB per simulated minute after `WARMUP_MINUTES` (a least-squares fit) and
+peak RSS, and every tick over 100 ms counted (`SLOW`).
 
 The outside truth is what was planted: one straggler rank (its `backward_s` shorter, so its busy
 time, wall less backward, is longer: assess.ranks) and one silent rank (stops writing after
@@ -15,7 +17,7 @@ time, wall less backward, is longer: assess.ranks) and one silent rank (stops wr
 straggler as the only straggler, the planted silent rank as the only `silent since`. A mismatch
 is printed and the script exits 1.
 
-    python benchmarks/many_nodes.py [--nodes 64] [--ranks-per-node 8] [--minutes 5]
+    python benchmarks/many_nodes.py [--nodes 64] [--ranks-per-node 8] [--minutes 30]
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from torchtop.live.watch import LiveMonitor
 from torchtop.runs.identity import node_dir
 from torchtop.runs.journal import JournalWriter, write_record
 from torchtop.runs.layout import RunLayout
+from torchtop.runs.nodes import SharedRunWatcher
 from torchtop.runs.records import (
     Hello,
     HostProcess,
@@ -50,9 +53,13 @@ from torchtop.runs.records import (
     Step,
     ThreadSettings,
 )
+from torchtop.runs.state import RunState
 
 START_T = 1_700_000_000.0
 SLOW_MS = 100.0
+WARMUP_MINUTES = 3
+"""Simulated minutes before the RSS slope is fitted: the bounded buffers fill in the first
+two (512 steps a rank at 5 steps/s)."""
 BASE_PID = 7000
 """Every node's ranks have the same pids, as containers start them: the watcher must key them."""
 
@@ -141,6 +148,32 @@ class ManyNodes:
             writer.close()
 
 
+class TimedWatcher(SharedRunWatcher):
+    """The monitor's own watcher, its polls timed: reading the journals apart from assessing."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.poll_ms: list[float] = []
+
+    def poll(self, final: bool = False) -> RunState:
+        start = time.perf_counter()
+        try:
+            return super().poll(final)
+        finally:
+            self.poll_ms.append((time.perf_counter() - start) * 1000)
+
+
+def slope_mb_per_min(rss_mb: list[float], skip: int) -> float | None:
+    """The least-squares slope of RSS per simulated minute, after `skip` minutes of warm-up."""
+    kept = rss_mb[skip:]
+    if len(kept) < 2:
+        return None
+    xs = list(range(len(kept)))
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(kept)
+    num = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, kept, strict=True))
+    return num / sum((x - mean_x) ** 2 for x in xs)
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -163,6 +196,8 @@ def main() -> int:
         run = ManyNodes(root, args.nodes, args.ranks_per_node, args.step_s,
                         straggler, silent, args.silent_after)  # fmt: skip
         monitor = LiveMonitor(root, load_rules(), kind="run", clock=lambda: run.now_s)
+        watcher = monitor.watcher = TimedWatcher(root)
+        rss_mb: list[float] = []
         ticks = int(args.minutes * 60)
         walls: list[float] = []
         slow = 0
@@ -173,7 +208,10 @@ def main() -> int:
             f"1 tick = 1 simulated s = {1 / args.step_s:.0f} steps per rank; "
             f"straggler rank {straggler}, silent rank {silent} after {args.silent_after:.0f} s"
         )
-        print(" minute | ticks | median ms | p95 ms | max ms | slow | RSS MB | folder MB | named")
+        print(
+            " minute | ticks | median ms | p95 ms | max ms | slow | poll ms | RSS MB | folder MB"
+            " | named"
+        )
         real = time.perf_counter()
         minute: list[float] = []
         snapshot = None
@@ -193,11 +231,13 @@ def main() -> int:
             slow += wall_ms > SLOW_MS
             if tick % 60 == 0 or last:
                 size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / 1e6
+                rss_mb.append(proc.memory_info().rss / 1e6)
+                polls = watcher.poll_ms[-len(minute) :]
                 print(
                     f" {tick / 60:6.1f} | {len(minute):5d} | {statistics.median(minute):9.1f}"
                     f" | {percentile(minute, 0.95):6.1f} | {max(minute):6.1f}"
-                    f" | {sum(m > SLOW_MS for m in minute):4d}"
-                    f" | {proc.memory_info().rss / 1e6:6.0f} | {size:9.1f}"
+                    f" | {sum(m > SLOW_MS for m in minute):4d} | {statistics.median(polls):7.1f}"
+                    f" | {rss_mb[-1]:6.0f} | {size:9.1f}"
                     f" | straggler, silent: {named(snapshot.report.ranks)}",
                     flush=True,
                 )
@@ -212,6 +252,11 @@ def main() -> int:
             f"{slow} over {SLOW_MS:.0f} ms{'  SLOW' if slow else ''}; "
             f"peak RSS {peak_mb:.0f} MB; real time {time.perf_counter() - real:.0f} s"
         )
+        slope = slope_mb_per_min(rss_mb, WARMUP_MINUTES)
+        if slope is not None:
+            print(f"RSS slope after {WARMUP_MINUTES} simulated minutes: {slope:+.2f} MB/min")
+        print(f"rank analyses made: {monitor.ranks.computed} ({monitor.ranks.computed / ticks:.0f}"
+              f" a tick); poll median {statistics.median(watcher.poll_ms):.1f} ms")  # fmt: skip
         assert snapshot is not None
         problems = check(snapshot.report.ranks, straggler, silent, world)
     finally:

@@ -6,7 +6,7 @@ then stays as it was."""
 from __future__ import annotations
 
 from torchtop.model.report import NodeReport
-from torchtop.runs.state import RunState
+from torchtop.runs.state import RunState, SampleFigures, Samples
 
 
 def node_reports(state: RunState) -> tuple[NodeReport, ...]:
@@ -15,15 +15,8 @@ def node_reports(state: RunState) -> tuple[NodeReport, ...]:
 
 
 def _node_report(name: str, node: RunState) -> NodeReport:
-    host = node.samples.host
-    cpu = [float(s.cpu_pct) for s in host if s.cpu_pct is not None]
-    memory = [s.mem_used_bytes for s in host if s.mem_used_bytes is not None]
-    gpu = [
-        float(device.utilization_gpu_pct)
-        for sample in node.samples.gpu
-        for device in sample.devices
-        if device.utilization_gpu_pct is not None
-    ]
+    figures = _figures(node.samples)
+    cpu, memory, gpu = figures.cpu_pct, figures.mem_used_bytes, figures.gpu_utilization_pct
     hosts = {p.hello.host for p in node.processes.values() if p.hello is not None}
     return NodeReport(
         name=name,
@@ -34,3 +27,15 @@ def _node_report(name: str, node: RunState) -> NodeReport:
         gpu_mean_utilization_pct=sum(gpu) / len(gpu) if gpu else None,
         ended=node.exit.how if node.exit is not None else None,
     )
+
+
+def _figures(samples: Samples) -> SampleFigures:
+    """The figures of the samples kept: those kept apart where the node keeps fewer samples."""
+    if samples.figures is not None:
+        return samples.figures
+    figures = SampleFigures()
+    for sample in samples.host:
+        figures.add_host(sample)
+    for gpu in samples.gpu:
+        figures.add_gpu(gpu)
+    return figures

@@ -30,6 +30,7 @@ from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis
 from torchtop.assess.nodes import node_reports
+from torchtop.assess.rank_cache import RankCache, RankEntry
 from torchtop.assess.ranks import standings
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
@@ -83,8 +84,14 @@ def wall_metrics(walls_s: np.ndarray) -> Metrics:
 
 def recent_steps(process: ProcessState) -> list[StepRecord]:
     """The newest steps, without the first few (imports, allocator and cuDNN warm-up)."""
-    steps = [s for s in process.steps if s.step >= WARMUP_STEPS]
-    return steps[-RECENT_STEPS:]
+    # From the newest back: a tick reads RECENT_STEPS records, not the whole buffer.
+    steps: list[StepRecord] = []
+    for step in reversed(process.steps):
+        if len(steps) == RECENT_STEPS:
+            break
+        if step.step >= WARMUP_STEPS:
+            steps.append(step)
+    return steps[::-1]
 
 
 def step_metrics(steps: Sequence[StepRecord]) -> Metrics:
@@ -160,17 +167,18 @@ def assess(
     windows: Mapping[int, RankAnalysis],
     tree: RuleTree,
     source_kind: str = "run",
+    cache: RankCache | None = None,
+    refresh_all: bool = False,
 ) -> Report:
-    """The report for the run as it stands; `windows` maps pid to its latest window's analysis."""
+    """The report for the run as it stands; `windows` maps pid to its latest window's analysis.
+    A live view passes its `cache` (each rank redone only when it has new records); the final
+    report also passes `refresh_all`, so no rank's figures are from an earlier tick."""
     cpu_count = state.launch.cpu_count
-    ranks: list[RankAnalysis] = []
-    for process in state.training_processes:
-        metrics, breakdown, from_window = process_metrics(
-            process, windows.get(process.pid), cpu_count
-        )
-        ranks.append(
-            _rank_analysis(process, metrics, breakdown, windows.get(process.pid), from_window)
-        )
+    processes = state.training_processes
+    entries = (cache or RankCache()).analyses(
+        processes, windows, tree, cpu_count, analysed_rank, refresh_all
+    )
+    ranks = [entry.analysis for entry in entries]
     job = _empty_job()
     if ranks:
         # A rank's shares are measured once it has a profiler window (the window's trace info).
@@ -194,7 +202,7 @@ def assess(
             reason=_too_few_steps(state, steps, needed),
             findings=(),
         )
-    rank_reports = _rank_reports(state, ranks, tree)
+    rank_reports = _rank_reports(state, entries, tree, cache)
     return Report(
         source_kind=source_kind,
         paths=(str(state.layout.root),),
@@ -208,20 +216,38 @@ def assess(
     )
 
 
+def analysed_rank(
+    process: ProcessState, window: RankAnalysis | None, cpu_count: int | None
+) -> RankAnalysis:
+    """One rank's analysis: its step figures, breakdown and notes."""
+    metrics, breakdown, from_window = process_metrics(process, window, cpu_count)
+    return _rank_analysis(process, metrics, breakdown, window, from_window)
+
+
 def _rank_reports(
-    state: RunState, ranks: list[RankAnalysis], tree: RuleTree
+    state: RunState, entries: list[RankEntry], tree: RuleTree, cache: RankCache | None
 ) -> tuple[RankReport, ...]:
     """Each rank's verdict and standing (straggler, how it ended), when there are several."""
-    if len(ranks) < 2:
+    if len(entries) < 2:
         return ()
     processes = state.training_processes
     node_host = {name: node.samples.host for name, node in state.nodes.items()} or None
     found = standings(
-        processes, tree.settings.ranks, state.samples.host, state.exit is not None, node_host
+        processes,
+        tree.settings.ranks,
+        state.samples.host,
+        state.exit is not None,
+        node_host,
+        judge=cache.stragglers if cache is not None else None,
     )
     return tuple(
-        RankReport(r, diagnose(tree, r.metrics), node=p.node, standing=standing)
-        for r, p, standing in zip(ranks, processes, found, strict=True)
+        RankReport(
+            e.analysis,
+            cache.verdict(e, tree) if cache is not None else diagnose(tree, e.analysis.metrics),
+            node=p.node,
+            standing=standing,
+        )
+        for e, p, standing in zip(entries, processes, found, strict=True)
     )
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from torchtop.assess.rank_cache import RankCache
 from torchtop.assess.run import assess
 from torchtop.assess.snapshot import Snapshot
 from torchtop.assess.tracker import VerdictTracker
@@ -45,6 +46,9 @@ Assessor = Callable[[RunState, Mapping[int, RankAnalysis], RuleTree, str], Repor
 Clock = Callable[[], float]
 """Seconds on a clock that never goes back; only differences between its readings count."""
 T = TypeVar("T")
+RANKS_REFRESHED_PER_TICK = 32
+"""Above this many ranks with new records, a tick redoes the stalest this many; the others
+show figures a few ticks old (`assess.rank_cache`), and the final report redoes them all."""
 
 
 class LiveMonitor:
@@ -58,7 +62,7 @@ class LiveMonitor:
         for_s: float | None = None,
         kind: str = "run",
         alive: Callable[[], bool] | None = None,
-        assessor: Assessor = assess,
+        assessor: Assessor | None = None,
         clock: Clock = time.monotonic,
         on_tick: Callable[[Snapshot], None] | None = None,
     ) -> None:
@@ -69,11 +73,13 @@ class LiveMonitor:
         self.kind = kind
         self.alive = alive
         self.assessor = assessor
+        """None: `assess`, keeping each rank's assessment from tick to tick (`ranks`)."""
         self.clock = clock
         self.on_tick = on_tick
         """Given each tick's snapshot while the state is still locked (`--metrics`)."""
         self.watcher = SharedRunWatcher(run_dir)
         self.windows = WindowCache()
+        self.ranks = RankCache(RANKS_REFRESHED_PER_TICK)
         self.tracker = VerdictTracker()
         self.started = clock()
         self.lock = threading.Lock()
@@ -86,7 +92,7 @@ class LiveMonitor:
             now = self.clock()
             elapsed = now - self.started
             state = self.watcher.poll()
-            report = self.assessor(state, self.windows.latest(state), self.tree, self.kind)
+            report = self._assess(state)
             finished = (
                 (self.job is not None and self.job.poll() is not None)
                 or (self.alive is not None and not self.alive())
@@ -120,6 +126,7 @@ class LiveMonitor:
             self.run_dir, self.job = run_dir, job
             self.watcher = SharedRunWatcher(run_dir)
             self.windows = WindowCache()
+            self.ranks = RankCache(RANKS_REFRESHED_PER_TICK)
             self.tracker = VerdictTracker()
 
     def finish(self) -> Report:
@@ -129,8 +136,13 @@ class LiveMonitor:
                 if self.job.poll() is None:
                     self.job.stop()
                 self.job.record_exit()
-            state = self.watcher.poll(final=True)
-            return self.assessor(state, self.windows.latest(state), self.tree, self.kind)
+            return self._assess(self.watcher.poll(final=True), final=True)
+
+    def _assess(self, state: RunState, final: bool = False) -> Report:
+        windows = self.windows.latest(state)
+        if self.assessor is not None:
+            return self.assessor(state, windows, self.tree, self.kind)
+        return assess(state, windows, self.tree, self.kind, self.ranks, refresh_all=final)
 
     def _held_s(self, now: float) -> float:
         detached = now - self._detached_at if self._detached_at is not None else 0.0

@@ -19,6 +19,13 @@ from torchtop.runs.identity import node_folders
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.state import ProcessState, RunState, RunWatcher, Samples
 
+SHARED_MAX_STEPS = 512
+"""The newest step records kept per rank of a shared run (a single launcher's keep
+`runs.state.MAX_STEPS`): what the live assessment reads of a rank (its newest 30 steps, four
+straggler windows of 50) with room to spare, so 512 ranks keep ~64 MB of steps, not ~1 GB."""
+SHARED_MAX_SAMPLES = 300
+"""The newest whole host and GPU samples kept per node of a shared run: the dashboard draws
+240, a rank's end reads 10; a node's summary reads the figures of an hour's (`SampleFigures`)."""
 PID_LIMIT = 2**22
 """Linux's largest pid (`pid_max` at most 2**22): keys from here up name no real process."""
 
@@ -37,7 +44,7 @@ class SharedRunWatcher(RunWatcher):
             return super().poll(final)
         for folder in folders:
             if folder.name not in self._nodes:
-                self._nodes[folder.name] = RunWatcher(folder)
+                self._nodes[folder.name] = RunWatcher(folder, SHARED_MAX_STEPS, SHARED_MAX_SAMPLES)
         states = {name: watcher.poll(final) for name, watcher in self._nodes.items()}
         self._combine(states)
         return self.state

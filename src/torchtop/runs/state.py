@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from torchtop.model.report import LastStack, StackLine
@@ -29,6 +30,7 @@ from torchtop.runs.records import (
     Hello,
     HostSample,
     Note,
+    Number,
     Record,
     RunRecord,
     Settings,
@@ -52,8 +54,11 @@ MAX_STACK_FRAMES = 64
 """A rank's last stack keeps this many innermost frames."""
 
 
-@dataclass
-class StepRecord:
+class StepRecord(msgspec.Struct, gc=False):
+    """One timed step as the live side keeps it. Numbers only, so the garbage collector need
+    not track it (`gc=False`): 512 ranks keep ~260,000 of them, and a full collection walking
+    them all took 100-250 ms, one tick in ten over budget."""
+
     pid: int
     step: int
     t: float
@@ -141,23 +146,75 @@ class ProcessState:
 
 
 @dataclass
+class SampleFigures:
+    """The figures a node's summary reads (`assess.nodes`) of its newest `MAX_SAMPLES` host and
+    GPU samples: the measured values only, oldest first, each list as long as what it holds,
+    so the summary is a sum over them rather than a pass over an hour of samples each tick.
+    A node of a shared run keeps these instead of an hour of whole samples (~3 KB each)."""
+
+    cpu_pct: deque[float] = field(default_factory=deque)
+    mem_used_bytes: deque[Number] = field(default_factory=deque)
+    gpu_utilization_pct: deque[float] = field(default_factory=deque)
+    _host: deque[tuple[bool, bool]] = field(default_factory=deque)
+    """Per host sample kept: whether it measured the CPU and the memory."""
+    _gpu: deque[int] = field(default_factory=deque)
+    """Per GPU sample kept: how many utilizations it measured."""
+
+    def add_host(self, sample: HostSample) -> None:
+        if len(self._host) == MAX_SAMPLES:
+            cpu, memory = self._host.popleft()
+            if cpu:
+                self.cpu_pct.popleft()
+            if memory:
+                self.mem_used_bytes.popleft()
+        self._host.append((sample.cpu_pct is not None, sample.mem_used_bytes is not None))
+        if sample.cpu_pct is not None:
+            self.cpu_pct.append(float(sample.cpu_pct))
+        if sample.mem_used_bytes is not None:
+            self.mem_used_bytes.append(sample.mem_used_bytes)
+
+    def add_gpu(self, sample: GpuSample) -> None:
+        if len(self._gpu) == MAX_SAMPLES:
+            for _ in range(self._gpu.popleft()):
+                self.gpu_utilization_pct.popleft()
+        values = [d.utilization_gpu_pct for d in sample.devices]
+        measured = [float(v) for v in values if v is not None]
+        self._gpu.append(len(measured))
+        self.gpu_utilization_pct.extend(measured)
+
+
+@dataclass
 class Samples:
     """The newest samples of each source: an hour of host and GPU samples, the stack dumps
-    that are read (`MAX_STACK_DUMPS`)."""
+    that are read (`MAX_STACK_DUMPS`); a node of a shared run keeps fewer whole host and GPU
+    samples and the `figures` of an hour's."""
 
     host: deque[HostSample] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
     gpu: deque[GpuSample] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
     stacks: deque[StacksSample] = field(default_factory=lambda: deque(maxlen=MAX_STACK_DUMPS))
+    figures: SampleFigures | None = None
+
+    @classmethod
+    def keeping(cls, samples: int) -> Samples:
+        """Samples that keep only the newest `samples` whole host and GPU samples."""
+        if samples >= MAX_SAMPLES:
+            return cls()
+        return cls(deque(maxlen=samples), deque(maxlen=samples), figures=SampleFigures())
 
     def newest_t(self) -> list[float | None]:
         """The time of each source's newest sample."""
         return [samples[-1].t for samples in (self.host, self.gpu, self.stacks) if samples]
 
     def add(self, record: HostSample | GpuSample | StacksSample) -> None:
+        figures = self.figures
         if isinstance(record, HostSample):
             self.host.append(record)
+            if figures is not None:
+                figures.add_host(record)
         elif isinstance(record, GpuSample):
             self.gpu.append(record)
+            if figures is not None:
+                figures.add_gpu(record)
         else:
             self.stacks.append(record)
 
@@ -206,8 +263,12 @@ class RunState:
 class RunWatcher:
     """Tails a run folder; each `poll` folds new records into `state`."""
 
-    def __init__(self, root: Path) -> None:
-        self.state = RunState(RunLayout(root))
+    def __init__(
+        self, root: Path, max_steps: int = MAX_STEPS, max_samples: int = MAX_SAMPLES
+    ) -> None:
+        self.state = RunState(RunLayout(root), samples=Samples.keeping(max_samples))
+        self.max_steps = max_steps
+        """The newest step records kept per process (`ProcessState.steps`)."""
         self._agents: dict[Path, JournalReader] = {}
         self._samples = {s: JournalReader(self.state.layout.samples(s)) for s in SAMPLE_SOURCES}
 
@@ -217,9 +278,12 @@ class RunWatcher:
             state.run = read_record(state.layout.run_json, RunRecord)
         if state.layout.events_dir.is_dir():
             for path in sorted(state.layout.events_dir.glob("agent-*.jsonl")):
-                reader = self._agents.setdefault(path, JournalReader(path))
+                reader = self._agents.get(path)
+                if reader is None:
+                    reader = self._agents[path] = JournalReader(path)
+                pid = _pid_of(path)
                 for record in reader.read_new(final):
-                    _apply_agent_record(state, _pid_of(path), record)
+                    _apply_agent_record(state, pid, record, self.max_steps)
         for source, reader in self._samples.items():
             for record in reader.read_new(final):
                 _apply_sample(state, source, record)
@@ -279,8 +343,13 @@ def main_thread(pid: int, threads: list[StackThread]) -> StackThread | None:
     return None
 
 
-def _apply_agent_record(state: RunState, pid: int, record: Record) -> None:
-    process = state.processes.setdefault(pid, ProcessState(pid))
+def _apply_agent_record(
+    state: RunState, pid: int, record: Record, max_steps: int = MAX_STEPS
+) -> None:
+    process = state.processes.get(pid)
+    if process is None:
+        # Made only when new: a ProcessState allocates its step buffers.
+        process = state.processes[pid] = ProcessState(pid, steps=deque(maxlen=max_steps))
     record_t = getattr(record, "t", None)
     if isinstance(record_t, float) and record_t > (process.last_t or 0.0):
         process.last_t = record_t
