@@ -5,8 +5,10 @@ names (`ncclKernel_AllReduce_...`, `ncclDevKernel_AllGather_...`, RCCL alike) gi
 their durations the time. A CPU job (gloo) has no such kernels: its host ranges (`gloo:all_reduce`,
 `nccl:all_to_all` annotations) are the collective's time instead. NCCL runs all_to_all as
 SendRecv kernels: where the host called all_to_all and no send/recv, those kernels are named
-all_to_all. Message sizes are not kept by the
-trace reader yet, so `bytes` is None (not measured), never 0.
+all_to_all. Message sizes come from the calls' own records (`comm_sizes`): `bytes` is their
+total where the trace has them, else None (not measured), never 0. A kind the kernels' names do
+not tell (RCCL's `ncclDevKernel_Generic`) is also listed under the calls' kind, timed by the
+kernels those calls launched, beside the kernels' own entry.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from torchtop.analysis.comm_sizes import message_sizes, pooled_sizes
 from torchtop.analysis.vocabulary import COLLECTIVE_PREFIXES, COMM_KERNEL_MARKERS, distinct
-from torchtop.model.analysis import CommStat
+from torchtop.model.analysis import CommStat, Metrics
 from torchtop.traces.data import Spans, TraceData
 
 _KERNEL_KIND = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)", re.IGNORECASE)
@@ -67,15 +70,27 @@ def collective_stats(
     elif "send_recv" in found and "all_to_all" in host and not {"send", "recv"} & host.keys():
         # The host called all_to_all and no point-to-point: the SendRecv kernels are its.
         found["all_to_all"] = found.pop("send_recv")
+    kernels = trace.kernels.select(_kernel_mask(trace))
+    sizes = message_sizes(trace, window_us, kernels, {k: t for k, (_, t) in host.items()})
+    for kind, sized in sizes.items():
+        if kind not in found and sized.timed_us > 0:
+            found[kind] = (sized.count, sized.timed_us)
     return tuple(
         CommStat(
             kind=kind,
             count=count,
             total_us=total_us,
             share=total_us / step_total_us if step_total_us > 0 else None,
+            bytes=sizes[kind].total_bytes if kind in sizes else None,
+            sizes=sizes.get(kind),
         )
         for kind, (count, total_us) in sorted(found.items())
     )
+
+
+def _kernel_mask(trace: TraceData) -> np.ndarray:
+    kinds = {int(c): kernel_kind(trace.names[int(c)]) for c in distinct(trace.kernels.name)}
+    return np.isin(trace.kernels.name, [c for c, k in kinds.items() if k is not None])
 
 
 def _within(spans: Spans, window_us: tuple[float, float] | None) -> Spans:
@@ -141,6 +156,25 @@ def pooled(parts: Sequence[tuple[CommStat, ...]], weights: Sequence[float]) -> t
                 count=sum(s.count for s, _ in stats),
                 total_us=sum(s.total_us for s, _ in stats),
                 share=sum(v * w for v, w in shares) / total_weight if shares else None,
+                bytes=_sum_or_none([s.bytes for s, _ in stats]),
+                sizes=pooled_sizes([s.sizes for s, _ in stats if s.sizes is not None], kind),
             )
         )
     return tuple(merged)
+
+
+def _sum_or_none(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def size_metrics(stats: Sequence[CommStat], steps: int) -> Metrics:
+    """What the rules read of the all-reduces: calls per step, median message and bus
+    bandwidth; None where not measured."""
+    reduce = next((s for s in stats if s.kind == "all_reduce"), None)
+    sizes = None if reduce is None else reduce.sizes
+    return {
+        "allreduce_calls_per_step": reduce.count / steps if reduce and steps else None,
+        "allreduce_median_message_bytes": None if sizes is None else sizes.median_bytes,
+        "allreduce_busbw_gbps": None if sizes is None else sizes.busbw_gbps,
+    }

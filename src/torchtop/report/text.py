@@ -12,6 +12,7 @@ from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding, format_value, gain_text
 from torchtop.model.report import RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry
+from torchtop.report import communication
 from torchtop.report.contract import breakdown_steps, steps_per_s
 
 BAR_WIDTH = 60
@@ -119,7 +120,7 @@ def _communication(job: RankAnalysis) -> list[str]:
         + (f" ({s.share:.0%})" if s.share is not None else "")
         for s in job.communication
     ]
-    return ["  collectives: " + " · ".join(parts)]
+    return ["  collectives: " + " · ".join(parts), *communication.text_lines(job)]
 
 
 def _coverage(job: RankAnalysis) -> list[str]:
