@@ -46,7 +46,7 @@ def test_one_rank_reports_each_collective_kind_with_the_traces_own_count_and_tim
     for kind, (count, total_us) in expected.items():
         assert report[kind]["count"] == count
         assert abs(report[kind]["total_ms"] - total_us / 1000.0) < 0.001
-        assert report[kind]["bytes"] is None  # not read from the trace yet: None, never 0
+        assert report[kind]["bytes"] is None  # no sizes in this trace: None, never 0
         assert report[kind]["share"] > 0.0
     # One step: the shares are of that step's time.
     assert abs(report["all_to_all"]["total_ms"] / step_ms - report["all_to_all"]["share"]) < 0.01

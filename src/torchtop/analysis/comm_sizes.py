@@ -59,6 +59,17 @@ def bus_factor(kind: str, ranks: float) -> float | None:
     return 1.0
 
 
+def host_window(trace: TraceData, kept_steps: int) -> tuple[float, float] | None:
+    """The host's span of the first `kept_steps` ProfilerSteps: the calls are host records, so
+    they are matched to the steps as the host ran them (a device runs its steps' work later,
+    on a deep queue by a whole step). None: no step markers, every call counts."""
+    steps = trace.steps
+    if len(steps) == 0 or kept_steps == 0:
+        return None
+    order = np.argsort(steps.start_us, kind="stable")[:kept_steps]
+    return float(steps.start_us[order].min()), float(steps.end_us[order].max())
+
+
 def message_sizes(
     trace: TraceData,
     window_us: tuple[float, float] | None,

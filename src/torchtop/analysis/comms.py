@@ -55,12 +55,16 @@ def host_kind(name: str) -> str | None:
 
 
 def collective_stats(
-    trace: TraceData, window_us: tuple[float, float] | None, step_total_us: float
+    trace: TraceData,
+    window_us: tuple[float, float] | None,
+    step_total_us: float,
+    host_window_us: tuple[float, float] | None = None,
 ) -> tuple[CommStat, ...]:
     """Per kind, in name order: the kernels' time where the device ran any, else the host's.
 
     Only collectives starting inside `window_us` (first step's start to last step's end) count,
-    as the breakdown's steps do, so a share is of the same time; None: the whole trace."""
+    as the breakdown's steps do, so a share is of the same time; None: the whole trace. The
+    calls' sizes count inside `host_window_us`, the same steps as the host ran them."""
     found = _by_kind(_within(trace.kernels, window_us), trace.names, kernel_kind)
     # Host ranges nest (`c10d::allreduce_` around `gloo:all_reduce`): each kind's time is the
     # union of its ranges and its count the ranges no other of its kind holds.
@@ -71,7 +75,7 @@ def collective_stats(
         # The host called all_to_all and no point-to-point: the SendRecv kernels are its.
         found["all_to_all"] = found.pop("send_recv")
     kernels = trace.kernels.select(_kernel_mask(trace))
-    sizes = message_sizes(trace, window_us, kernels, {k: t for k, (_, t) in host.items()})
+    sizes = message_sizes(trace, host_window_us, kernels, {k: t for k, (_, t) in host.items()})
     for kind, sized in sizes.items():
         if kind not in found and sized.timed_us > 0:
             found[kind] = (sized.count, sized.timed_us)

@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from msgspec.structs import replace
 
-from torchtop.analysis import comm_overlap, comms, device, host
+from torchtop.analysis import comm_overlap, comm_sizes, comms, device, host
 from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs
 from torchtop.analysis.steps import find_steps
 from torchtop.analysis.vocabulary import median, percentile
@@ -52,7 +52,12 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
     metrics.update(host.parallelism_metrics(trace))
     metrics.update(_comm_overlap(roles, steps.start_us, steps.end_us))
     metrics.update(comm_overlap.overlap_metrics(trace, roles, steps.start_us, steps.end_us))
-    communication = comms.collective_stats(trace, _window(steps.start_us, steps.end_us), total_us)
+    communication = comms.collective_stats(
+        trace,
+        _window(steps.start_us, steps.end_us),
+        total_us,
+        comm_sizes.host_window(trace, len(steps)) if steps.has_markers else None,
+    )
     metrics.update(comms.size_metrics(communication, len(steps)))
     return RankAnalysis(
         rank=trace.info.rank,
