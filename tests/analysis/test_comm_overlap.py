@@ -113,7 +113,8 @@ def swept_overlap(events: list[dict[str, Any]]) -> tuple[float, float]:
     steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
     lo = min(float(e["ts"]) for e in steps)
     hi = max(float(e["ts"]) + float(e["dur"]) for e in steps)
-    comm, other = [], []
+    comm: list[tuple[float, float]] = []
+    other: list[tuple[float, float]] = []
     for e in events:
         if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
             continue
