@@ -105,7 +105,10 @@ def _within(spans: Spans, window_us: tuple[float, float] | None) -> Spans:
     # A collective still running when the last step ends counts up to that end, so a share is
     # of the steps' own time. Only the fields counted here: some span kinds leave their id
     # arrays empty.
-    return Spans(spans.start_us[keep], np.minimum(spans.end_us[keep], hi), spans.name[keep])
+    threads = spans.thread[keep] if len(spans.thread) == len(spans) else spans.thread
+    return Spans(
+        spans.start_us[keep], np.minimum(spans.end_us[keep], hi), spans.name[keep], threads
+    )
 
 
 def _by_kind(
@@ -124,10 +127,20 @@ def _by_kind(
     for kind, mask in masks.items():
         starts, ends = spans.start_us[mask], spans.end_us[mask]
         if nested:
-            found[kind] = _union(starts, ends)
+            found[kind] = (_calls(spans, mask), _union(starts, ends)[1])
         else:
             found[kind] = (int(mask.sum()), float((ends - starts).sum()))
     return found
+
+
+def _calls(spans: Spans, mask: np.ndarray) -> int:
+    """Ranges no earlier one of the same thread holds: a call's ranges nest on its thread,
+    while gloo runs calls on two threads at once, whose ranges may lie one inside another."""
+    if len(spans.thread) != len(spans):
+        return _union(spans.start_us[mask], spans.end_us[mask])[0]
+    threads = spans.thread[mask]
+    starts, ends = spans.start_us[mask], spans.end_us[mask]
+    return sum(_union(starts[threads == t], ends[threads == t])[0] for t in distinct(threads))
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[int, float]:
