@@ -46,6 +46,8 @@ class NodeReport(msgspec.Struct, frozen=True):
     gpu_mean_utilization_pct: float | None = None
     ended: str | None = None
     """How its launcher's job ended (`exit.json`'s `how`), or None while it runs."""
+    command: tuple[str, ...] = ()
+    """The job command its launcher ran (`run.json`), for the change a fix needs there."""
 
 
 class Report(msgspec.Struct, frozen=True):

@@ -10,6 +10,7 @@ from torchtop.model.findings import Finding, Verdict
 from torchtop.model.report import NodeReport, RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
+from torchtop.report.relaunch import relaunch_json
 
 SCHEMA = "torchtop.report/1"
 BREAKDOWN_KEYS = (
@@ -68,6 +69,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         document["trials"] = [trials_json(t) for t in report.trials]
     if report.nodes:
         document["nodes"] = [node_json(node) for node in report.nodes]
+        document.update(relaunch_json(report))
     return document
 
 

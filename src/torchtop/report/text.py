@@ -14,6 +14,7 @@ from torchtop.model.report import RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry
 from torchtop.report import communication
 from torchtop.report.contract import breakdown_steps, steps_per_s
+from torchtop.report.relaunch import relaunch_text
 
 BAR_WIDTH = 60
 _GLYPHS = {
@@ -43,6 +44,7 @@ def render_text(report: Report, colour: bool = False) -> str:
     lines += _verdict(report, style)
     lines += _steps(report.job, style)
     lines += _findings(report.verdict.findings, style)
+    lines += relaunch_text(report)
     if report.ranks:
         lines += _ranks(report)
     lines += _tops(report.job)
