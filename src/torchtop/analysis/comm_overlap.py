@@ -5,9 +5,9 @@ the exposed part can be won back, so it bounds a communication fix's gain. On a 
 collective's time is its device kernels and the other work is the compute kernels, copies and
 memsets; on a CPU job (gloo: no kernels at all) it is the host's collective ranges and the other
 work the CPU operators. All-reduce is also set against the backward compute it could hide
-behind: the compute from each step's first backward operator
-(`autograd::engine::evaluate_function: ...`) to the step's end that no all-reduce already
-overlaps. Exposed all-reduce below that compute could in principle be hidden by overlapping
+behind: the work the host started from each step's first backward operator
+(`autograd::engine::evaluate_function: ...`) on (on a GPU, the device work it launched then,
+which runs up to a step later) that no all-reduce already overlaps. Exposed all-reduce below that compute could in principle be hidden by overlapping
 better (bucket size); above it, no overlap suffices and the volume must shrink (accumulating
 with `no_sync`, compression). Every figure is a mean per step in ms, or a share of step time.
 """
@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from torchtop.analysis.breakdown import Roles
+from torchtop.analysis.comm_sizes import kernel_calls, launch_times, message_kind
 from torchtop.analysis.comms import host_kind, kernel_kind
 from torchtop.analysis.intervals import IntervalSet
 from torchtop.analysis.vocabulary import distinct
@@ -48,7 +49,7 @@ def overlap_metrics(trace: TraceData, roles: Roles, lo: Floats, hi: Floats) -> M
         return dict(NOT_MEASURED)
     if on_device:
         busy = roles.compute_kernels.union(roles.sets["memcpy"]).union(roles.sets["memset"])
-        all_reduce = _named(trace.kernels, trace.names, kernel_kind)
+        all_reduce = _device_all_reduce(trace)
     else:
         busy = roles.sets["cpu_exec"]
         all_reduce = _named(trace.annotations, trace.names, host_kind)
@@ -56,7 +57,7 @@ def overlap_metrics(trace: TraceData, roles: Roles, lo: Floats, hi: Floats) -> M
     total = float(comm.covered_within(lo, hi).sum())
     exposed = float(comm.subtract(busy).covered_within(lo, hi).sum())
     reduce_exposed = float(all_reduce.subtract(busy).covered_within(lo, hi).sum())
-    backward = _backward_compute_us(trace, busy.subtract(all_reduce), lo, hi)
+    backward = _backward_compute_us(trace, busy, all_reduce, lo, hi)
     return {
         "comm_time_ms": total / steps / 1000.0,
         "comm_hidden_ms": (total - exposed) / steps / 1000.0,
@@ -78,20 +79,66 @@ def _named(spans: Spans, names: list[str], kind_of: Callable[[str], str | None])
     return IntervalSet.of(spans.start_us[mask], spans.end_us[mask])
 
 
+def _device_all_reduce(trace: TraceData) -> IntervalSet:
+    """The all-reduce kernels: named so, or launched by an all-reduce call (RCCL's
+    `ncclDevKernel_Generic` kernels say their kind only through the call)."""
+    kernels = trace.kernels
+    codes = {int(c): kernel_kind(trace.names[int(c)]) for c in distinct(kernels.name)}
+    comm = np.isin(kernels.name, _comm_kernel_codes(trace))
+    named = np.isin(kernels.name, [c for c, k in codes.items() if k == "all_reduce"])
+    messages = trace.messages
+    calls = kernel_calls(messages, trace, kernels.select(comm))
+    kinds = np.array([message_kind(n) == "all_reduce" for n in messages.names], dtype=np.bool_)
+    by_call = np.zeros(len(calls), dtype=np.bool_)
+    mine = calls >= 0
+    by_call[mine] = kinds[messages.collective[calls[mine]]]
+    named[np.flatnonzero(comm)[by_call]] = True
+    return IntervalSet.of(kernels.start_us[named], kernels.end_us[named])
+
+
 def _backward_compute_us(
-    trace: TraceData, free_compute: IntervalSet, lo: Floats, hi: Floats
+    trace: TraceData, busy: IntervalSet, all_reduce: IntervalSet, lo: Floats, hi: Floats
 ) -> float | None:
-    """Compute not overlapped by all-reduce, from each step's first backward operator to its
-    end, summed over steps; None: no backward operator in any step (not a training trace)."""
+    """The backward pass's work that no all-reduce overlaps, inside the steps [lo, hi].
+
+    Backward work is what runs from each host step's first backward operator to its end; on a
+    GPU, the device work the host launched then (the device runs it later, by up to a step).
+    None: no backward operator in any step (not a training trace)."""
+    windows = _backward_windows(trace)
+    if windows is None:
+        return None
+    if len(trace.kernels) == 0:
+        backward = busy.intersect(windows)
+    else:
+        comm = np.isin(trace.kernels.name, _comm_kernel_codes(trace))
+        parts = [trace.kernels.select(~comm), trace.copies.spans, trace.memsets]
+        starts = np.concatenate([p.start_us for p in parts])
+        ends = np.concatenate([p.end_us for p in parts])
+        launched = np.concatenate([launch_times(trace, p) for p in parts])
+        inside = np.isfinite(launched)
+        inside[inside] = windows.contains(launched[inside])
+        backward = IntervalSet.of(starts[inside], ends[inside])
+    return float(backward.subtract(all_reduce).covered_within(lo, hi).sum())
+
+
+def _backward_windows(trace: TraceData) -> IntervalSet | None:
+    """From each host step's first backward operator to that step's end."""
     names = trace.names
     codes = [int(c) for c in distinct(trace.ops.name) if names[int(c)].startswith(BACKWARD_PREFIX)]
     starts = np.sort(trace.ops.start_us[np.isin(trace.ops.name, codes)])
     if len(starts) == 0:
         return None
-    first = np.searchsorted(starts, lo, side="left")
+    steps = trace.steps
+    if len(steps):
+        step_lo, step_hi = steps.start_us, steps.end_us
+    else:
+        step_lo, step_hi = np.array([starts[0]]), np.array([np.inf])
+    first = np.searchsorted(starts, step_lo, side="left")
     found = first < len(starts)
-    begin = np.where(found, starts[np.minimum(first, len(starts) - 1)], hi)
-    begin = np.where(begin < hi, begin, hi)
-    if not (begin < hi).any():
-        return None
-    return float(free_compute.covered_within(begin, hi).sum())
+    begin = starts[np.minimum(first, len(starts) - 1)]
+    keep = found & (begin < step_hi)
+    return IntervalSet.of(begin[keep], step_hi[keep]) if keep.any() else None
+
+
+def _comm_kernel_codes(trace: TraceData) -> list[int]:
+    return [int(c) for c in distinct(trace.kernels.name) if kernel_kind(trace.names[int(c)])]

@@ -18,7 +18,7 @@ from msgspec.structs import replace
 
 from torchtop.analysis.vocabulary import median
 from torchtop.model.analysis import MessageSizes
-from torchtop.traces.data import NO_ID, Floats, Messages, Spans, TraceData
+from torchtop.traces.data import NO_ID, Floats, Ints, Messages, Spans, TraceData
 
 # `Collective name` words (`_allgather_base`, `reduce_scatter_tensor_coalesced`) to the kinds
 # `comms.kernel_kind` names; `wait` is a wait on a handle, not a collective.
@@ -169,25 +169,44 @@ def pooled_sizes(parts: list[MessageSizes], kind: str) -> MessageSizes | None:
 
 
 def _device_time(messages: Messages, trace: TraceData, kernels: Spans) -> Floats | None:
-    """Each call's kernels' time: a kernel belongs to the call whose host range holds the
-    runtime call that launched it (by correlation id). None: a CPU job (no kernels at all),
-    whose host time is the collective's; a GPU job's host ranges are not, so its calls
-    without collective kernels stay untimed."""
+    """Each call's kernels' time (`kernel_calls`). None: a CPU job (no kernels at all), whose
+    host time is the collective's; a GPU job's host ranges are not, so its calls without
+    collective kernels stay untimed."""
     if len(trace.kernels) == 0:
         return None
     result = np.zeros(len(messages))
-    runtime = trace.runtime
-    if len(runtime) == 0 or len(kernels) == 0:
+    calls = kernel_calls(messages, trace, kernels)
+    mine = calls >= 0
+    np.add.at(result, calls[mine], kernels.dur_us[mine])
+    return result
+
+
+def kernel_calls(messages: Messages, trace: TraceData, kernels: Spans) -> Ints:
+    """For each of `kernels`, the index of the call that launched it, or -1: the call whose
+    host range holds the runtime call that launched the kernel."""
+    result = np.full(len(kernels), -1, dtype=np.int64)
+    if len(messages) == 0:
         return result
-    order = np.argsort(runtime.correlation, kind="stable")
-    ids = runtime.correlation[order]
-    at = np.minimum(np.searchsorted(ids, kernels.correlation), len(ids) - 1)
-    found = (ids[at] == kernels.correlation) & (kernels.correlation != NO_ID)
-    launched = runtime.start_us[order][at]
+    launched = launch_times(trace, kernels)
     by_start = np.argsort(messages.start_us, kind="stable")
     starts, ends = messages.start_us[by_start], messages.end_us[by_start]
     index = np.searchsorted(starts, launched, side="right") - 1
-    inside = found & (index >= 0)
+    inside = np.isfinite(launched) & (index >= 0)
     inside[inside] = launched[inside] < ends[index[inside]]
-    np.add.at(result, by_start[index[inside]], kernels.dur_us[inside])
+    result[inside] = by_start[index[inside]]
+    return result
+
+
+def launch_times(trace: TraceData, device: Spans) -> Floats:
+    """When the host launched each of `device`'s spans: its runtime call's start, matched by
+    correlation id; NaN where none matches."""
+    result = np.full(len(device), np.nan)
+    runtime = trace.runtime
+    if len(runtime) == 0 or len(device) == 0:
+        return result
+    order = np.argsort(runtime.correlation, kind="stable")
+    ids = runtime.correlation[order]
+    at = np.minimum(np.searchsorted(ids, device.correlation), len(ids) - 1)
+    found = (ids[at] == device.correlation) & (device.correlation != NO_ID)
+    result[found] = runtime.start_us[order][at[found]]
     return result

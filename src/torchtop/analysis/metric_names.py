@@ -74,8 +74,8 @@ METRICS: dict[str, str] = {
     "comm_exposed_share": "collective time with nothing else running: share of step time",
     "allreduce_exposed_ms": "all-reduce time per step with nothing else running, ms",
     "allreduce_exposed_share": "all-reduce time with nothing else running: share of step time",
-    "backward_compute_ms": "compute per step from the first backward operator to the step's "
-    "end that no all-reduce overlaps, ms",
+    "backward_compute_ms": "backward work per step (launched from the step's first backward "
+    "operator on) that no all-reduce overlaps, ms",
     "allreduce_exposed_vs_backward": "exposed all-reduce over that backward compute: below 1 "
     "better overlap could hide it, above 1 no overlap can",
     "allreduce_calls_per_step": "all-reduce calls per step",
