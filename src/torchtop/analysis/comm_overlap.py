@@ -7,9 +7,10 @@ memsets; on a CPU job (gloo: no kernels at all) it is the host's collective rang
 work the CPU operators. All-reduce is also set against the backward compute it could hide
 behind: the work the host started from each step's first backward operator
 (`autograd::engine::evaluate_function: ...`) on (on a GPU, the device work it launched then,
-which runs up to a step later) that no all-reduce already overlaps. Exposed all-reduce below that compute could in principle be hidden by overlapping
-better (bucket size); above it, no overlap suffices and the volume must shrink (accumulating
-with `no_sync`, compression). Every figure is a mean per step in ms, or a share of step time.
+which runs up to a step later) that no all-reduce already overlaps. Exposed all-reduce below
+that compute could in principle be hidden by overlapping better (bucket size); above it, no
+overlap suffices and the volume must shrink (accumulating with `no_sync`, compression). Every
+figure is a mean per step in ms, or a share of step time.
 """
 
 from __future__ import annotations
