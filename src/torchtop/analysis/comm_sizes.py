@@ -87,11 +87,11 @@ def message_sizes(
         keep = (messages.start_us >= window_us[0]) & (messages.start_us < window_us[1])
     sizes = np.maximum(messages.in_nelems, messages.out_nelems) * messages.element_bytes
     device_us = _device_time(messages, trace, comm_kernels)
-    kinds = [message_kind(messages.names[int(c)]) for c in messages.collective]
+    kinds = [message_kind(name) for name in messages.names]
     found: dict[str, MessageSizes] = {}
     for kind in sorted({k for k in kinds if k is not None}):
-        mask = keep & np.array([k == kind for k in kinds], dtype=np.bool_)
-        known = mask & np.isfinite(sizes)
+        codes = [code for code, k in enumerate(kinds) if k == kind]
+        known = keep & np.isin(messages.collective, codes) & np.isfinite(sizes)
         if not known.any():
             continue
         found[kind] = _sizes(kind, sizes, device_us, known, messages.group_size, host_time_us)
