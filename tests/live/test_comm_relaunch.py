@@ -136,3 +136,15 @@ def test_a_code_fix_is_the_same_edit_then_each_nodes_unchanged_line(
     for node, command in commands.items():
         line = shlex.join(["torchtop", "run", "--run-dir", str(run_dir), "--", *command])
         assert codes[0]["nodes"][node] == "edit the script as the fix says, then: " + line
+
+
+def test_the_markdown_report_gives_each_nodes_line_in_a_shell_block(
+    two_nodes: tuple[Path, dict[str, list[str]]], rules: Path
+) -> None:
+    run_dir, commands = two_nodes
+    markdown = analyze(run_dir, rules, "markdown")
+    section = markdown[markdown.index("## Relaunch (several nodes)") :]
+    assert section.count("```sh") >= 1
+    for node, command in commands.items():
+        launcher = ["torchtop", "run", "--run-dir", str(run_dir), "--", *command]
+        assert f"# node {node}\nNCCL_SOCKET_NTHREADS=4 {shlex.join(launcher)}" in section

@@ -5,6 +5,7 @@ from __future__ import annotations
 from torchtop.model.findings import gain_text
 from torchtop.model.report import Report
 from torchtop.report.contract import BREAKDOWN_KEYS, breakdown_steps, steps_per_s
+from torchtop.report.relaunch import relaunch_markdown
 from torchtop.report.text import standing_lines
 
 
@@ -38,6 +39,7 @@ def render_markdown(report: Report) -> str:
                 f"  - fix `{x.knob} = {x.value}` ({x.apply}): {x.description}" for x in f.fixes
             ]
         lines.append("")
+    lines += relaunch_markdown(report)
     if report.ranks:
         lines += [
             "## Ranks",

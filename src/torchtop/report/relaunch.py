@@ -86,3 +86,22 @@ def _line(fix: Fix, node: NodeReport, run_dir: str) -> str:
         )
     overrides = json.dumps({fix.knob: fix.value}, sort_keys=True, default=str)
     return f"TORCHTOP_OVERRIDES={shlex.quote(overrides)} {shlex.join(launcher)}"
+
+
+def relaunch_markdown(report: Report) -> list[str]:
+    """The Markdown report's section: the statement, then each fix's lines in a code block."""
+    entries = relaunch_entries(report)
+    if not entries:
+        return []
+    lines = ["## Relaunch (several nodes)", "", HOW[0].upper() + HOW[1:] + ".", ""]
+    for entry in entries:
+        lines += [f"`{entry['knob']} = {entry['value']}` ({entry['apply']}):", "", "```sh"]
+        lines += [f"# node {name}\n{_shell(line)}" for name, line in entry["nodes"].items()]
+        lines += ["```", ""]
+    return lines
+
+
+def _shell(line: str) -> str:
+    """A line as a shell block shows it: a note before the command becomes a comment."""
+    note, found, command = line.partition(": torchtop run ")
+    return f"# {note}:\ntorchtop run {command}" if found else line
