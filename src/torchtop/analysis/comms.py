@@ -5,8 +5,10 @@ names (`ncclKernel_AllReduce_...`, `ncclDevKernel_AllGather_...`, RCCL alike) gi
 their durations the time. A CPU job (gloo) has no such kernels: its host ranges (`gloo:all_reduce`,
 `nccl:all_to_all` annotations) are the collective's time instead. NCCL runs all_to_all as
 SendRecv kernels: where the host called all_to_all and no send/recv, those kernels are named
-all_to_all. Message sizes are not kept by the
-trace reader yet, so `bytes` is None (not measured), never 0.
+all_to_all. Message sizes come from the calls' own records (`comm_sizes`): `bytes` is their
+total where the trace has them, else None (not measured), never 0. A kind the kernels' names do
+not tell (RCCL's `ncclDevKernel_Generic`) is also listed under the calls' kind, timed by the
+kernels those calls launched, beside the kernels' own entry.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from torchtop.analysis.comm_sizes import message_sizes, pooled_sizes
 from torchtop.analysis.vocabulary import COLLECTIVE_PREFIXES, COMM_KERNEL_MARKERS, distinct
-from torchtop.model.analysis import CommStat
+from torchtop.model.analysis import CommStat, Metrics
 from torchtop.traces.data import Spans, TraceData
 
 _KERNEL_KIND = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)", re.IGNORECASE)
@@ -52,12 +55,16 @@ def host_kind(name: str) -> str | None:
 
 
 def collective_stats(
-    trace: TraceData, window_us: tuple[float, float] | None, step_total_us: float
+    trace: TraceData,
+    window_us: tuple[float, float] | None,
+    step_total_us: float,
+    host_window_us: tuple[float, float] | None = None,
 ) -> tuple[CommStat, ...]:
     """Per kind, in name order: the kernels' time where the device ran any, else the host's.
 
     Only collectives starting inside `window_us` (first step's start to last step's end) count,
-    as the breakdown's steps do, so a share is of the same time; None: the whole trace."""
+    as the breakdown's steps do, so a share is of the same time; None: the whole trace. The
+    calls' sizes count inside `host_window_us`, the same steps as the host ran them."""
     found = _by_kind(_within(trace.kernels, window_us), trace.names, kernel_kind)
     # Host ranges nest (`c10d::allreduce_` around `gloo:all_reduce`): each kind's time is the
     # union of its ranges and its count the ranges no other of its kind holds.
@@ -67,15 +74,27 @@ def collective_stats(
     elif "send_recv" in found and "all_to_all" in host and not {"send", "recv"} & host.keys():
         # The host called all_to_all and no point-to-point: the SendRecv kernels are its.
         found["all_to_all"] = found.pop("send_recv")
+    kernels = trace.kernels.select(_kernel_mask(trace))
+    sizes = message_sizes(trace, host_window_us, kernels, {k: t for k, (_, t) in host.items()})
+    for kind, sized in sizes.items():
+        if kind not in found and sized.timed_us > 0:
+            found[kind] = (sized.count, sized.timed_us)
     return tuple(
         CommStat(
             kind=kind,
             count=count,
             total_us=total_us,
             share=total_us / step_total_us if step_total_us > 0 else None,
+            bytes=sizes[kind].total_bytes if kind in sizes else None,
+            sizes=sizes.get(kind),
         )
         for kind, (count, total_us) in sorted(found.items())
     )
+
+
+def _kernel_mask(trace: TraceData) -> np.ndarray:
+    kinds = {int(c): kernel_kind(trace.names[int(c)]) for c in distinct(trace.kernels.name)}
+    return np.isin(trace.kernels.name, [c for c, k in kinds.items() if k is not None])
 
 
 def _within(spans: Spans, window_us: tuple[float, float] | None) -> Spans:
@@ -86,7 +105,10 @@ def _within(spans: Spans, window_us: tuple[float, float] | None) -> Spans:
     # A collective still running when the last step ends counts up to that end, so a share is
     # of the steps' own time. Only the fields counted here: some span kinds leave their id
     # arrays empty.
-    return Spans(spans.start_us[keep], np.minimum(spans.end_us[keep], hi), spans.name[keep])
+    threads = spans.thread[keep] if len(spans.thread) == len(spans) else spans.thread
+    return Spans(
+        spans.start_us[keep], np.minimum(spans.end_us[keep], hi), spans.name[keep], threads
+    )
 
 
 def _by_kind(
@@ -105,10 +127,20 @@ def _by_kind(
     for kind, mask in masks.items():
         starts, ends = spans.start_us[mask], spans.end_us[mask]
         if nested:
-            found[kind] = _union(starts, ends)
+            found[kind] = (_calls(spans, mask), _union(starts, ends)[1])
         else:
             found[kind] = (int(mask.sum()), float((ends - starts).sum()))
     return found
+
+
+def _calls(spans: Spans, mask: np.ndarray) -> int:
+    """Ranges no earlier one of the same thread holds: a call's ranges nest on its thread,
+    while gloo runs calls on two threads at once, whose ranges may lie one inside another."""
+    if len(spans.thread) != len(spans):
+        return _union(spans.start_us[mask], spans.end_us[mask])[0]
+    threads = spans.thread[mask]
+    starts, ends = spans.start_us[mask], spans.end_us[mask]
+    return sum(_union(starts[threads == t], ends[threads == t])[0] for t in distinct(threads))
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[int, float]:
@@ -141,6 +173,25 @@ def pooled(parts: Sequence[tuple[CommStat, ...]], weights: Sequence[float]) -> t
                 count=sum(s.count for s, _ in stats),
                 total_us=sum(s.total_us for s, _ in stats),
                 share=sum(v * w for v, w in shares) / total_weight if shares else None,
+                bytes=_sum_or_none([s.bytes for s, _ in stats]),
+                sizes=pooled_sizes([s.sizes for s, _ in stats if s.sizes is not None], kind),
             )
         )
     return tuple(merged)
+
+
+def _sum_or_none(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def size_metrics(stats: Sequence[CommStat], steps: int) -> Metrics:
+    """What the rules read of the all-reduces: calls per step, median message and bus
+    bandwidth; None where not measured."""
+    reduce = next((s for s in stats if s.kind == "all_reduce"), None)
+    sizes = None if reduce is None else reduce.sizes
+    return {
+        "allreduce_calls_per_step": reduce.count / steps if reduce and steps else None,
+        "allreduce_median_message_bytes": None if sizes is None else sizes.median_bytes,
+        "allreduce_busbw_gbps": None if sizes is None else sizes.busbw_gbps,
+    }

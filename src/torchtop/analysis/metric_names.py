@@ -68,6 +68,20 @@ METRICS: dict[str, str] = {
     "world_size": "processes in the job",
     "comm_overlap_fraction": "communication time that overlaps compute (0-1)",
     "comm_raw_share": "all communication time, hidden or not: share of step time",
+    "comm_time_ms": "collective time per step, ms: device kernels (GPU) or host ranges (CPU job)",
+    "comm_hidden_ms": "collective time per step that other work (compute, copies) ran beside, ms",
+    "comm_exposed_ms": "collective time per step with nothing else running, ms",
+    "comm_exposed_share": "collective time with nothing else running: share of step time",
+    "allreduce_exposed_ms": "all-reduce time per step with nothing else running, ms",
+    "allreduce_exposed_share": "all-reduce time with nothing else running: share of step time",
+    "backward_compute_ms": "backward work per step (launched from the step's first backward "
+    "operator on) that no all-reduce overlaps, ms",
+    "allreduce_exposed_vs_backward": "exposed all-reduce over that backward compute: below 1 "
+    "better overlap could hide it, above 1 no overlap can",
+    "allreduce_calls_per_step": "all-reduce calls per step",
+    "allreduce_median_message_bytes": "median all-reduce message, bytes (the larger of a call's "
+    "input and output buffers)",
+    "allreduce_busbw_gbps": "all-reduce bus bandwidth, GB/s (NCCL-tests' busbw)",
     "ranks_count": "ranks analysed together",
     "rank_step_spread": "(slowest - fastest) / median of the ranks' mean step times",
     "slowest_rank": "label of the rank with the longest mean step",

@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from msgspec.structs import replace
 
-from torchtop.analysis import comms, device, host
+from torchtop.analysis import comm_overlap, comm_sizes, comms, device, host
 from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs
 from torchtop.analysis.steps import find_steps
 from torchtop.analysis.vocabulary import median, percentile
@@ -51,6 +51,14 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
     metrics.update(host.cpu_metrics(trace, steps))
     metrics.update(host.parallelism_metrics(trace))
     metrics.update(_comm_overlap(roles, steps.start_us, steps.end_us))
+    metrics.update(comm_overlap.overlap_metrics(trace, roles, steps.start_us, steps.end_us))
+    communication = comms.collective_stats(
+        trace,
+        _window(steps.start_us, steps.end_us),
+        total_us,
+        comm_sizes.host_window(trace, len(steps)) if steps.has_markers else None,
+    )
+    metrics.update(comms.size_metrics(communication, len(steps)))
     return RankAnalysis(
         rank=trace.info.rank,
         label=rank_label(trace),
@@ -64,9 +72,7 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         copies=device.copy_stats(trace),
         notes=_notes(trace, steps.has_markers, steps.dropped_tail),
         python_calls=() if trace.python is None else (trace.python,),
-        communication=comms.collective_stats(
-            trace, _window(steps.start_us, steps.end_us), total_us
-        ),
+        communication=communication,
     )
 
 

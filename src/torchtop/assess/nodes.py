@@ -26,6 +26,7 @@ def _node_report(name: str, node: RunState) -> NodeReport:
         mem_used_bytes=float(memory[-1]) if memory else None,
         gpu_mean_utilization_pct=sum(gpu) / len(gpu) if gpu else None,
         ended=node.exit.how if node.exit is not None else None,
+        command=tuple(node.launch.command),
     )
 
 

@@ -306,6 +306,7 @@ def _rank_analysis(
         top_ops=window.top_ops if window else (),
         copies=window.copies if window else (),
         notes=tuple(notes) + tuple(process.notes),
+        communication=window.communication if window else (),
     )
 
 

@@ -43,6 +43,23 @@ class CopyStat(msgspec.Struct, frozen=True):
     gb_per_s: float | None
 
 
+class MessageSizes(msgspec.Struct, frozen=True):
+    """One collective kind's message sizes (bytes: the larger of a call's input and output
+    buffers) and, where the calls' time is known, NCCL-tests' algbw and busbw in GB/s."""
+
+    count: int
+    total_bytes: float
+    median_bytes: float
+    largest_bytes: float
+    group_size: int | None
+    algbw_gbps: float | None
+    busbw_gbps: float | None
+    timed_bytes: float = 0.0
+    """The bytes of the calls whose time is known, and that time: algbw's terms, kept so
+    that pooling files or ranks gives the same bandwidth as one trace would."""
+    timed_us: float = 0.0
+
+
 class CommStat(msgspec.Struct, frozen=True):
     """One collective kind's calls: count, time and share of step time; bytes where known."""
 
@@ -51,6 +68,8 @@ class CommStat(msgspec.Struct, frozen=True):
     total_us: float
     share: float | None
     bytes: float | None = None
+    sizes: MessageSizes | None = None
+    """None where the trace records no sizes for this kind."""
 
 
 class PythonCalls(msgspec.Struct, frozen=True):

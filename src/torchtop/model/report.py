@@ -69,6 +69,8 @@ class NodeReport(msgspec.Struct, frozen=True):
     """Whether its `--serve` stream answers; None when the node is read from a folder."""
     last_seen_epoch_s: float | None = None
     """When its stream last answered (followed through `--serve` only)."""
+    command: tuple[str, ...] = ()
+    """The job command its launcher ran (`run.json`), for the change a fix needs there."""
 
 
 class Report(msgspec.Struct, frozen=True):

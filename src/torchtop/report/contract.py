@@ -10,6 +10,8 @@ from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.findings import Finding, Verdict
 from torchtop.model.report import LastStack, NodeReport, RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry, entry_json
+from torchtop.report.communication import messages_json, overlap_json
+from torchtop.report.relaunch import relaunch_json
 
 SCHEMA = "torchtop.report/1"
 BREAKDOWN_KEYS = (
@@ -61,12 +63,14 @@ def report_to_json(report: Report) -> dict[str, Any]:
                 if r.analysis.communication
                 else {}
             )
+            | overlap_json(r.analysis)
             for r in report.ranks
         ]
     if report.trials:
         document["trials"] = [trials_json(t) for t in report.trials]
     if report.nodes:
         document["nodes"] = [node_json(node) for node in report.nodes]
+        document.update(relaunch_json(report))
     return document
 
 
@@ -95,13 +99,17 @@ def _iso(epoch_s: float | None) -> str | None:
 
 
 def communication_json(analysis: RankAnalysis) -> dict[str, Any]:
-    """Collectives by kind (only where the traces hold any): count, time, share, bytes."""
+    """Collectives by kind (only where the traces hold any): count, time, share, bytes, and
+    the message sizes and bandwidth (null where the trace has no sizes)."""
     return {
         s.kind: {
             "count": s.count,
             "total_ms": round(s.total_us / 1000.0, 3),
             "share": _round(s.share, 4),
             "bytes": s.bytes,
+            "messages": None if s.sizes is None else messages_json(s.sizes),
+            "algbw_gbps": None if s.sizes is None else s.sizes.algbw_gbps,
+            "busbw_gbps": None if s.sizes is None else s.sizes.busbw_gbps,
         }
         for s in analysis.communication
     }

@@ -6,6 +6,7 @@ from torchtop.model.findings import gain_text
 from torchtop.model.report import Report
 from torchtop.report.contract import BREAKDOWN_KEYS, breakdown_steps, steps_per_s
 from torchtop.report.nodes import node_fields
+from torchtop.report.relaunch import relaunch_markdown
 from torchtop.report.text import standing_lines
 
 
@@ -39,6 +40,7 @@ def render_markdown(report: Report) -> str:
                 f"  - fix `{x.knob} = {x.value}` ({x.apply}): {x.description}" for x in f.fixes
             ]
         lines.append("")
+    lines += relaunch_markdown(report)
     if report.ranks:
         # The node column only for a run several nodes shared: other tables stay as they were.
         nodes = any(r.node is not None for r in report.ranks)

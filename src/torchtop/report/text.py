@@ -12,8 +12,10 @@ from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding, format_value, gain_text
 from torchtop.model.report import RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry
+from torchtop.report import communication
 from torchtop.report.contract import breakdown_steps, steps_per_s
 from torchtop.report.nodes import node_lines, stack_summary
+from torchtop.report.relaunch import relaunch_text
 
 BAR_WIDTH = 60
 _GLYPHS = {
@@ -43,6 +45,7 @@ def render_text(report: Report, colour: bool = False) -> str:
     lines += _verdict(report, style)
     lines += _steps(report.job, style)
     lines += _findings(report.verdict.findings, style)
+    lines += relaunch_text(report)
     if report.ranks:
         lines += _ranks(report)
     if report.nodes:
@@ -122,7 +125,7 @@ def _communication(job: RankAnalysis) -> list[str]:
         + (f" ({s.share:.0%})" if s.share is not None else "")
         for s in job.communication
     ]
-    return ["  collectives: " + " · ".join(parts)]
+    return ["  collectives: " + " · ".join(parts), *communication.text_lines(job)]
 
 
 def _coverage(job: RankAnalysis) -> list[str]:

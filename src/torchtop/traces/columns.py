@@ -24,6 +24,7 @@ from torchtop.traces.data import (
     empty_floats,
     empty_ints,
 )
+from torchtop.traces.messages import MessageColumns
 from torchtop.traces.schema import NO_ARGS, Event, InstantEvent, SpanEvent
 
 ONE_DAY_US = 86_400e6
@@ -203,6 +204,7 @@ class ColumnBuilder:
         self.memory = SpanColumns()
         self.python = SpanColumns()
         self.python_names = Interner()
+        self.messages = MessageColumns()
         self.profiler_span: tuple[float, float] | None = None
         self.profiler_span_piece = -1
         self.events_total = 0
@@ -275,6 +277,8 @@ class ColumnBuilder:
                     _device(e) if d is None else d for e, d in zip(events, devices, strict=True)
                 ]
             columns["device"] = ids(devices)
+        if kind == OP:
+            self.messages.add(args, start, dur, piece, floats)
         if kind in (OP, ANNOTATION):
             self._split_steps(columns, kind, piece)
             return
@@ -352,6 +356,7 @@ class ColumnBuilder:
             self.kinds[kind].extend(columns, remap)
         self.step_columns.extend(other.step_columns, remap)
         self.memory.extend(other.memory, {})
+        self.messages.merge(other.messages)
         self.python.extend(
             other.python, {"name": self.python_names.code_all(other.python_names.values_raw)}
         )

@@ -74,6 +74,25 @@ class Copies(msgspec.Struct):
 COPY_KINDS = ("HtoD", "DtoH", "DtoD", "other")
 
 
+class Messages(msgspec.Struct):
+    """The collectives' own records (`record_param_comms` operators): one per call, with the
+    sizes the device kernels do not always carry. `collective` codes into `names`, the
+    trace's `Collective name` words (`allreduce`, `_allgather_base`); a size not written is
+    NaN, and `element_bytes` is NaN for a dtype whose size is not known."""
+
+    start_us: Floats = msgspec.field(default_factory=empty_floats)
+    end_us: Floats = msgspec.field(default_factory=empty_floats)
+    collective: Ints = msgspec.field(default_factory=empty_ints)
+    names: list[str] = msgspec.field(default_factory=list)
+    in_nelems: Floats = msgspec.field(default_factory=empty_floats)
+    out_nelems: Floats = msgspec.field(default_factory=empty_floats)
+    element_bytes: Floats = msgspec.field(default_factory=empty_floats)
+    group_size: Floats = msgspec.field(default_factory=empty_floats)
+
+    def __len__(self) -> int:
+        return len(self.start_us)
+
+
 class MemoryTrack(msgspec.Struct):
     """`[memory]` instant events on CUDA devices: allocation deltas and totals when written."""
 
@@ -107,6 +126,8 @@ class TraceData(msgspec.Struct):
     devices: list[DeviceInfo] = msgspec.field(default_factory=list)
     python: PythonCalls | None = None
     """`python_function` events (with_stack=True), for locating code fixes; None: none."""
+    messages: Messages = msgspec.field(default_factory=Messages)
+    """The collectives' calls with their sizes; empty where the trace records none."""
 
     def name_of(self, code: int) -> str:
         return self.names[code]

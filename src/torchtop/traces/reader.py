@@ -116,6 +116,7 @@ def _assemble(path: Path, builder: ColumnBuilder, events: EventStream) -> TraceD
         profiler_span=None if span is None else (span[0] - origin, span[1] - origin),
         devices=[_device(p, i) for i, p in enumerate(header.deviceProperties or [])],
         python=builder.python_calls(),
+        messages=builder.messages.messages(origin),
     )
 
 

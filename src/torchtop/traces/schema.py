@@ -34,6 +34,10 @@ class EventArgs(msgspec.Struct, gc=False):
     labels: Scalar = None
     collective_name: Scalar = msgspec.field(name="Collective name", default=None)
     process_group_backend: Scalar = msgspec.field(name="Process Group Backend", default=None)
+    in_msg_nelems: Scalar = msgspec.field(name="In msg nelems", default=None)
+    out_msg_nelems: Scalar = msgspec.field(name="Out msg nelems", default=None)
+    dtype: Scalar = None
+    group_size: Scalar = msgspec.field(name="Group size", default=None)
     python_id: Scalar = msgspec.field(name="Python id", default=None)
     python_parent_id: Scalar = msgspec.field(name="Python parent id", default=None)
 
