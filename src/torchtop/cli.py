@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the trials are recorded (default: ./torchtop-runs/<timestamp>)",
     )
     tune.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+    _tensorboard_option(tune)
     tune.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
 
     watch = verbs.add_parser(
@@ -150,6 +151,18 @@ def _watch_options(
         metavar="[HOST:]PORT",
         help="serve Prometheus metrics of this node there (loopback unless HOST is given; "
         "another address needs the bearer token printed on start, or TORCHTOP_METRICS_TOKEN)",
+    )
+    _tensorboard_option(parser)
+
+
+def _tensorboard_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tensorboard",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="write TensorBoard event files there as the run goes, and link its profiler "
+        "windows for torch-tb-profiler (bare flag: RUN/tensorboard; docs/tensorboard.md)",
     )
 
 
@@ -276,6 +289,7 @@ def _tune(args: argparse.Namespace) -> int:
         write=Path(args.write) if args.write else None,
         run_dir=Path(args.run_dir) if args.run_dir else None,
         report=args.report,
+        tensorboard=args.tensorboard,
     )
     return tune_session(_after_dashes(args.command), options, _load_tree(args.rules))
 
@@ -299,6 +313,7 @@ def _watch(args: argparse.Namespace) -> int:
         report=args.report,
         run_dir=Path(args.run_dir) if getattr(args, "run_dir", None) else None,
         metrics=getattr(args, "metrics", None),
+        tensorboard=args.tensorboard,
     )
     if args.verb == "watch":
         from torchtop.sessions.watching import watch_session
