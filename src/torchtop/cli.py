@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
         "paths", nargs="+", metavar="PATH", help=".json / .json.gz trace or folder"
     )
     analyze.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    analyze.add_argument(
+        "--run",
+        metavar="NAME",
+        help="in a TensorBoard log folder of profiler traces (one run per sub-folder), the run "
+        "to read (default: the newest, with a note naming the others)",
+    )
     analyze.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
     analyze.add_argument(
         "--color", choices=("auto", "always", "never"), default="auto", help="colour in text output"
@@ -259,7 +265,7 @@ def _analyze_paths(args: argparse.Namespace) -> int:
         return bars[-1]
 
     try:
-        report = analyze_paths(args.paths, rules=tree, progress=progress)
+        report = analyze_paths(args.paths, rules=tree, progress=progress, run=args.run)
     finally:
         for bar in bars:
             bar.close()
