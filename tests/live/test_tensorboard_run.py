@@ -112,13 +112,14 @@ def test_a_real_runs_event_files_grow_as_it_runs_and_agree_with_the_jobs_own_clo
     # torch-tb-profiler numbers each worker's spans from 1, in the order of their timestamps.
     windows = sorted((run_dir / "traces").glob("*.pt.trace.json.gz"))
     assert windows, "the job recorded a profiler window"
-    expected = set()
+    spans: dict[str, int] = {}
     for path in windows:
         match = WORKER_PATTERN.match(path.name)
         assert match is not None
-        expected.add(
-            (match.group(1), str(len([e for e in expected if e[0] == match.group(1)]) + 1))
-        )
+        spans[match.group(1)] = spans.get(match.group(1), 0) + 1
+    expected = {
+        (worker, str(span)) for worker, count in spans.items() for span in range(1, count + 1)
+    }
     assert profiler_runs(board / "profiler") == expected
 
 

@@ -5,8 +5,10 @@ files, and torch-tb-profiler calls every folder under its log folder that holds 
 run (named by its path from the log folder), each file a worker's span. A user who points
 `torchtop analyze` at that log folder means one training run, not the union of all the runs
 in it: merging them would average unrelated jobs into one rank. So a folder whose traces lie
-in several runs is read as one of them: `--run NAME`, or else the newest (the run whose newest
-trace file was modified last), with a note naming the others. A folder of one run reads the
+in several runs is read as one of them: `--run NAME`, or else the newest, with a note naming
+the others. Newest by the span in the file names where there is one (the Unix time in ms at
+which `tensorboard_trace_handler` saved the trace: it survives a copy, which modification times
+do not), else by when the file was last modified. A folder of one run reads the
 same as before: all of its files.
 """
 
@@ -28,8 +30,15 @@ class LogRun:
     files: tuple[Path, ...]
 
     @property
-    def modified_s(self) -> float:
-        return max(f.stat().st_mtime for f in self.files)
+    def saved_ms(self) -> float:
+        """When its newest trace was saved: the span in its name, else its modification time."""
+        return max(_saved_ms(f) for f in self.files)
+
+
+def _saved_ms(path: Path) -> float:
+    match = WORKER_PATTERN.match(path.name)
+    span = match.group(2) if match else None
+    return float(span[1:]) if span else path.stat().st_mtime * 1000
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,7 @@ def choose_run(paths: list[str], choice: str | None) -> ChosenRun:
                 "--run", f"no run {choice!r} in {folder}; its runs: {', '.join(names)}"
             )
         return ChosenRun([str(f) for f in chosen.files], None)
-    newest = max(runs, key=lambda r: (r.modified_s, r.name))
+    newest = max(runs, key=lambda r: (r.saved_ms, r.name))
     others = ", ".join(n for n in names if n != newest.name)
     note = (
         f"{folder} is a TensorBoard log folder of {len(runs)} runs: analysed {newest.name}, "
