@@ -29,7 +29,14 @@ from torchtop.traces.logdir import WORKER_PATTERN
 JOB = Path(__file__).resolve().parent / "jobs" / "self_timed.py"
 JOB_LINE = re.compile(r"job: (\d+) steps in ([\d.]+) s = ([\d.]+) steps/s")
 WARMUP = 5
-HEAVY = ("torch", "tensorflow", "google.protobuf", "tensorboard", "tensorboardX")
+HEAVY = (
+    "torch",
+    "tensorflow",
+    "google.protobuf",
+    "tensorboard",
+    "tensorboardX",
+    "prometheus_client",
+)
 LAUNCHER = f"""
 import json, sys
 from torchtop.cli import main

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchtop.assess.snapshot import Snapshot
-from torchtop.live.metrics import rank_rows
 from torchtop.live.tb_events import EventFile, scalar_value, text_value
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
+from torchtop.model.report import Report
 from torchtop.report.contract import BREAKDOWN_KEYS, steps_per_s
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import GpuDevice
@@ -107,11 +107,9 @@ class TensorBoardLog:
 
     def _write(self, snapshot: Snapshot) -> None:
         now_s = self.clock()
-        processes = {p.pid: p for p in snapshot.state.training_processes}
-        for analysis, pid, _node in rank_rows(snapshot.report, snapshot.state):
-            process = processes.get(int(pid)) if pid.isdigit() else None
-            if process is not None:
-                self._write_rank(process, analysis, len(processes), now_s)
+        rows = rank_analyses(snapshot.report, snapshot.state.training_processes)
+        for process, analysis in rows:
+            self._write_rank(process, analysis, len(rows), now_s)
         self.job_axis = max((r.axis.last for r in self.ranks.values()), default=0)
         self.job_axis = max(self.job_axis, 0)
         self._write_verdict(snapshot, now_s)
@@ -198,6 +196,22 @@ class TensorBoardLog:
             self.windows.add(path)
             target.mkdir(parents=True, exist_ok=True)
             link_or_copy(path, target / path.name)
+
+
+def rank_analyses(
+    report: Report, processes: list[ProcessState]
+) -> list[tuple[ProcessState, RankAnalysis]]:
+    """Each stepping process with the report's analysis of it: the ranks' own, or the job's
+    when one process is the job. (Not `live.metrics.rank_rows`: that module brings
+    prometheus_client, 34 ms of imports, into a launcher that asked for TensorBoard only.)"""
+    if report.ranks:
+        by_label = {p.label: p for p in processes}
+        return [
+            (by_label[r.analysis.label], r.analysis)
+            for r in report.ranks
+            if r.analysis.label in by_label
+        ]
+    return [(processes[0], report.job)] if len(processes) == 1 else []
 
 
 def rank_run_name(process: ProcessState, count: int) -> str:
