@@ -9,7 +9,8 @@ tuned setup is written to `torchtop.toml` (or `--write PATH`), the report with i
 found, an unknown `--allow` group, a `--for` that is not a positive number) raises
 `InputError`, which the CLI turns into exit status 2. A job that cannot be measured as given is
 said on stderr: when it crashed, its own exit status is tune's; when it merely ran too few
-steps, the status is 2.
+steps, the status is 2. With `--tensorboard [DIR]` each trial's before and after is written
+as TensorBoard event files the moment it is decided, and the outcome at the end.
 """
 
 from __future__ import annotations

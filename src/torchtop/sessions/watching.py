@@ -225,7 +225,8 @@ def tensorboard_log(
 def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree) -> int:
     """Follow a run another process launched (a run folder, maybe shared by several nodes'
     launchers) until `--for`, Ctrl-C, or every node's job has ended. It only reads: nothing is
-    stopped and nothing is written into the folder; the report goes to `--report` and stdout."""
+    stopped and nothing is written into the folder (but the event files a bare `--tensorboard`
+    asks for); the report goes to `--report` and stdout."""
     for target in targets:
         if target.startswith(("http://", "https://")):
             raise InputError(target, "watching a --serve stream is not supported yet")
