@@ -138,3 +138,37 @@ def profiler_runs(folder: Path) -> set[tuple[str, str]]:
     with tempfile.TemporaryDirectory() as cache:
         run = RunLoader(folder.name, str(folder), io.Cache(cache)).load()
         return {(p.worker, str(p.span)) for p in run.get_profiles() if p.worker is not None}
+
+
+@pytest.mark.gpu
+def test_each_gpu_reading_written_is_one_nvml_took_during_the_run(tmp_path: Path) -> None:
+    from torchtop.collectors.nvml import NvmlCollector
+
+    probe = NvmlCollector()
+    reason = probe.start()
+    probe.stop()
+    if reason is not None:
+        pytest.skip(f"NVML finds no device here: {reason}")
+    run_dir = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "torchtop", "run", "--headless", "--tensorboard",
+         "--run-dir", str(run_dir), "--", sys.executable, str(JOB), "--steps", "150",
+         "--sample-sleep-ms", "3", "--width", "256"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    samples = [json.loads(line) for line in (run_dir / "samples" / "gpu.jsonl").open()]
+    taken: dict[str, set[float]] = {}
+    for sample in samples:
+        for device in sample.get("devices", []):
+            for field in ("utilization_gpu_pct", "memory_used_bytes", "power_w"):
+                if device.get(field) is not None:
+                    tag = f"gpu{device['index']}/{field.replace('_gpu', '')}"
+                    taken.setdefault(tag, set()).add(float(device[field]))
+    assert taken, "NVML started but no reading was recorded"
+    board = accumulator(run_dir / "tensorboard" / "job")
+    for tag, values in taken.items():
+        written = board.Scalars(tag)
+        assert written, tag
+        for point in written:  # float32 in the event: within its precision of a reading
+            assert any(point.value == pytest.approx(v, rel=1e-6) for v in values), tag
