@@ -12,6 +12,7 @@ Every write is flushed, so a TensorBoard open beside the job sees each tick as i
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import struct
@@ -79,7 +80,13 @@ def _bytes_field(field: int, payload: bytes) -> bytes:
 
 def scalar_value(tag: str, value: float) -> bytes:
     """A `Summary.Value` with `simple_value`, as `tf.summary.scalar`'s v1 form writes it."""
-    return _bytes_field(1, tag.encode()) + _key(2, 5) + struct.pack("<f", value)
+    return _scalar_head(tag) + struct.pack("<f", value)
+
+
+@functools.lru_cache(maxsize=256)
+def _scalar_head(tag: str) -> bytes:
+    # A tick writes the same few tags for every step: their bytes are encoded once.
+    return _bytes_field(1, tag.encode()) + _key(2, 5)
 
 
 def text_value(tag: str, text: str) -> bytes:
