@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -14,12 +15,13 @@ from tensorboard.backend.event_processing.event_accumulator import (
 
 from tests.conftest import RULES_DIR
 from tests.relaunch.running import QUICK, job
+from torchtop.cli import main
 from torchtop.diagnosis.rules import load_rules
+from torchtop.sessions import tune as session
 from torchtop.sessions.tune import TuneCommand, tune_session
 
-pytestmark = pytest.mark.slow
 
-
+@pytest.mark.slow
 def test_tune_writes_each_trials_before_and_after_and_the_outcome_as_its_report_says(
     tmp_path: Path,
 ) -> None:
@@ -46,3 +48,19 @@ def test_tune_writes_each_trials_before_and_after_and_the_outcome_as_its_report_
     assert final.value == pytest.approx(kept_rate, rel=1e-4)
     (verdict,) = [e.tensor_proto.string_val[0].decode() for e in board.Tensors("verdict")]
     assert verdict.startswith("**")
+
+
+def test_the_bare_flag_is_the_run_folders_place_and_a_dir_is_taken_as_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[TuneCommand] = []
+
+    def record(command: Sequence[str], options: TuneCommand, tree: object) -> int:
+        seen.append(options)
+        return 0
+
+    monkeypatch.setattr(session, "tune_session", record)
+    assert main(["tune", "--tensorboard", "--", "python", "train.py"]) == 0
+    assert main(["tune", "--tensorboard", "tb", "--", "python", "train.py"]) == 0
+    assert main(["tune", "--", "python", "train.py"]) == 0
+    assert [options.tensorboard for options in seen] == ["", "tb", None]
