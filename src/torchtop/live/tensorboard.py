@@ -85,7 +85,8 @@ class TensorBoardLog:
         self.ranks: dict[str, _RankRun] = {}
         self.job = EventFile(folder / JOB_RUN)
         self.job_axis = 0
-        self.shown: tuple[str, str] | None = None
+        self.shown: str | None = None
+        """The bottleneck last written as text: a new text when it changes."""
         self.verdict_axis: int | None = None
         self.gpu_t: float | None = None
         self.trials: set[str] = set()
@@ -110,14 +111,13 @@ class TensorBoardLog:
         rows = rank_analyses(snapshot.report, snapshot.state.training_processes)
         for process, analysis in rows:
             self._write_rank(process, analysis, len(rows), now_s)
-        self.job_axis = max((r.axis.last for r in self.ranks.values()), default=0)
-        self.job_axis = max(self.job_axis, 0)
+        self.job_axis = max([0, *(r.axis.last for r in self.ranks.values())])
         self._write_verdict(snapshot, now_s)
-        self._write_gpus(snapshot, now_s)
+        self._write_gpus(snapshot)
         self.write_trials(now_s)
         self._link_windows(snapshot)
-        for run in (*self.ranks.values(), None):
-            (self.job if run is None else run.events).flush()
+        for events in (*(r.events for r in self.ranks.values()), self.job):
+            events.flush()
 
     def _write_rank(
         self, process: ProcessState, analysis: RankAnalysis, count: int, now_s: float
@@ -146,14 +146,14 @@ class TensorBoardLog:
         if self.job_axis != self.verdict_axis:  # one point per step reached, not per tick
             self.verdict_axis = self.job_axis
             values.append(scalar_value("verdict/confidence", shown.confidence))
-        key = (shown.bottleneck, shown.reason)
-        if key != self.shown:
-            self.shown = key
+        # The reason's figures move every tick; a text is for a change of the verdict itself.
+        if shown.bottleneck != self.shown:
+            self.shown = shown.bottleneck
             text = f"**{shown.bottleneck}** (confidence {shown.confidence:.0%}): {shown.reason}"
             values.append(text_value("verdict", text))
         self.job.write(now_s, self.job_axis, values)
 
-    def _write_gpus(self, snapshot: Snapshot, now_s: float) -> None:
+    def _write_gpus(self, snapshot: Snapshot) -> None:
         gpu = snapshot.state.samples.gpu
         if not gpu or gpu[-1].t == self.gpu_t:
             return
