@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
         "paths", nargs="+", metavar="PATH", help=".json / .json.gz trace or folder"
     )
     analyze.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    analyze.add_argument(
+        "--run",
+        metavar="NAME",
+        help="in a TensorBoard log folder of profiler traces (one run per sub-folder), the run "
+        "to read (default: the newest, with a note naming the others)",
+    )
     analyze.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
     analyze.add_argument(
         "--color", choices=("auto", "always", "never"), default="auto", help="colour in text output"
@@ -113,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the trials are recorded (default: ./torchtop-runs/<timestamp>)",
     )
     tune.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+    _tensorboard_option(tune)
     tune.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
 
     watch = verbs.add_parser(
@@ -156,6 +163,18 @@ def _watch_options(
         metavar="[HOST:]PORT",
         help="serve Prometheus metrics of this node there (loopback unless HOST is given; "
         "another address needs the bearer token printed on start, or TORCHTOP_METRICS_TOKEN)",
+    )
+    _tensorboard_option(parser)
+
+
+def _tensorboard_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tensorboard",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="write TensorBoard event files there as the run goes, and link its profiler "
+        "windows for torch-tb-profiler (bare flag: RUN/tensorboard; docs/tensorboard.md)",
     )
 
 
@@ -262,7 +281,7 @@ def _analyze_paths(args: argparse.Namespace) -> int:
         return bars[-1]
 
     try:
-        report = analyze_paths(args.paths, rules=tree, progress=progress)
+        report = analyze_paths(args.paths, rules=tree, progress=progress, run=args.run)
     finally:
         for bar in bars:
             bar.close()
@@ -292,6 +311,7 @@ def _tune(args: argparse.Namespace) -> int:
         write=Path(args.write) if args.write else None,
         run_dir=Path(args.run_dir) if args.run_dir else None,
         report=args.report,
+        tensorboard=args.tensorboard,
     )
     return tune_session(_after_dashes(args.command), options, _load_tree(args.rules))
 
@@ -317,6 +337,7 @@ def _watch(args: argparse.Namespace) -> int:
         metrics=getattr(args, "metrics", None),
         serve=getattr(args, "serve", None),
         token=getattr(args, "token", None),
+        tensorboard=args.tensorboard,
     )
     if args.verb == "watch":
         from torchtop.sessions.watching import watch_session

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from torchtop.analysis.summary import job_analysis, merge_rank
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree, load_rules
@@ -21,6 +23,7 @@ from torchtop.model.findings import Verdict
 from torchtop.model.report import RankReport, Report
 from torchtop.runs.layout import RunLayout, is_run_folder
 from torchtop.traces import find_trace_files
+from torchtop.traces.logdir import choose_run
 from torchtop.traces.reader import ProgressSink
 
 if TYPE_CHECKING:
@@ -30,18 +33,25 @@ ProgressFactory = Callable[[Path], ProgressSink | None]
 
 
 def analyze_paths(
-    paths: list[str], rules: RuleTree | None = None, progress: ProgressFactory | None = None
+    paths: list[str],
+    rules: RuleTree | None = None,
+    progress: ProgressFactory | None = None,
+    run: str | None = None,
 ) -> Report:
-    return analyze_and_load(paths, rules, progress)[0]
+    """`run`: which run of a TensorBoard log folder (`traces.logdir`); None: the newest."""
+    return analyze_and_load(paths, rules, progress, run)[0]
 
 
 def analyze_and_load(
-    paths: list[str], rules: RuleTree | None = None, progress: ProgressFactory | None = None
+    paths: list[str],
+    rules: RuleTree | None = None,
+    progress: ProgressFactory | None = None,
+    run: str | None = None,
 ) -> tuple[Report, RunState | None]:
     """`analyze_paths`, and the run folder's state when the one path is a run folder: `view`
     shows both, and the folder is read once."""
     tree = rules or load_rules()
-    if len(paths) == 1 and is_run_folder(root := Path(paths[0])):
+    if len(paths) == 1 and is_run_folder(root := Path(paths[0])) and run is None:
         # Only for run folders: traces skip their import. A folder several nodes' launchers
         # shared is read as one run.
         from torchtop.runs.identity import node_folders
@@ -51,7 +61,11 @@ def analyze_and_load(
         report = assess_state(state, tree)
         traces = [str(RunLayout(f).traces_dir) for f in node_folders(root) or [root]]
         return report or _analyze_traces(traces, tree, progress), state
-    return _analyze_traces(paths, tree, progress), None
+    chosen = choose_run(paths, run)
+    report = _analyze_traces(chosen.files, tree, progress)
+    if chosen.note is not None:
+        report = msgspec.structs.replace(report, notes=(*report.notes, chosen.note))
+    return report, None
 
 
 def _analyze_traces(paths: list[str], tree: RuleTree, progress: ProgressFactory | None) -> Report:

@@ -9,15 +9,18 @@ tuned setup is written to `torchtop.toml` (or `--write PATH`), the report with i
 found, an unknown `--allow` group, a `--for` that is not a positive number) raises
 `InputError`, which the CLI turns into exit status 2. A job that cannot be measured as given is
 said on stderr: when it crashed, its own exit status is tune's; when it merely ran too few
-steps, the status is 2.
+steps, the status is 2. With `--tensorboard [DIR]` each trial's before and after is written
+as TensorBoard event files the moment it is decided, and the outcome at the end.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError, positive_seconds
@@ -25,10 +28,13 @@ from torchtop.jobs.records import default_run_dir
 from torchtop.model.knobs import ALLOW_GROUPS
 from torchtop.relaunch.measure import MeasureError
 from torchtop.relaunch.summary import render_summary, tune_report
-from torchtop.relaunch.tune import DEFAULT_BUDGET_S, TuneOptions, tune
+from torchtop.relaunch.tune import DEFAULT_BUDGET_S, TuneOptions, TuneResult, tune
 from torchtop.relaunch.tuned import TUNED_FILE, load_tuned, write_tuned
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
+
+if TYPE_CHECKING:
+    from torchtop.live.tensorboard import TensorBoardLog
 
 _DEFAULTS = TuneOptions()
 
@@ -46,6 +52,8 @@ class TuneCommand:
     warmup_steps: int = _DEFAULTS.warmup_steps
     min_duration_s: float = _DEFAULTS.min_duration_s
     max_trials: int = _DEFAULTS.max_trials
+    tensorboard: str | None = None
+    """`--tensorboard [DIR]`: trials and the outcome as event files ("": `RUN/tensorboard`)."""
 
 
 def parse_allow(text: str | None) -> frozenset[str]:
@@ -82,12 +90,24 @@ def tune_session(command: Sequence[str], options: TuneCommand, tree: RuleTree) -
         allow=options.allow,
         bindings=load_tuned(toml_path).bind,
     )
+    board = _tensorboard(options.tensorboard, run_dir)
+
+    def on_event(message: str) -> None:
+        _progress(message)
+        if board is not None:
+            board.write_trials(time.time())  # a trial just decided is on the board at once
+
     try:
-        result = tune(command, tune_options, tree, run_dir, on_event=_progress)
+        result = tune(command, tune_options, tree, run_dir, on_event=on_event)
+        if board is not None:
+            _board_ending(board, result)
     except FileNotFoundError:
         raise InputError(command[0], "command not found") from None
     except MeasureError as exc:
         return _unmeasurable(exc)
+    finally:
+        if board is not None:
+            board.close()
     write_tuned(toml_path, result)
     document = tune_report(result)
     write_once(RunLayout(run_dir).report_json, document)
@@ -96,6 +116,30 @@ def tune_session(command: Sequence[str], options: TuneCommand, tree: RuleTree) -
     sys.stdout.write(render_summary(result, toml_path))
     sys.stdout.flush()
     return 0
+
+
+def _tensorboard(option: str | None, run_dir: Path) -> TensorBoardLog | None:
+    if option is None:
+        return None
+    from torchtop.live.tensorboard import DEFAULT_FOLDER, TensorBoardLog
+
+    folder = Path(option) if option else run_dir / DEFAULT_FOLDER
+    print(f"torchtop tune: TensorBoard event files in {folder}", file=sys.stderr)
+    return TensorBoardLog(folder, run_dir)
+
+
+def _board_ending(board: TensorBoardLog, result: TuneResult) -> None:
+    """The last trials, the rates before and after tuning, the verdict on the tuned job."""
+    from torchtop.live.tb_events import scalar_value
+
+    board.write_trials(time.time())
+    if result.report is None:
+        return
+    rates = {
+        "tune/baseline_steps_per_s": result.baseline.steps_per_s,
+        "tune/final_steps_per_s": result.final_steps_per_s,
+    }
+    board.write_verdict_text(result.report.verdict, [scalar_value(k, v) for k, v in rates.items()])
 
 
 def _unmeasurable(error: MeasureError) -> int:

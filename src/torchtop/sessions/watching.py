@@ -51,6 +51,8 @@ class WatchOptions:
     """`--serve [HOST:]PORT`: serve this node's records for `watch URL` (`run`, `demo`)."""
     token: str | None = None
     """`--token`: the streams' bearer token (`watch URL`)."""
+    tensorboard: str | None = None
+    """`--tensorboard [DIR]`: write TensorBoard event files there ("": `RUN/tensorboard`)."""
 
 
 def run_session(
@@ -108,13 +110,16 @@ def _run(
         raise InputError(command[0], "not executable") from None
     print(f"torchtop: recording to {run_dir}", file=sys.stderr)
     collectors = start_collectors(job.layout, job.pid, with_agent=True)
-    monitor = LiveMonitor(run_dir, tree, job=job, for_s=options.for_s, kind=kind, on_tick=on_tick)
-    watched = WatchedJob(monitor, job, collectors, command, run_dir, kind)
-    watched.plan = config.plan(watched.plan)  # a relaunch keeps what the file applied
-    try:
-        report = watched.with_trials(_follow(monitor, options.headless, applier(watched, node)))
-    finally:
-        watched.close()
+    with tensorboard_log(options.tensorboard, run_dir, on_tick) as on_tick:
+        monitor = LiveMonitor(
+            run_dir, tree, job=job, for_s=options.for_s, kind=kind, on_tick=on_tick
+        )
+        watched = WatchedJob(monitor, job, collectors, command, run_dir, kind)
+        watched.plan = config.plan(watched.plan)  # a relaunch keeps what the file applied
+        try:
+            report = watched.with_trials(_follow(monitor, options.headless, applier(watched, node)))
+        finally:
+            watched.close()
     if job_log is not None:
         print(f"torchtop: the job's output is in {job_log}", file=sys.stderr)
     if watched.job is not job:
@@ -140,13 +145,19 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
         return is_alive(process)
 
     if agent_dir is not None:
-        with metrics_endpoint(options.metrics, agent_dir) as on_tick:
+        with (
+            metrics_endpoint(options.metrics, agent_dir) as served,
+            tensorboard_log(options.tensorboard, agent_dir, served) as on_tick,
+        ):
             monitor = LiveMonitor(
                 agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive, on_tick=on_tick
             )
             return _follow_folder(monitor, options)
     run_dir = options.run_dir or default_run_dir()
-    with metrics_endpoint(options.metrics, run_dir) as on_tick:
+    with (
+        metrics_endpoint(options.metrics, run_dir) as served,
+        tensorboard_log(options.tensorboard, run_dir, served) as on_tick,
+    ):
         layout = RunLayout(run_dir)
         layout.create()
         write_run_record(layout, "attach", process.cmdline(), pid)
@@ -212,10 +223,37 @@ def serve_endpoint(address: str | None, run_dir: Path, node: NodeIdentity | None
         server.close()
 
 
+@contextlib.contextmanager
+def tensorboard_log(
+    option: str | None, run_dir: Path, also: TickSink | None = None
+) -> Iterator[TickSink | None]:
+    """With `--tensorboard [DIR]`: the tick sink that writes event files (after `also`, the
+    other observer); without it, `also` alone."""
+    if option is None:
+        yield also
+        return
+    from torchtop.live.tensorboard import DEFAULT_FOLDER, TensorBoardLog
+
+    folder = Path(option) if option else run_dir / DEFAULT_FOLDER
+    log = TensorBoardLog(folder, run_dir)
+    print(f"torchtop: TensorBoard event files in {folder}", file=sys.stderr)
+
+    def on_tick(snapshot: Snapshot) -> None:
+        if also is not None:
+            also(snapshot)
+        log.publish(snapshot)
+
+    try:
+        yield on_tick
+    finally:
+        log.close()
+
+
 def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree) -> int:
     """Follow a run another process launched (a run folder, maybe shared by several nodes'
     launchers) until `--for`, Ctrl-C, or every node's job has ended. It only reads: nothing is
-    stopped and nothing is written into the folder; the report goes to `--report` and stdout."""
+    stopped and nothing is written into the folder (but the event files a bare `--tensorboard`
+    asks for); the report goes to `--report` and stdout."""
     urls = [t for t in targets if t.startswith(("http://", "https://"))]
     if urls:
         from torchtop.sessions.streams import watch_streams
@@ -237,8 +275,12 @@ def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree)
     def alive() -> bool:
         return not run_has_ended(run_dir)
 
-    monitor = LiveMonitor(run_dir, tree, for_s=options.for_s, kind="run", alive=alive)
-    return _follow_folder(monitor, options)
+    # With --tensorboard, the event files are the one thing written (where the user said).
+    with tensorboard_log(options.tensorboard, run_dir) as on_tick:
+        monitor = LiveMonitor(
+            run_dir, tree, for_s=options.for_s, kind="run", alive=alive, on_tick=on_tick
+        )
+        return _follow_folder(monitor, options)
 
 
 def _follow_folder(monitor: LiveMonitor, options: WatchOptions) -> int:
