@@ -281,7 +281,11 @@ def _analyze_or_annotate(args: argparse.Namespace, tree, progress):  # type: ign
 
     report, written = annotate_paths(args.paths, Path(args.annotate), tree, progress)
     for path in written:
-        print(f"torchtop: annotated trace written to {path} (open it in Perfetto)", file=sys.stderr)
+        print(
+            f"torchtop: annotated trace written to {path} (open it in ui.perfetto.dev "
+            "or chrome://tracing)",
+            file=sys.stderr,
+        )
     return report
 
 
