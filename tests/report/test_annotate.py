@@ -13,6 +13,8 @@ import io
 import itertools
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -276,3 +278,34 @@ def test_a_bad_out_path_is_one_line_naming_it_and_nothing_is_written(
         assert err.count("\n") == 1 and err.startswith(f"torchtop: {out}: ") and problem in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base.json.gz"]
     assert trace.read_bytes() == (shared / "hta/trace_compare/base/base.json.gz").read_bytes()
+
+
+def test_a_run_folder_is_refused_naming_the_command_that_annotates_its_traces(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / "run"
+    recorded = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchtop",
+            "demo",
+            "--headless",
+            "--for",
+            "5",
+            "--run-dir",
+            str(run),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (run / "run.json").is_file(), recorded.stderr
+    status, printed, err = analyze(str(run), "--annotate", str(tmp_path / "out.json"))
+    assert (status, printed) == (EXIT_BAD_INPUT, "")
+    assert err.count("\n") == 1 and err.startswith(f"torchtop: {run}: ")
+    assert err.rstrip().endswith(
+        f"torchtop analyze {run / 'traces'} --annotate {tmp_path / 'out.json'}"
+    )
+    assert not (tmp_path / "out.json").exists()

@@ -65,11 +65,8 @@ def annotation_events(
 
 def _metadata(origin_us: float) -> list[dict[str, Any]]:
     def meta(name: str, tid: int, args: dict[str, Any]) -> dict[str, Any]:
-        return {"ph": "M", "cat": OWN_CATEGORY, "name": name, "pid": ANNOTATION_PID} | {
-            "tid": tid,
-            "ts": origin_us,
-            "args": args,
-        }
+        place = {"pid": ANNOTATION_PID, "tid": tid, "ts": origin_us}
+        return {"ph": "M", "cat": OWN_CATEGORY, "name": name} | place | {"args": args}
 
     events = [
         meta("process_name", 0, {"name": "torchtop"}),
