@@ -309,3 +309,19 @@ def test_a_run_folder_is_refused_naming_the_command_that_annotates_its_traces(
         f"torchtop analyze {run / 'traces'} --annotate {tmp_path / 'out.json'}"
     )
     assert not (tmp_path / "out.json").exists()
+
+
+NO_TORCH = """
+import sys
+from torchtop.cli import main
+status = main(["analyze", sys.argv[1], "--format", "json", "--annotate", sys.argv[2]])
+loaded = sorted(m for m in ("torch", "textual") if m in sys.modules)
+print(status, loaded)
+"""
+
+
+def test_annotating_imports_neither_torch_nor_textual(shared: Path, tmp_path: Path) -> None:
+    out = tmp_path / "base.json.gz"
+    done = python_run(NO_TORCH, str(shared / "hta/trace_compare/base/base.json.gz"), str(out))
+    assert done.stdout.splitlines()[-1] == "0 []"
+    assert out.is_file()
