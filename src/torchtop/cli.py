@@ -52,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument(
         "--color", choices=("auto", "always", "never"), default="auto", help="colour in text output"
     )
+    analyze.add_argument(
+        "--annotate",
+        metavar="OUT.json[.gz]",
+        help="also write the trace with torchtop's tracks added (steps, breakdown, findings) "
+        "for Perfetto or chrome://tracing; several files: one OUT each, the rank in its name",
+    )
 
     run = verbs.add_parser(
         "run", help="launch a training command with the agent inside and watch it live"
@@ -264,7 +270,6 @@ def _analyze_paths(args: argparse.Namespace) -> int:
     from torchtop.traces.parallel import start_early
 
     start_early(args.paths)  # a big trace starts being read while the analysis is imported
-    from torchtop.offline import analyze_paths
     from torchtop.progress import FileProgress, progress_enabled
     from torchtop.report import render_markdown, render_text, report_to_json
 
@@ -281,7 +286,7 @@ def _analyze_paths(args: argparse.Namespace) -> int:
         return bars[-1]
 
     try:
-        report = analyze_paths(args.paths, rules=tree, progress=progress, run=args.run)
+        report = _analyze_or_annotate(args, tree, progress)
     finally:
         for bar in bars:
             bar.close()
@@ -300,6 +305,23 @@ def _analyze_paths(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(report, colour=_colour(args.color)))
     return EXIT_OK
+
+
+def _analyze_or_annotate(args: argparse.Namespace, tree, progress):  # type: ignore[no-untyped-def]
+    if args.annotate is None:
+        from torchtop.offline import analyze_paths
+
+        return analyze_paths(args.paths, rules=tree, progress=progress, run=args.run)
+    from torchtop.annotated import annotate_paths
+
+    report, written = annotate_paths(args.paths, Path(args.annotate), tree, progress)
+    for path in written:
+        print(
+            f"torchtop: annotated trace written to {path} (open it in ui.perfetto.dev "
+            "or chrome://tracing)",
+            file=sys.stderr,
+        )
+    return report
 
 
 def _tune(args: argparse.Namespace) -> int:

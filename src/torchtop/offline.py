@@ -8,7 +8,7 @@ process per core at a time (`fanout`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -70,8 +70,14 @@ def analyze_and_load(
 
 def _analyze_traces(paths: list[str], tree: RuleTree, progress: ProgressFactory | None) -> Report:
     files = find_trace_files(paths)
+    # Several files: one per core at a time.
+    return traces_report(files, analyze_files(files, progress), tree)
+
+
+def traces_report(files: list[Path], analyses: Iterable[RankAnalysis], tree: RuleTree) -> Report:
+    """The report on trace files from each file's analysis, in the files' order."""
     by_rank: dict[str, list[RankAnalysis]] = defaultdict(list)
-    for analysis in analyze_files(files, progress):  # several files: one per core at a time
+    for analysis in analyses:
         by_rank[analysis.label].append(analysis)
     ranks = [merge_rank(parts) for parts in by_rank.values()]
     ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.label))

@@ -25,7 +25,14 @@ from torchtop.traces.data import (
     empty_ints,
 )
 from torchtop.traces.messages import MessageColumns
-from torchtop.traces.schema import NO_ARGS, Event, InstantEvent, SpanEvent
+from torchtop.traces.schema import (
+    NO_ARGS,
+    OWN_CATEGORY,
+    Event,
+    InstantEvent,
+    MetadataEvent,
+    SpanEvent,
+)
 
 ONE_DAY_US = 86_400e6
 
@@ -35,6 +42,7 @@ _EXT_UPPER, _EXT_LOWER = attrgetter("external_id_upper"), attrgetter("external_i
 _CORRELATION, _DEVICE, _BYTES = attrgetter("correlation"), attrgetter("device"), attrgetter("bytes")
 _PYTHON_ID, _PYTHON_PARENT = attrgetter("python_id"), attrgetter("python_parent_id")
 STEP_PREFIX = "ProfilerStep#"
+_OWN_TYPES = (InstantEvent, MetadataEvent)
 
 KERNEL, COPY, MEMSET, RUNTIME, OP, ANNOTATION, SYNC, TRACE_SPAN, IGNORED, PYTHON = range(10)
 
@@ -219,16 +227,23 @@ class ColumnBuilder:
         self.events_total += len(batch)
         spans = [e for e in batch if type(e) is SpanEvent]
         if len(spans) < len(batch):
+            rest = [e for e in batch if type(e) is not SpanEvent]
             memory = [
                 e
-                for e in batch
+                for e in rest
                 if type(e) is InstantEvent and e.cat is None and e.name == "[memory]"
             ]
             if memory:
                 self._add_memory(memory, piece)
+            self.events_total -= len(
+                [e for e in rest if isinstance(e, _OWN_TYPES) and e.cat == OWN_CATEGORY]
+            )
         if not spans:
             return
         categories = self.categories.code_all(list(map(_CAT, spans)))
+        own = self.categories.codes.get(OWN_CATEGORY)
+        if own is not None:  # an annotated trace: torchtop's own spans count for nothing
+            self.events_total -= int(np.count_nonzero(categories == own))
         order = np.argsort(categories, kind="stable")
         bounds = np.flatnonzero(np.diff(categories[order])) + 1
         objects = np.empty(len(spans), dtype=object)

@@ -68,20 +68,31 @@ class OtherEvent(msgspec.Struct, gc=False, tag_field="ph"):
     skips their fields without building them, which is most of the decoding it saves."""
 
 
-# The phases of the chrome trace event format other than X and i, each its own tagged class:
+class MetadataEvent(OtherEvent, tag="M"):
+    """A metadata event (`"ph": "M"`: process and thread names): only its category is read,
+    so that the tracks `torchtop analyze --annotate` adds (category `torchtop`) are skipped."""
+
+    cat: Scalar = None
+
+
+OWN_CATEGORY = "torchtop"
+"""The category of the events `--annotate` adds to a trace: the reader counts them nowhere, so
+an annotated trace reads as the original did."""
+
+# The phases of the chrome trace event format other than X, i and M, each its own tagged class:
 # the decoder tells the kinds apart by `ph` alone, so the columns never look at it.
-OTHER_PHASES = "BEIbnesStTpFfPONDMRcCVv()"
+OTHER_PHASES = "BEIbnesStTpFfPONDRcCVv()"
 _OTHERS = tuple(
     msgspec.defstruct(f"Phase_{ph if ph.isalpha() else ord(ph)}", [], bases=(OtherEvent,), tag=ph)
     for ph in OTHER_PHASES
 )
 
-KNOWN_PHASES = frozenset("Xi" + OTHER_PHASES)
+KNOWN_PHASES = frozenset("XiM" + OTHER_PHASES)
 
 Event = SpanEvent | InstantEvent | OtherEvent
 """One entry of `traceEvents`, typed by its phase."""
 
-_EVENT_UNION: Any = Union[(SpanEvent, InstantEvent, *_OTHERS)]  # built at runtime
+_EVENT_UNION: Any = Union[(SpanEvent, InstantEvent, MetadataEvent, *_OTHERS)]  # built at runtime
 
 
 class DeviceProperties(msgspec.Struct):
