@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from tests.relaunch.running import agent_records
 from torchtop.advice.machine import Machine
 from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.assess.run import WARMUP_STEPS
+from torchtop.jobs.job import start_plan
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
 
@@ -112,3 +114,33 @@ def test_the_workers_fix_goes_by_the_frameworks_own_option_and_reaches_its_loade
     assert relaunched.returncode == 0, relaunched.stderr[-2000:]
     seen = LOADER_WORKERS.findall(relaunched.stdout)
     assert seen and set(seen) == {"2"}, relaunched.stdout[-2000:]
+
+
+@pytest.mark.parametrize("framework", ["lightning", "hf-trainer"])
+def test_the_workers_override_reaches_the_loader_the_framework_builds(
+    tmp_path: Path, framework: str
+) -> None:
+    command = input_bound(tmp_path, framework)
+    plan = replace(
+        initial_plan(command, os.environ, str(tmp_path)),
+        overrides={"dataloader.num_workers": 2},
+    )
+    started = start_plan(plan, tmp_path / "run")
+    assert started.process.wait(timeout=240) == 0, (tmp_path / "run" / "stderr.log").read_text()
+    said = (tmp_path / "run" / "stdout.log").read_text()
+    seen = LOADER_WORKERS.findall(said)
+    assert len(seen) >= 2 and set(seen) == {"2"}, said[-2000:]
+
+
+def test_a_compiled_models_compile_steps_stay_out_of_its_step_figures(tmp_path: Path) -> None:
+    command = [sys.executable, str(JOBS / "compiled_job.py"), str(STEPS)]
+    report, said = run_headless(tmp_path, command)
+    first = re.search(r"^first step ms ([\d.]+)$", said, re.MULTILINE)
+    later = re.search(r"^later median ms ([\d.]+)$", said, re.MULTILINE)
+    assert first and later, said[-2000:]
+    steps = report["steps"]
+    assert steps["count"] == STEPS - WARMUP_STEPS
+    # The compile is many times a later step; had it leaked, the p95 would sit near it.
+    assert float(first.group(1)) > 20 * float(later.group(1))
+    assert steps["p95_ms"] < float(first.group(1)) / 10
+    assert report["bottleneck"] == "cpu", (report["verdict"], report["breakdown"])
