@@ -16,8 +16,9 @@ from torch import nn
 torch.manual_seed(0)
 torch.set_num_threads(1)
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 30
-model = torch.compile(nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10)))
-optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+net = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10))
+model = torch.compile(net)
+optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
 features, labels = torch.randn(64, 256), torch.randint(0, 10, (64,))
 walls_ms = []
 for _ in range(steps):
