@@ -144,3 +144,38 @@ def test_a_compiled_models_compile_steps_stay_out_of_its_step_figures(tmp_path: 
     assert float(first.group(1)) > 20 * float(later.group(1))
     assert steps["p95_ms"] < float(first.group(1)) / 10
     assert report["bottleneck"] == "cpu", (report["verdict"], report["breakdown"])
+
+
+def torchrun(*args: str) -> list[str]:
+    run = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    return [*run, str(JOBS / "ddp_job.py"), *args]
+
+
+def test_a_torchrun_ddp_job_is_input_bound_on_both_ranks_with_their_own_step_times(
+    tmp_path: Path,
+) -> None:
+    report, said = run_headless(tmp_path, torchrun(str(STEPS)))
+    assert report["bottleneck"] == "dataloader", (report["verdict"], report["breakdown"])
+    ranks = {entry["rank"]: entry for entry in report["ranks"]}
+    assert sorted(ranks) == [0, 1]
+    for rank, entry in ranks.items():
+        own = re.search(rf"rank {rank} mean step ms (\d+\.\d\d)", said)
+        assert own is not None, said[-2000:]
+        assert f"rank {rank} optimizer steps {STEPS}" in said
+        assert entry["steps"]["count"] == STEPS - WARMUP_STEPS
+        assert entry["steps"]["mean_ms"] == pytest.approx(float(own.group(1)), rel=0.1)
+        assert entry["bottleneck"] == "dataloader"
+
+
+def test_the_workers_override_reaches_every_ranks_loader_under_torchrun(tmp_path: Path) -> None:
+    plan = replace(
+        initial_plan(torchrun("12"), os.environ, str(tmp_path)),
+        overrides={"dataloader.num_workers": 2},
+    )
+    started = start_plan(plan, tmp_path / "run")
+    assert started.process.wait(timeout=240) == 0, (tmp_path / "run" / "stderr.log").read_text()
+    said = (tmp_path / "run" / "stdout.log").read_text()
+    for rank in (0, 1):
+        # Not anchored: two ranks share the file, so one's line may run into the other's.
+        seen = re.findall(rf"rank {rank} epoch \d+ loader num_workers (\d+)", said)
+        assert seen and set(seen) == {"2"}, said[-2000:]
