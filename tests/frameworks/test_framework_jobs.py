@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -132,6 +133,10 @@ def test_the_workers_override_reaches_the_loader_the_framework_builds(
     assert len(seen) >= 2 and set(seen) == {"2"}, said[-2000:]
 
 
+@pytest.mark.skipif(
+    shutil.which("cc") is None and shutil.which("gcc") is None,
+    reason="torch.compile's inductor needs a C compiler on CPU",
+)
 def test_a_compiled_models_compile_steps_stay_out_of_its_step_figures(tmp_path: Path) -> None:
     command = [sys.executable, str(JOBS / "compiled_job.py"), str(STEPS)]
     report, said = run_headless(tmp_path, command)
