@@ -8,6 +8,8 @@ step count and the num_workers of the DataLoader that `Trainer` built through ac
 
 from __future__ import annotations
 
+import itertools
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -50,12 +52,23 @@ class Synthetic(Dataset[dict[str, torch.Tensor]]):
 class Told(TrainerCallback):
     """The job's own account: optimizer steps taken, and the loader each epoch iterates."""
 
+    def __init__(self) -> None:
+        self.stepped_at: list[float] = []
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.stepped_at.append(time.perf_counter())
+
     def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         loader = kwargs["train_dataloader"]
         print(f"epoch {int(state.epoch or 0)} loader num_workers {loader.num_workers}", flush=True)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         print(f"optimizer steps {state.global_step}", flush=True)
+        # From the second step's end on: the steps torchtop keeps after its two warm-up steps.
+        # The median: one step also holds torchtop's own profiler export, which it leaves out.
+        at = self.stepped_at
+        walls_ms = [(b - a) * 1000 for a, b in itertools.pairwise(at[1:])]
+        print(f"median step ms {statistics.median(walls_ms):.2f}", flush=True)
 
 
 def main() -> None:

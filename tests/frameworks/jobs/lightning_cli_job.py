@@ -8,6 +8,8 @@ torchtop's numbers and overrides against the job's own.
 
 from __future__ import annotations
 
+import itertools
+import statistics
 import time
 from typing import Any
 
@@ -67,6 +69,7 @@ class Told(pl.Callback):
 
     def __init__(self) -> None:
         self.steps = 0
+        self.stepped_at: list[float] = []
 
     def on_train_epoch_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         loader = trainer.train_dataloader
@@ -75,9 +78,15 @@ class Told(pl.Callback):
 
     def on_train_batch_end(self, trainer: pl.Trainer, *args: Any) -> None:
         self.steps = trainer.global_step
+        self.stepped_at.append(time.perf_counter())
 
     def on_train_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         print(f"optimizer steps {self.steps}", flush=True)
+        # From the second step's end on: the steps torchtop keeps after its two warm-up steps.
+        # The median: one step also holds torchtop's own profiler export, which it leaves out.
+        at = self.stepped_at
+        walls_ms = [(b - a) * 1000 for a, b in itertools.pairwise(at[1:])]
+        print(f"median step ms {statistics.median(walls_ms):.2f}", flush=True)
 
 
 def main() -> None:
