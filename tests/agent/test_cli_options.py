@@ -18,6 +18,9 @@ def recording(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(
         argparse.ArgumentParser, "parse_known_args", argparse.ArgumentParser.parse_known_args
     )
+    monkeypatch.setattr(
+        argparse.ArgumentParser, "_parse_known_args", argparse.ArgumentParser._parse_known_args
+    )
     monkeypatch.setattr(cli_options, "_options", {})
     cli_options.install(argparse)
     yield
@@ -65,3 +68,17 @@ def test_installing_twice_wraps_once() -> None:
     wrapped = argparse.ArgumentParser.parse_known_args
     cli_options.install(argparse)
     assert argparse.ArgumentParser.parse_known_args is wrapped
+
+
+@pytest.mark.usefixtures("recording")
+def test_a_subcommands_options_from_the_tail_of_sys_argv_are_recorded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["train.py", "fit", "--workers", "3"])
+    made = argparse.ArgumentParser()
+    fit = made.add_subparsers(dest="command").add_parser("fit")
+    fit.add_argument("--workers", type=int, default=0)
+    made.parse_args()
+    options = {o["dest"]: o for o in cli_options.seen_options()}
+    assert options["workers"]["flags"] == ["--workers"]
+    assert options["workers"]["value"] == 3

@@ -4,7 +4,10 @@ To relaunch a job with a fix applied as `--num-workers 8`, torchtop must know wh
 script has and what they were set to. `install()` wraps `ArgumentParser.parse_known_args` (which
 `parse_args` goes through) and records every option of a parse that reads `sys.argv`: that is
 the script's own command line, while a library parsing a list it built itself passes `args`
-and is left alone. Stdlib only: the bootstrap installs it as soon as the job imports argparse,
+and is left alone. Parsers that bypass `parse_known_args` (jsonargparse, under LightningCLI) still
+go through argparse's `_parse_known_args`: there an option list that is the tail of sys.argv (a
+subcommand's, such as `fit --data.num_workers 2`) is the script's own too.
+Stdlib only: the bootstrap installs it as soon as the job imports argparse,
 which may be before torch.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +49,32 @@ def install(module: Any = argparse) -> None:
 
     parse_known_args.__torchtop__ = True  # type: ignore[attr-defined]
     parser_class.parse_known_args = parse_known_args
+    _install_inner(parser_class)
+
+
+def _install_inner(parser_class: Any) -> None:
+    original = getattr(parser_class, "_parse_known_args", None)
+    if original is None or getattr(original, "__torchtop__", False):
+        return
+
+    @functools.wraps(original)
+    def _parse_known_args(self: argparse.ArgumentParser, arg_strings: Any, *args: Any,
+                          **kwargs: Any) -> Any:  # fmt: skip
+        result = original(self, arg_strings, *args, **kwargs)
+        if _tail_of_argv(arg_strings) and isinstance(result, tuple):
+            _record(self, result[0])
+        return result
+
+    _parse_known_args.__torchtop__ = True  # type: ignore[attr-defined]
+    parser_class._parse_known_args = _parse_known_args
+
+
+def _tail_of_argv(arg_strings: object) -> bool:
+    """A non-empty option list that ends sys.argv: the script's command line or a subcommand's."""
+    if not isinstance(arg_strings, list) or not arg_strings:
+        return False
+    argv = sys.argv[1:]
+    return len(arg_strings) <= len(argv) and argv[len(argv) - len(arg_strings) :] == arg_strings
 
 
 def _record(parser: argparse.ArgumentParser, parsed: argparse.Namespace) -> None:
@@ -62,9 +92,16 @@ def describe_action(action: argparse.Action, parsed: argparse.Namespace) -> dict
         "flags": list(action.option_strings),
         "dest": action.dest,
         "type": type_name(action),
-        "default": action.default,
-        "value": getattr(parsed, action.dest, None),
+        "default": _plain(action.default),
+        "value": _plain(getattr(parsed, action.dest, None)),
     }
+
+
+def _plain(value: object) -> object:
+    """A value a record can hold: jsonargparse's defaults may be classes or its own Namespaces."""
+    if value is None or isinstance(value, str | int | float | bool | list):
+        return value
+    return repr(value)
 
 
 def type_name(action: argparse.Action) -> str | None:

@@ -112,6 +112,8 @@ _KNOBS = (
             "loader_workers",
             "n_workers",
             "num_dataloader_workers",
+            "dataloader_num_workers",  # Hugging Face TrainingArguments
+            "data.num_workers",  # LightningCLI's jsonargparse, a DataModule's init argument
         ),
     ),
     _loader(
