@@ -25,11 +25,10 @@ from torchtop.jobs.processes import is_alive
 from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_record
 from torchtop.live.attach import agent_run_dir, check_target, print_target
 from torchtop.live.collect import start_collectors
-from torchtop.live.headless import ProgressPrinter, save_report
+from torchtop.live.headless import ProgressPrinter, print_report, save_report
 from torchtop.live.watch import LiveMonitor, watch
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import WatchedJob
-from torchtop.report import render_text
 from torchtop.runs.identity import NodeIdentity, launch_dir, safe_name
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.node import node_name
@@ -37,6 +36,10 @@ from torchtop.runs.nodes import run_has_ended
 from torchtop.sessions.run_config import RunConfig
 
 TickSink = Callable[[Snapshot], None]
+MULTI_NODE_NOT_APPLIED = (
+    "this node runs one part of a job on several nodes: relaunch every node with the fix "
+    "(docs/multi-node.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class WatchOptions:
     run_dir: Path | None
     metrics: str | None = None
     """`--metrics [HOST:]PORT`: serve Prometheus metrics of this node while watching."""
+    output_format: str = "text"
+    """`--format json`: the final report on stdout as the JSON report, not as text."""
 
 
 def run_session(
@@ -81,7 +86,10 @@ def _run(
 ) -> int:
     # Several launchers sharing `--run-dir` each write under their node's own folder.
     run_dir, node = launch_dir(shared_dir, os.environ)
-    job_log = None if options.headless else RunLayout(run_dir).job_log
+    # The job's own output goes to the terminal only where nothing else needs stdout: not
+    # under the dashboard, nor where stdout is the JSON report.
+    to_terminal = options.headless and options.output_format != "json"
+    job_log = None if to_terminal else RunLayout(run_dir).job_log
     env = {**os.environ, **config.tuned.env}
     output = TERMINAL if job_log is None else Output.log(job_log)
     try:
@@ -104,7 +112,10 @@ def _run(
     watched = WatchedJob(monitor, job, collectors, command, run_dir, kind)
     watched.plan = config.plan(watched.plan)  # a relaunch keeps what the file applied
     try:
-        report = watched.with_trials(_follow(monitor, options.headless, applier(watched, node)))
+        chosen = applier(watched, node)
+        report = watched.with_trials(
+            _follow(monitor, options.headless, chosen, None if chosen else MULTI_NODE_NOT_APPLIED)
+        )
     finally:
         watched.close()
     if job_log is not None:
@@ -116,8 +127,7 @@ def _run(
             file=sys.stderr,
         )
     save_report(report, run_dir, options.report)
-    sys.stdout.write(render_text(report, colour=False))
-    sys.stdout.flush()
+    print_report(report, options.output_format)
     final = watched.job
     return 0 if final.stopped_by_us else final.shell_status()
 
@@ -159,7 +169,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
             collectors.stop()
     write_exit_record(layout, "detached" if alive() else "exited")
     save_report(report, run_dir, options.report)
-    sys.stdout.write(render_text(report, colour=False))
+    print_report(report, options.output_format)
     return 0
 
 
@@ -212,7 +222,7 @@ def _follow_folder(monitor: LiveMonitor, options: WatchOptions) -> int:
     report = _follow(monitor, options.headless)
     if options.report:
         save_report(report, None, options.report)
-    sys.stdout.write(render_text(report, colour=False))
+    print_report(report, options.output_format)
     return 0
 
 
@@ -230,9 +240,15 @@ def applier(watched: WatchedJob, node: NodeIdentity | None) -> WatchedJob | None
     return None
 
 
-def _follow(monitor: LiveMonitor, headless: bool, watched: WatchedJob | None = None) -> Report:
-    """Progress lines on stderr, or the dashboard (where `watched` lets the user try fixes);
-    either way the final report."""
+def _follow(
+    monitor: LiveMonitor,
+    headless: bool,
+    watched: WatchedJob | None = None,
+    why_no_apply: str | None = None,
+) -> Report:
+    """Progress lines on stderr, or the dashboard (where `watched` lets the user try fixes,
+    and `why_no_apply` is what `a` says where it cannot); either way the final report. The
+    demo's dashboard stays until `q`, so its footer says how long it has run and how to end it."""
     if headless:
         printer = ProgressPrinter()
         report = watch(monitor, on_update=printer)
@@ -240,4 +256,5 @@ def _follow(monitor: LiveMonitor, headless: bool, watched: WatchedJob | None = N
         return report
     from torchtop.tui.app import run_live
 
-    return run_live(monitor, applier=watched)
+    clock = monitor.kind == "demo"
+    return run_live(monitor, applier=watched, clock=clock, why_no_apply=why_no_apply)
