@@ -95,3 +95,14 @@ def test_attach_as_json_prints_the_report_and_leaves_the_process_running(
     finally:
         target.kill()
         target.wait()
+
+
+def test_a_folder_without_traces_says_in_one_line_how_to_record_some(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["analyze", str(tmp_path)]) == 2
+    (said,) = capsys.readouterr().err.splitlines()
+    assert said == (
+        f"torchtop: {tmp_path}: folder holds no .json or .json.gz trace "
+        "(`torchtop run -- python train.py` records some)"
+    )

@@ -28,14 +28,18 @@ def test_a_stream_url_is_refused_as_not_supported_yet(tmp_path: Path) -> None:
     result = watch(["http://127.0.0.1:9999", "--headless"])
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "torchtop: http://127.0.0.1:9999: watching a --serve stream is not supported yet"
+        "torchtop: http://127.0.0.1:9999: watching a --serve stream is not supported yet: "
+        "`torchtop watch RUN_DIR` on the run folder"
     ]
 
 
 def test_a_missing_run_folder_is_one_line_naming_it(tmp_path: Path) -> None:
     result = watch([str(tmp_path / "nowhere"), "--headless"])
     assert result.returncode == 2
-    assert result.stderr.strip() == f"torchtop: {tmp_path / 'nowhere'}: no such run folder"
+    assert result.stderr.strip() == (
+        f"torchtop: {tmp_path / 'nowhere'}: no such run folder "
+        "(`torchtop run --run-dir DIR -- python train.py` records one)"
+    )
 
 
 def test_watch_reports_every_rank_of_every_node_and_writes_nothing_into_the_folder(

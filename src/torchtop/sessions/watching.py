@@ -201,12 +201,19 @@ def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree)
     stopped and nothing is written into the folder; the report goes to `--report` and stdout."""
     for target in targets:
         if target.startswith(("http://", "https://")):
-            raise InputError(target, "watching a --serve stream is not supported yet")
+            raise InputError(
+                target,
+                "watching a --serve stream is not supported yet: `torchtop watch RUN_DIR` on "
+                "the run folder",
+            )
     if len(targets) > 1:
         raise InputError(targets[1], "watch follows one run folder (its nodes share it)")
     run_dir = Path(targets[0])
     if not run_dir.is_dir():
-        raise InputError(targets[0], "no such run folder")
+        raise InputError(
+            targets[0],
+            "no such run folder (`torchtop run --run-dir DIR -- python train.py` records one)",
+        )
     print(f"torchtop: watching {run_dir}", file=sys.stderr)
 
     def alive() -> bool:
