@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import RULES_DIR
-from torchtop.cli import main
+from torchtop.cli import DEMO_FOR_S, main
 from torchtop.diagnosis.rules import load_rules
 from torchtop.runs.layout import RunLayout
+from torchtop.sessions import watching
+from torchtop.sessions.watching import WatchOptions
 
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 JOB_SAYS = "hello from the job"
@@ -106,3 +108,28 @@ def test_a_folder_without_traces_says_in_one_line_how_to_record_some(
         f"torchtop: {tmp_path}: folder holds no .json or .json.gz trace "
         "(`torchtop run -- python train.py` records some)"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "for_s"),
+    [
+        (["demo"], None),  # the dashboard stays until q
+        (["demo", "--headless"], DEMO_FOR_S),  # nobody there to press q
+        (["demo", "--for", "5"], 5.0),
+        (["demo", "--headless", "--for", "7"], 7.0),
+    ],
+)
+def test_the_demo_stops_by_itself_only_when_headless_or_asked(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], for_s: float | None
+) -> None:
+    """The session is replaced by a recorder, so nothing is launched: this is the options'
+    wiring; tests/tui/test_tmux_demo.py watches the dashboard stay in a real terminal."""
+    seen: list[WatchOptions] = []
+
+    def record(command: object, options: WatchOptions, tree: object, kind: str) -> int:
+        seen.append(options)
+        return 0
+
+    monkeypatch.setattr(watching, "run_session", record)
+    assert main(argv) == 0
+    assert [options.for_s for options in seen] == [for_s]
