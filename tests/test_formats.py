@@ -67,6 +67,9 @@ def test_run_headless_as_json_prints_only_the_report_and_logs_the_jobs_output(
     assert printed["source"]["kind"] == "run"
     assert JOB_SAYS in RunLayout(run_dir).job_log.read_text()
     assert f"the job's output is in {RunLayout(run_dir).job_log}" in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"torchtop: the run is kept in {run_dir}; `torchtop view {run_dir}` shows it again"
+    )
 
 
 def test_watch_as_json_prints_the_report_of_a_run_folder(tmp_path: Path) -> None:

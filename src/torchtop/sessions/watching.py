@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -128,6 +129,7 @@ def _run(
         )
     save_report(report, run_dir, options.report)
     print_report(report, options.output_format)
+    say_where(run_dir)
     final = watched.job
     return 0 if final.stopped_by_us else final.shell_status()
 
@@ -170,6 +172,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
     write_exit_record(layout, "detached" if alive() else "exited")
     save_report(report, run_dir, options.report)
     print_report(report, options.output_format)
+    say_where(run_dir)
     return 0
 
 
@@ -231,6 +234,15 @@ def _follow_folder(monitor: LiveMonitor, options: WatchOptions) -> int:
         save_report(report, None, options.report)
     print_report(report, options.output_format)
     return 0
+
+
+def say_where(run_dir: Path) -> None:
+    """The last line on stderr: where the run is kept, and the command that opens it again."""
+    print(
+        f"torchtop: the run is kept in {run_dir}; `torchtop view {shlex.quote(str(run_dir))}` "
+        "shows it again",
+        file=sys.stderr,
+    )
 
 
 def applier(watched: WatchedJob, node: NodeIdentity | None) -> WatchedJob | None:
