@@ -3,8 +3,9 @@
 
 It shows the verdict, `a` then `y` applies the fix and the trial panel follows the trial to its
 result, the dashboard is still there after more than 30 s (it once closed by itself), and `q`
-ends it: exit status 0, every job it started stopped, the run folder complete. Where tmux is
-not installed the test says so and skips (.ci/run installs it where apt-get can).
+ends it: exit status 0, every job it started stopped, the run folder complete. `view`, where
+nothing can be applied, does not offer `a`, and pressed it says why and what to run instead.
+Where tmux is not installed these tests say so and skip (.ci/run installs it where apt-get can).
 """
 
 from __future__ import annotations
@@ -86,23 +87,33 @@ def running(pid: int) -> bool:
         return False
 
 
-@pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    run_dir, status = tmp_path / "run", tmp_path / "status"
-    demo = shlex.join([sys.executable, "-m", "torchtop", "demo", "--run-dir", str(run_dir)])
+def open_terminal(tmp_path: Path, *args: str) -> Terminal:
+    """`torchtop ARGS` in a new tmux session of its own server, run from `tmp_path`."""
+    status = tmp_path / "status"
+    torchtop = shlex.join([sys.executable, "-m", "torchtop", *args])
     # The shell stays after torchtop so its exit status can be read, as a user's prompt would.
-    shell = f"cd {shlex.quote(str(tmp_path))}; {demo}; echo $? > {shlex.quote(str(status))}; "
+    shell = f"cd {shlex.quote(str(tmp_path))}; {torchtop}; echo $? > {shlex.quote(str(status))}; "
     shell += "sleep 600"
-    socket = f"torchtop-test-{os.getpid()}"
+    socket = f"torchtop-test-{os.getpid()}-{args[0]}"
     new = ["tmux", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-s", "demo"]
     # A terminal's own size, not the COLUMNS and LINES that pytest sets for its output.
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     subprocess.run([*new, "-x", str(COLUMNS), "-y", str(ROWS), shell], check=True, env=env)
+    return Terminal(socket, status, time.monotonic())
+
+
+def close(terminal: Terminal) -> None:
+    subprocess.run(["tmux", "-L", terminal.socket, "kill-server"], check=False)
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    opened = open_terminal(tmp_path, "demo", "--run-dir", str(tmp_path / "run"))
     try:
-        yield Terminal(socket, status, time.monotonic())
+        yield opened
     finally:
-        subprocess.run(["tmux", "-L", socket, "kill-server"], check=False)
-        for pid in started_pids(run_dir):  # a failed test leaves no training job behind
+        close(opened)
+        for pid in started_pids(tmp_path / "run"):  # a failed test leaves no job behind
             stop_tree(pid)
 
 
@@ -158,3 +169,22 @@ def test_a_new_users_demo_shows_the_verdict_tries_the_fix_and_ends_only_on_q(
     assert report["source"]["kind"] == "demo"
     assert [entry["kept"] for entry in report["trials"]] == [True]
     assert json.loads((run_dir / "jobs" / "01" / "exit.json").read_text())["how"] == "stopped"
+
+
+def test_in_view_a_says_on_screen_why_nothing_applies_and_q_ends_it(tmp_path: Path) -> None:
+    trace = Path(__file__).resolve().parents[2] / "sample_traces" / "dataloader_starved"
+    terminal = open_terminal(tmp_path, "view", str(trace))
+    try:
+        shown = terminal.wait_for("the offline verdict", lambda s: "DATALOADER" in s, 120)
+        assert "OFFLINE" in shown.splitlines()[0]
+        assert "Apply" not in shown.splitlines()[-1]  # the footer does not offer `a`
+        terminal.press("a")
+        shown = terminal.wait_for("the notice", lambda s: "Nothing to apply here" in s, 30)
+        assert "torchtop run -- python train.py" in shown.replace("\n", " ")
+        terminal.press("q")
+        deadline = time.monotonic() + 60
+        while not terminal.status.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert terminal.status.read_text().strip() == "0"
+    finally:
+        close(terminal)
