@@ -94,7 +94,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     source = root / "source"
     for name in BUILT_FROM:
         if (REPO / name).is_dir():
-            caches = shutil.ignore_patterns("__pycache__")
+            caches = shutil.ignore_patterns("__pycache__", "*.egg-info")
             shutil.copytree(REPO / name, source / name, ignore=caches)
         else:
             source.mkdir(exist_ok=True)

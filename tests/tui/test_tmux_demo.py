@@ -151,9 +151,9 @@ def test_a_new_users_demo_shows_the_verdict_tries_the_fix_and_ends_only_on_q(
         time.sleep(POLL_S)
     shown = terminal.screen()
     assert not terminal.status.exists() and "LIVE" in shown.splitlines()[0]
-    # The footer's clock kept time with ours (its 1 s ticks, and a busy machine, aside).
+    # The footer's clock went on, and never ahead of ours (its seconds are whole).
     counted = terminal.clock_s(shown) - first_clock
-    assert abs(counted - (time.monotonic() - first_s)) <= 3
+    assert 0 < counted <= time.monotonic() - first_s + 1
 
     pids = started_pids(tmp_path / "run")
     assert len(pids) == 2 and running(pids[-1])  # the job, relaunched with the fix
