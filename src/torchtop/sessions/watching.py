@@ -37,6 +37,11 @@ from torchtop.runs.nodes import run_has_ended
 from torchtop.sessions.run_config import RunConfig
 
 TickSink = Callable[[Snapshot], None]
+LAUNCHED_ELSEWHERE = (
+    "here torchtop only reads the run folder: fixes are tried from the dashboard of the "
+    "`torchtop run` that launched the job"
+)
+"""What `a` says under `watch`, and `attach` to a job with an agent: a launcher is elsewhere."""
 MULTI_NODE_NOT_APPLIED = (
     "this node runs one part of a job on several nodes: relaunch every node with the fix "
     "(docs/multi-node.md)"
@@ -229,7 +234,7 @@ def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree)
 def _follow_folder(monitor: LiveMonitor, options: WatchOptions) -> int:
     """Follow a folder someone else writes: the report to `--report` and stdout, never into
     the folder."""
-    report = _follow(monitor, options.headless)
+    report = _follow(monitor, options.headless, None, LAUNCHED_ELSEWHERE)
     if options.report:
         save_report(report, None, options.report)
     print_report(report, options.output_format)
