@@ -31,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="torchtop",
         description="top for PyTorch training: where step time goes, the bottleneck, the fix.",
     )
-    parser.add_argument("--version", action="version", version=f"torchtop {_version()}")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="show the installed version and exit"
+    )
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
 
@@ -134,17 +136,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _version() -> str:
-    """The installed distribution's version (what pip reports), so a wheel and its metadata
-    never disagree; `__version__` where the package runs from a source tree not installed."""
-    from importlib.metadata import PackageNotFoundError, version
+class _VersionAction(argparse.Action):
+    """`--version`: the installed distribution's version (what pip reports), so a wheel and its
+    metadata never disagree; `__version__` in a source tree not installed. Looked up only when
+    asked: importlib.metadata would cost every other command (analyze's start-up) its import."""
 
-    try:
-        return version("torchtop")
-    except PackageNotFoundError:
-        from torchtop import __version__
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
-        return __version__
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("torchtop")
+        except PackageNotFoundError:
+            from torchtop import __version__ as installed
+        sys.stdout.write(f"torchtop {installed}\n")  # where argparse's own action prints it
+        parser.exit()
 
 
 def _format_option(parser: argparse.ArgumentParser, what: str) -> None:
