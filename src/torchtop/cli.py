@@ -15,13 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from torchtop import __version__
 from torchtop.errors import InputError, positive_seconds
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 DEMO_FOR_S = 30.0
+"""`demo --headless` stops after this long unless `--for` says otherwise; its dashboard stays
+until `q`."""
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -30,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="torchtop",
         description="top for PyTorch training: where step time goes, the bottleneck, the fix.",
     )
-    parser.add_argument("--version", action="version", version=f"torchtop {__version__}")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="show the installed version and exit"
+    )
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
 
@@ -77,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = verbs.add_parser(
         "demo", help="run a small built-in CPU training job with a planted bottleneck, watched"
     )
-    _watch_options(demo, default_for_s=DEMO_FOR_S)
+    _watch_options(
+        demo, for_help=f" (default with --headless: {DEMO_FOR_S:g}; the dashboard stays until q)"
+    )
     _serve_option(demo)
     demo.add_argument(
         "job_args",
@@ -126,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tune.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
     _tensorboard_option(tune)
+    _format_option(tune, "the summary, or the JSON report (with trials), on stdout")
     tune.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
 
     watch = verbs.add_parser(
@@ -145,21 +151,50 @@ def build_parser() -> argparse.ArgumentParser:
     rules = verbs.add_parser("rules", help="list the rule tree, or show one rule")
     rules.add_argument("rule_id", nargs="?", metavar="ID")
     rules.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+    _format_option(rules, "the tree (or the rule) as text, or as JSON")
     return parser
 
 
+class _VersionAction(argparse.Action):
+    """`--version`: the installed distribution's version (what pip reports), so a wheel and its
+    metadata never disagree; `__version__` in a source tree not installed. Looked up only when
+    asked: importlib.metadata would cost every other command (analyze's start-up) its import."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("torchtop")
+        except PackageNotFoundError:
+            from torchtop import __version__ as installed
+        sys.stdout.write(f"torchtop {installed}\n")  # where argparse's own action prints it
+        parser.exit()
+
+
+def _format_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--format", choices=("text", "json"), default="text", help=what)
+
+
 def _watch_options(
-    parser: argparse.ArgumentParser, default_for_s: float | None = None, run_dir: bool = True
+    parser: argparse.ArgumentParser, for_help: str = "", run_dir: bool = True
 ) -> None:
     parser.add_argument("--headless", action="store_true", help="no dashboard; progress on stderr")
     parser.add_argument(
         "--for",
         dest="for_s",
-        default=None if default_for_s is None else str(default_for_s),
         metavar="SECONDS",
-        help="stop watching (and stop the job) after this long"
-        + (f" (default {default_for_s:g})" if default_for_s else ""),
+        help="stop watching (and stop the job) after this long" + for_help,
     )
+    _format_option(parser, "the final report on stdout as text, or as the JSON report")
     parser.add_argument("--report", metavar="FILE", help="write the JSON report here when done")
     if run_dir:
         parser.add_argument("--run-dir", metavar="DIR", help="where the run is recorded")
@@ -334,6 +369,7 @@ def _tune(args: argparse.Namespace) -> int:
         run_dir=Path(args.run_dir) if args.run_dir else None,
         report=args.report,
         tensorboard=args.tensorboard,
+        output_format=args.format,
     )
     return tune_session(_after_dashes(args.command), options, _load_tree(args.rules))
 
@@ -351,15 +387,19 @@ def _watch(args: argparse.Namespace) -> int:
     from torchtop.sessions.watching import WatchOptions, run_session
 
     tree = _load_tree(args.rules)
+    for_s = None if args.for_s is None else positive_seconds("--for", args.for_s)
+    if for_s is None and args.verb == "demo" and args.headless:
+        for_s = DEMO_FOR_S  # nobody is there to press q
     options = WatchOptions(
         headless=args.headless,
-        for_s=None if args.for_s is None else positive_seconds("--for", args.for_s),
+        for_s=for_s,
         report=args.report,
         run_dir=Path(args.run_dir) if getattr(args, "run_dir", None) else None,
         metrics=getattr(args, "metrics", None),
         serve=getattr(args, "serve", None),
         token=getattr(args, "token", None),
         tensorboard=args.tensorboard,
+        output_format=args.format,
     )
     if args.verb == "watch":
         from torchtop.sessions.watching import watch_session
@@ -394,18 +434,24 @@ def _colour(choice: str) -> bool:
 
 
 def _rules(args: argparse.Namespace) -> int:
-    from torchtop.diagnosis.describe import describe_rule, describe_tree
+    from torchtop.diagnosis.describe import describe_rule, describe_tree, rule_json, tree_json
 
     tree = _load_tree(args.rules)
+    as_json = args.format == "json"
     if args.rule_id is None:
-        sys.stdout.write(describe_tree(tree))
+        sys.stdout.write(_json(tree_json(tree)) if as_json else describe_tree(tree))
         return EXIT_OK
     if args.rule_id not in tree.rules:
         raise InputError(
             args.rule_id, f"no such rule (see `torchtop rules`; {len(tree.rules)} rules)"
         )
-    sys.stdout.write(describe_rule(tree, args.rule_id))
+    rule = args.rule_id
+    sys.stdout.write(_json(rule_json(tree, rule)) if as_json else describe_rule(tree, rule))
     return EXIT_OK
+
+
+def _json(document: object) -> str:
+    return json.dumps(document, indent=2) + "\n"
 
 
 if __name__ == "__main__":

@@ -60,7 +60,9 @@ def test_attach_names_a_starved_job_not_started_by_torchtop_dataloader(tmp_path:
 def test_attach_to_a_process_that_does_not_exist_is_one_line_and_status_2() -> None:
     result = subprocess.run([*TORCHTOP, "attach", "999999999"], capture_output=True, text=True)
     assert result.returncode == 2
-    assert result.stderr.strip() == "torchtop: PID 999999999: no such process"
+    assert result.stderr.strip() == (
+        "torchtop: PID 999999999: no such process (`ps -ef | grep python` lists the running ones)"
+    )
 
 
 def test_attach_to_a_process_that_is_not_python_is_refused(tmp_path: Path) -> None:
@@ -75,3 +77,4 @@ def test_attach_to_a_process_that_is_not_python_is_refused(tmp_path: Path) -> No
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1
     assert "not a Python process" in result.stderr
+    assert result.stderr.rstrip().endswith("start it watched: `torchtop run -- python train.py`")

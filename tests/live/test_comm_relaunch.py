@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.live.test_multi_node import free_port
+from tests.live.two_nodes import free_port
 
 JOB = Path(__file__).resolve().parent / "jobs" / "ddp_comm.py"
 SHIPPED_RULES = Path(__file__).resolve().parents[2] / "rules"

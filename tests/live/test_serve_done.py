@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.live.test_multi_node import free_port
 from tests.live.test_nodes_done import (
     JOB,
     KILL_RANK,
@@ -26,6 +25,7 @@ from tests.live.test_nodes_done import (
     check_report,
 )
 from tests.live.test_serve_streams import NODES, free_serve_port
+from tests.live.two_nodes import free_port
 
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 

@@ -18,7 +18,8 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.live.test_multi_node import assert_four_ranks_two_per_node, free_port
+from tests.live.test_multi_node import assert_four_ranks_two_per_node
+from tests.live.two_nodes import free_port
 
 JOBS = Path(__file__).parent / "jobs"
 DDP = Path(__file__).parents[1] / "agent" / "jobs" / "ddp.py"

@@ -35,7 +35,10 @@ def test_streams_and_run_folders_mixed_are_one_line_naming_the_folder(tmp_path: 
 def test_a_missing_run_folder_is_one_line_naming_it(tmp_path: Path) -> None:
     result = watch([str(tmp_path / "nowhere"), "--headless"])
     assert result.returncode == 2
-    assert result.stderr.strip() == f"torchtop: {tmp_path / 'nowhere'}: no such run folder"
+    assert result.stderr.strip() == (
+        f"torchtop: {tmp_path / 'nowhere'}: no such run folder "
+        "(`torchtop run --run-dir DIR -- python train.py` records one)"
+    )
 
 
 def test_watch_reports_every_rank_of_every_node_and_writes_nothing_into_the_folder(

@@ -49,11 +49,12 @@ def test_tune_gives_a_starved_job_more_workers_through_its_own_num_workers_optio
     options = TuneCommand(
         write=toml_path, run_dir=tmp_path / "run", report=str(report_path),
         steps=QUICK.steps, warmup_steps=QUICK.warmup_steps, min_duration_s=QUICK.min_duration_s,
-        max_trials=1,
+        max_trials=1, output_format="json",
     )  # fmt: skip
     assert tune_session(job("starved_options"), options, TREE) == 0
-    # The trial's events, printed as tune always printed them.
-    said = capsys.readouterr().err.splitlines()
+    # The trial's events, printed as tune always printed them; stdout is the report alone.
+    printed = capsys.readouterr()
+    said = printed.err.splitlines()
     measured = [line for line in said if re.fullmatch(MEASURED_LINE, line)]
     # The baseline stands for before-1; the second round runs in the opposite order.
     assert [line.split()[4] for line in measured] == ["after-1:", "after-2:", "before-2:"]
@@ -61,6 +62,7 @@ def test_tune_gives_a_starved_job_more_workers_through_its_own_num_workers_optio
                for line in said)  # fmt: skip
 
     report = json.loads(report_path.read_text())
+    assert json.loads(printed.out) == report
     (trial,) = report["trials"]
     assert trial["kept"] is True and trial["speedup"] > 1.5
     assert trial["fixes"][0]["knob"] == "dataloader.num_workers"

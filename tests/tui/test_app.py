@@ -8,10 +8,11 @@ from typing import Any
 
 import msgspec
 import pytest
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 
 from tests.tui.conftest import LiveApp, advance, panel_text
 from tests.tui.replay import SyntheticRun, dataloader_bound
+from torchtop.assess.run import assess
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.report import NodeReport, Report
 from torchtop.offline import analyze_paths
@@ -164,15 +165,49 @@ async def test_enter_on_a_fix_shows_the_exact_command_line_change_and_escape_goe
         assert not isinstance(app.screen, FixDetailsScreen)
 
 
-async def test_without_a_hook_the_apply_key_is_dimmed_and_does_nothing(
+def notices(app: Dashboard) -> list[str]:
+    return [notice.message for notice in app._notifications]
+
+
+async def test_without_a_hook_a_on_a_fix_says_why_and_names_the_run_command_to_use(
     live_app: LiveApp,
 ) -> None:
     app = live_app("loader")
     async with app.run_test(size=NARROW) as pilot:
         await advance(pilot, 6)
-        await pilot.press("enter", "a")
+        await pilot.press("enter")
         assert isinstance(app.screen, FixDetailsScreen)
-        assert not app.screen.active_bindings["a"].enabled
+        assert not app.screen.active_bindings["a"].binding.show  # not offered in the footer
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, FixDetailsScreen)  # nothing was applied
+    (said,) = notices(app)
+    assert "torchtop did not start this job" in said
+    assert "`torchtop run -- python train.py --batch-size 32 --num-workers 0` to try fixes" in said
+
+
+async def test_in_view_a_says_no_job_runs_to_try_a_fix_on_and_the_footer_hides_it(
+    offline_app: Dashboard,
+) -> None:
+    async with offline_app.run_test(size=NARROW) as pilot:
+        assert not offline_app.screen.active_bindings["a"].binding.show
+        await pilot.press("a")
+        await pilot.pause()
+        await pilot.press("q")
+    (said,) = notices(offline_app)
+    assert said.startswith("view shows a recorded run: no job is running to try a fix on")
+    assert said.endswith("`torchtop run -- python train.py` to try fixes")
+
+
+async def test_a_dashboard_with_a_clock_says_how_long_it_has_run_and_that_q_ends_it(
+    live_app: LiveApp,
+) -> None:
+    app = live_app("loader", clock=True)
+    async with app.run_test(size=LARGE) as pilot:
+        await advance(pilot, 2)
+        clock = str(app.query_one("#run-clock", Static).render())
+        await pilot.press("q")
+    assert clock.startswith("running 0:0") and clock.endswith("q ends it")
 
 
 async def test_question_mark_opens_the_help_and_escape_closes_it(live_app: LiveApp) -> None:
@@ -351,11 +386,10 @@ async def test_a_node_whose_stream_fell_silent_is_named_in_the_header_with_when_
     app = live_app("loader")
     monitor = app.source
     assert isinstance(monitor, LiveMonitor)
-    assess = monitor.assessor
     silent = NodeReport(name="b", ranks=(2, 3), answering=False, last_seen_epoch_s=1_700_000_000)
 
     def streamed(*args: Any) -> Report:
-        return msgspec.structs.replace(assess(*args), nodes=(silent,))
+        return msgspec.structs.replace(assess(*args), nodes=(silent,))  # the plain assessment
 
     monitor.assessor = streamed
     async with app.run_test(size=LARGE) as pilot:

@@ -131,7 +131,8 @@ async def test_applying_the_workers_fix_trials_it_and_the_dashboard_follows_the_
     async with demo_dashboard(run_dir) as (app, pilot, watched):
         job = watched.job
         old_tree = [p.pid for p in job_tree(job.pid)]
-        assert app.screen.active_bindings["a"].enabled
+        offered = app.screen.active_bindings["a"]
+        assert offered.enabled and offered.binding.action == "app.apply" and offered.binding.show
 
         # Escape in the modal changes nothing; `y` starts the trial.
         screen = await open_apply(pilot, app, KNOB)

@@ -107,13 +107,14 @@ async def test_the_modal_confirms_a_plan_with_y(live_app: LiveApp) -> None:
     assert confirmed == [True]
 
 
-async def test_without_an_applier_the_apply_key_is_neither_offered_nor_active(
+async def test_without_an_applier_the_apply_key_is_not_offered_and_applies_nothing(
     live_app: LiveApp,
 ) -> None:
     app = live_app("loader")
     async with app.run_test(size=(80, 24)) as pilot:
         await advance(pilot, 6)
-        assert "a" not in app.screen.active_bindings
+        active = app.screen.active_bindings["a"]
+        assert active.binding.action == "app.why_no_apply" and not active.binding.show
         await pilot.press("a")
         await pilot.pause()
         assert not isinstance(app.screen, ApplyScreen)

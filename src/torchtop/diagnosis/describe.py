@@ -66,3 +66,49 @@ def describe_rule(tree: RuleTree, rule_id: str) -> str:
             lines.append(f"    {'fires' if example.expect_fire else 'quiet'}: {example.metrics}")
     lines.append(f"\n  file      {rule.path}")
     return "\n".join(lines) + "\n"
+
+
+def tree_json(tree: RuleTree) -> dict[str, object]:
+    """`torchtop rules --format json`: every rule as `rule_json` gives it, roots first, and the
+    verdict settings' thresholds."""
+    ordered = sorted(tree.rules.values(), key=lambda r: (r.parent is not None, r.id))
+    settings = tree.settings
+    return {
+        "rules": [rule_json(tree, rule.id) for rule in ordered],
+        "verdict": {
+            "min_recoverable_share": settings.min_recoverable_share,
+            "min_steps": settings.min_steps,
+            "evidence": settings.evidence.text if settings.evidence else None,
+        },
+    }
+
+
+def rule_json(tree: RuleTree, rule_id: str) -> dict[str, object]:
+    """One rule as data: the fields `describe_rule` prints, expressions as their text."""
+    rule = tree.rules[rule_id]
+    conditions = rule.fix_when or (None,) * len(rule.fixes)
+    return {
+        "id": rule.id,
+        "parent": rule.parent,
+        "class": rule.bottleneck_class,
+        "title": rule.title,
+        "chain": list(tree.chain(rule.id)),
+        "when": rule.when.text,
+        "severity": rule.severity,
+        "severity_when": [[level, test.text] for level, test in rule.severity_when],
+        "message": rule.message,
+        "why": rule.why,
+        "evidence": list(rule.evidence),
+        "fixes": [
+            {
+                "knob": fix.knob,
+                "value": fix.value,
+                "apply": fix.apply,
+                "description": fix.description,
+                "when": when.text if when is not None else None,
+            }
+            for fix, when in zip(rule.fixes, conditions, strict=True)
+        ],
+        "children": sorted(tree.children.get(rule.id, ())),
+        "path": rule.path,
+    }

@@ -23,7 +23,9 @@ def check_target(pid: int) -> psutil.Process:
         cmdline = process.cmdline()
         exe = process.exe() if cmdline else ""
     except psutil.NoSuchProcess:
-        raise InputError(label, "no such process") from None
+        raise InputError(
+            label, "no such process (`ps -ef | grep python` lists the running ones)"
+        ) from None
     except psutil.AccessDenied:
         raise InputError(label, "cannot be read (permission denied)") from None
     if pid == os.getpid():
@@ -31,7 +33,9 @@ def check_target(pid: int) -> psutil.Process:
     names = [Path(part).name for part in (exe, *(cmdline[:1]))]
     if not any(name.startswith("python") for name in names):
         raise InputError(
-            label, f"not a Python process ({' '.join(cmdline)[:60] or 'no command line'})"
+            label,
+            f"not a Python process ({' '.join(cmdline)[:60] or 'no command line'}): attach the "
+            "training script's python, or start it watched: `torchtop run -- python train.py`",
         )
     return process
 

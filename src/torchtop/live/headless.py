@@ -16,7 +16,7 @@ from typing import TextIO
 
 from torchtop.model.findings import Verdict, format_value
 from torchtop.model.report import Report
-from torchtop.report import report_to_json
+from torchtop.report import render_text, report_to_json
 from torchtop.report.contract import steps_per_s
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
@@ -98,3 +98,13 @@ def save_report(report: Report, run_dir: Path | None, extra_path: str | None) ->
         write_once(RunLayout(run_dir).report_json, document)
     if extra_path:
         Path(extra_path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def print_report(report: Report, output_format: str) -> None:
+    """The final report on stdout: text, or (`--format json`) the JSON report, the same
+    document as `report.json`."""
+    if output_format == "json":
+        sys.stdout.write(json.dumps(report_to_json(report), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_text(report, colour=False))
+    sys.stdout.flush()

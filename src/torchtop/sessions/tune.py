@@ -15,6 +15,7 @@ as TensorBoard event files the moment it is decided, and the outcome at the end.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -48,6 +49,8 @@ class TuneCommand:
     """Where `torchtop.toml` goes (default: the current directory)."""
     run_dir: Path | None = None
     report: str | None = None
+    output_format: str = "text"
+    """`--format json`: the JSON report on stdout instead of the summary."""
     steps: int = _DEFAULTS.steps
     warmup_steps: int = _DEFAULTS.warmup_steps
     min_duration_s: float = _DEFAULTS.min_duration_s
@@ -113,7 +116,10 @@ def tune_session(command: Sequence[str], options: TuneCommand, tree: RuleTree) -
     write_once(RunLayout(run_dir).report_json, document)
     if options.report:
         write_once(Path(options.report), document)
-    sys.stdout.write(render_summary(result, toml_path))
+    if options.output_format == "json":
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_summary(result, toml_path))
     sys.stdout.flush()
     return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,11 +26,10 @@ from torchtop.jobs.processes import is_alive
 from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_record
 from torchtop.live.attach import agent_run_dir, check_target, print_target
 from torchtop.live.collect import start_collectors
-from torchtop.live.headless import ProgressPrinter, save_report
+from torchtop.live.headless import ProgressPrinter, print_report, save_report
 from torchtop.live.watch import LiveMonitor, watch
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import WatchedJob
-from torchtop.report import render_text
 from torchtop.runs.identity import NodeIdentity, launch_dir, safe_name
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.node import node_name
@@ -37,6 +37,15 @@ from torchtop.runs.nodes import run_has_ended
 from torchtop.sessions.run_config import RunConfig
 
 TickSink = Callable[[Snapshot], None]
+LAUNCHED_ELSEWHERE = (
+    "here torchtop only reads the run folder: fixes are tried from the dashboard of the "
+    "`torchtop run` that launched the job"
+)
+"""What `a` says under `watch`, and `attach` to a job with an agent: a launcher is elsewhere."""
+MULTI_NODE_NOT_APPLIED = (
+    "this node runs one part of a job on several nodes: relaunch every node with the fix "
+    "(docs/multi-node.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,8 @@ class WatchOptions:
     """`--token`: the streams' bearer token (`watch URL`)."""
     tensorboard: str | None = None
     """`--tensorboard [DIR]`: write TensorBoard event files there ("": `RUN/tensorboard`)."""
+    output_format: str = "text"
+    """`--format json`: the final report on stdout as the JSON report, not as text."""
 
 
 def run_session(
@@ -91,7 +102,10 @@ def _run(
     on_tick: TickSink | None,
 ) -> int:
     run_dir, node = launched
-    job_log = None if options.headless else RunLayout(run_dir).job_log
+    # The job's own output goes to the terminal only where nothing else needs stdout: not
+    # under the dashboard, nor where stdout is the JSON report.
+    to_terminal = options.headless and options.output_format != "json"
+    job_log = None if to_terminal else RunLayout(run_dir).job_log
     env = {**os.environ, **config.tuned.env}
     output = TERMINAL if job_log is None else Output.log(job_log)
     try:
@@ -117,7 +131,12 @@ def _run(
         watched = WatchedJob(monitor, job, collectors, command, run_dir, kind)
         watched.plan = config.plan(watched.plan)  # a relaunch keeps what the file applied
         try:
-            report = watched.with_trials(_follow(monitor, options.headless, applier(watched, node)))
+            chosen = applier(watched, node)
+            report = watched.with_trials(
+                _follow(
+                    monitor, options.headless, chosen, None if chosen else MULTI_NODE_NOT_APPLIED
+                )
+            )
         finally:
             watched.close()
     if job_log is not None:
@@ -129,8 +148,8 @@ def _run(
             file=sys.stderr,
         )
     save_report(report, run_dir, options.report)
-    sys.stdout.write(render_text(report, colour=False))
-    sys.stdout.flush()
+    print_report(report, options.output_format)
+    say_where(run_dir)
     final = watched.job
     return 0 if final.stopped_by_us else final.shell_status()
 
@@ -178,7 +197,8 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
             collectors.stop()
     write_exit_record(layout, "detached" if alive() else "exited")
     save_report(report, run_dir, options.report)
-    sys.stdout.write(render_text(report, colour=False))
+    print_report(report, options.output_format)
+    say_where(run_dir)
     return 0
 
 
@@ -269,7 +289,10 @@ def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree)
         raise InputError(targets[1], "watch follows one run folder (its nodes share it)")
     run_dir = Path(targets[0])
     if not run_dir.is_dir():
-        raise InputError(targets[0], "no such run folder")
+        raise InputError(
+            targets[0],
+            "no such run folder (`torchtop run --run-dir DIR -- python train.py` records one)",
+        )
     print(f"torchtop: watching {run_dir}", file=sys.stderr)
 
     def alive() -> bool:
@@ -286,11 +309,20 @@ def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree)
 def _follow_folder(monitor: LiveMonitor, options: WatchOptions) -> int:
     """Follow a folder someone else writes: the report to `--report` and stdout, never into
     the folder."""
-    report = _follow(monitor, options.headless)
+    report = _follow(monitor, options.headless, None, LAUNCHED_ELSEWHERE)
     if options.report:
         save_report(report, None, options.report)
-    sys.stdout.write(render_text(report, colour=False))
+    print_report(report, options.output_format)
     return 0
+
+
+def say_where(run_dir: Path) -> None:
+    """The last line on stderr: where the run is kept, and the command that opens it again."""
+    print(
+        f"torchtop: the run is kept in {run_dir}; `torchtop view {shlex.quote(str(run_dir))}` "
+        "shows it again",
+        file=sys.stderr,
+    )
 
 
 def applier(watched: WatchedJob, node: NodeIdentity | None) -> WatchedJob | None:
@@ -307,9 +339,15 @@ def applier(watched: WatchedJob, node: NodeIdentity | None) -> WatchedJob | None
     return None
 
 
-def _follow(monitor: LiveMonitor, headless: bool, watched: WatchedJob | None = None) -> Report:
-    """Progress lines on stderr, or the dashboard (where `watched` lets the user try fixes);
-    either way the final report."""
+def _follow(
+    monitor: LiveMonitor,
+    headless: bool,
+    watched: WatchedJob | None = None,
+    why_no_apply: str | None = None,
+) -> Report:
+    """Progress lines on stderr, or the dashboard (where `watched` lets the user try fixes,
+    and `why_no_apply` is what `a` says where it cannot); either way the final report. The
+    demo's dashboard stays until `q`, so its footer says how long it has run and how to end it."""
     if headless:
         printer = ProgressPrinter()
         report = watch(monitor, on_update=printer)
@@ -317,4 +355,5 @@ def _follow(monitor: LiveMonitor, headless: bool, watched: WatchedJob | None = N
         return report
     from torchtop.tui.app import run_live
 
-    return run_live(monitor, applier=watched)
+    clock = monitor.kind == "demo"
+    return run_live(monitor, applier=watched, clock=clock, why_no_apply=why_no_apply)

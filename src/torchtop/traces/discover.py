@@ -23,7 +23,11 @@ def find_trace_files(paths: list[str]) -> list[Path]:
         if path.is_dir():
             inside = sorted(p for p in path.rglob("*") if p.is_file() and is_trace_name(p))
             if not inside:
-                raise InputError(text, "folder holds no .json or .json.gz trace")
+                raise InputError(
+                    text,
+                    "folder holds no .json or .json.gz trace (`torchtop run -- python "
+                    "train.py` records some)",
+                )
             found.extend(inside)
         elif path.is_file():
             found.append(path)

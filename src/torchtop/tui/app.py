@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -32,7 +33,14 @@ from torchtop.model.findings import Fix
 from torchtop.model.report import Report
 from torchtop.model.trials import Proposal, TrialEvent, TrialOutcome
 from torchtop.runs.state import RunState
-from torchtop.tui.apply import Applier, ApplyScreen, ProposalReady, TrialDone, TrialUpdate
+from torchtop.tui.apply import (
+    Applier,
+    ApplyScreen,
+    ProposalReady,
+    TrialDone,
+    TrialUpdate,
+    why_not_applied,
+)
 from torchtop.tui.details import FixDetailsScreen
 from torchtop.tui.frame import Frame, FrameBuilder, offline_frame
 from torchtop.tui.helpscreen import HelpScreen
@@ -45,6 +53,7 @@ from torchtop.tui.widgets.header import JobHeader
 from torchtop.tui.widgets.nodes import NodesPanel
 from torchtop.tui.widgets.panel import Panel
 from torchtop.tui.widgets.ranks import RanksPanel
+from torchtop.tui.widgets.runclock import ClockFooter
 from torchtop.tui.widgets.stacks import StacksPanel
 from torchtop.tui.widgets.steptime import StepTimePanel
 from torchtop.tui.widgets.tops import TopsPanel
@@ -59,6 +68,8 @@ class DashboardScreen(Screen[None]):
         Binding("tab", "app.focus_next", "Next panel"),
         Binding("shift+tab", "app.focus_previous", "Previous panel", show=False),
         Binding("a", "app.apply", "Apply fix"),
+        # Where nothing can be applied `a` is not offered, but pressed it says why.
+        Binding("a", "app.why_no_apply", "Apply fix", show=False),
         Binding("r", "app.revert", "Revert fix"),
     ]
 
@@ -92,7 +103,11 @@ class Dashboard(App[Report | None]):
         frame: Frame | None = None,
         pacer: Pacer | None = None,
         applier: Applier | None = None,
+        clock: bool = False,
+        why_no_apply: str | None = None,
     ) -> None:
+        """`clock`: the footer shows how long the dashboard has run and that `q` ends it.
+        `why_no_apply`: without an applier, what `a` says (the default names the mode)."""
         super().__init__()
         if (source is None) == (frame is None):
             raise ValueError("a Dashboard shows either a live source or an offline frame")
@@ -113,6 +128,9 @@ class Dashboard(App[Report | None]):
         self.trial_idle = threading.Event()
         self.trial_idle.set()
         self.trial_outcomes: list[TrialOutcome] = []
+        self.clock = clock
+        self.started_s = time.monotonic()
+        self.why_no_apply = why_no_apply
 
     def compose(self) -> ComposeResult:
         yield JobHeader(id="header")
@@ -133,7 +151,7 @@ class Dashboard(App[Report | None]):
             if self.recorded:
                 yield TopsPanel(beside_ranks=True, classes="panel")
         yield TrialPanel(id="trial")
-        yield Footer()
+        yield ClockFooter(self.started_s) if self.clock else Footer()
 
     def get_default_screen(self) -> Screen[Any]:
         return DashboardScreen(id="_default")
@@ -271,6 +289,8 @@ class Dashboard(App[Report | None]):
             return self.live
         if action == "apply":
             return None if self.applier is not None and self.trial_running else self.can_apply
+        if action == "why_no_apply":
+            return self.applier is None
         if action == "revert":
             reverter = self.reverter
             if reverter is None or reverter.revertible is None:
@@ -292,6 +312,15 @@ class Dashboard(App[Report | None]):
         if not self.paused and self.latest is not None:
             self.show(self.latest)
 
+    def action_why_no_apply(self) -> None:
+        self.notify(self.no_apply_reason(), title="Nothing to apply here", timeout=8)
+
+    def no_apply_reason(self) -> str:
+        if self.why_no_apply is not None:
+            return self.why_no_apply
+        command = self.latest.command if self.latest is not None else ()
+        return why_not_applied(self.live, command)
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
@@ -306,6 +335,7 @@ class Dashboard(App[Report | None]):
             frame.cli_options,
             self.can_apply,
             frame.proposals.get(message.ranked.key),
+            why_not=None if self.applier is not None else self.no_apply_reason(),
         )
         self.push_screen(screen, callback=lambda result: self.apply(fix, result))
 
@@ -397,14 +427,18 @@ class Dashboard(App[Report | None]):
 
 
 def run_live(
-    monitor: SnapshotSource, interval_s: float = 1.0, applier: Applier | None = None
+    monitor: SnapshotSource,
+    interval_s: float = 1.0,
+    applier: Applier | None = None,
+    clock: bool = False,
+    why_no_apply: str | None = None,
 ) -> Report:
     """The dashboard over a live run until the user quits or the run ends; the final report.
 
     With an `applier`, `a` tries the highlighted fix on the job (confirmed in a modal first);
-    without one, the key is not offered."""
+    without one, the key is not offered, and pressed it says why (`why_no_apply`)."""
     pacer = IntervalPacer(interval_s)
-    app = Dashboard(monitor, pacer=pacer, applier=applier)
+    app = Dashboard(monitor, pacer=pacer, applier=applier, clock=clock, why_no_apply=why_no_apply)
     result = app.run()
     if isinstance(result, Report):
         return result

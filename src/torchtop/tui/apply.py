@@ -10,7 +10,8 @@ Confirming starts the trial in a thread worker, which posts a `TrialUpdate` per 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Sequence
 from typing import ClassVar, Protocol
 
 from rich.text import Text
@@ -60,6 +61,21 @@ class TrialDone(Message):
     def __init__(self, outcome: TrialOutcome) -> None:
         super().__init__()
         self.outcome = outcome
+
+
+def why_not_applied(live: bool, command: Sequence[str]) -> str:
+    """What `a` says where no fix can be applied (`view`, `attach`), naming the command that
+    can: `run` starts the job itself, so it can stop it and measure a fix."""
+    rerun = shlex.join(command) if command else "python train.py"
+    if live:
+        return (
+            "torchtop did not start this job, so it cannot relaunch it with a fix; "
+            f"`torchtop run -- {rerun}` to try fixes"
+        )
+    return (
+        "view shows a recorded run: no job is running to try a fix on; "
+        f"`torchtop run -- {rerun}` to try fixes"
+    )
 
 
 def planned_value(proposal: Proposal) -> object:

@@ -1,8 +1,9 @@
 """The details of one fix: what it changes exactly, the finding behind it, the evidence, why.
 
 `a` hands the fix back to the app, which plans it on the watched job and asks for
-confirmation (`tui.apply`); where nothing can be applied (offline, `attach`, a trial already
-running) the key is shown dimmed in the footer and does nothing.
+confirmation (`tui.apply`). While a trial runs the key is shown dimmed and does nothing; where
+nothing can ever be applied (`view`, `attach`) it is not offered, and pressed it says why and
+what to run instead.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ class FixDetailsScreen(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,enter", "close", "Close"),
         Binding("a", "apply", "Apply + relaunch"),
+        Binding("a", "why_not", "Apply + relaunch", show=False),
     ]
 
     def __init__(
@@ -117,13 +119,16 @@ class FixDetailsScreen(ModalScreen[str | None]):
         options: Options,
         can_apply: bool,
         proposal: Proposal | None = None,
+        why_not: str | None = None,
     ) -> None:
+        """`why_not`: where nothing can be applied at all, what `a` says instead."""
         super().__init__()
         self.ranked = ranked
         self.command = command
         self.options = options
         self.can_apply = can_apply
         self.proposal = proposal
+        self.why_not = why_not
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="details") as scroll:
@@ -137,8 +142,17 @@ class FixDetailsScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Where no fix can be applied now, the key is shown dimmed and does nothing.
-        return None if action == "apply" and not self.can_apply else True
+        # During a trial the key is shown dimmed; where nothing can be applied at all it is
+        # hidden, and the hidden `why_not` answers it.
+        if action == "apply":
+            return False if self.why_not is not None else (None if not self.can_apply else True)
+        if action == "why_not":
+            return self.why_not is not None
+        return True
+
+    def action_why_not(self) -> None:
+        if self.why_not is not None:
+            self.notify(self.why_not, title="Nothing to apply here", timeout=8)
 
     def action_apply(self) -> None:
         self.dismiss("apply")

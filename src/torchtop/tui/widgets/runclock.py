@@ -1,0 +1,56 @@
+"""The footer of a dashboard that stays until the user ends it: the keys, then at the right
+how long it has run and that `q` ends it.
+
+`torchtop demo` once closed its dashboard by itself after 30 s, often while the user was
+reading the fix; now it stays, so its footer says both that it is still running and how to
+leave. The clock is the dashboard's own (since it opened), read each second, not the job's
+uptime (the header's "up"), which restarts when a trial relaunches the job.
+"""
+
+from __future__ import annotations
+
+import time
+
+from textual.app import ComposeResult
+from textual.widgets import Footer, Static
+
+from torchtop.tui.charts import duration
+
+CLOCK_INTERVAL_S = 1.0
+
+
+def clock_text(elapsed_s: float) -> str:
+    return f"running {duration(elapsed_s)} · q ends it"
+
+
+class RunClock(Static):
+    DEFAULT_CSS = """
+    RunClock {
+        dock: right;
+        width: auto;
+        padding: 0 1;
+        color: $footer-description-foreground;
+    }
+    """
+
+    def __init__(self, started_s: float) -> None:
+        super().__init__(clock_text(time.monotonic() - started_s), id="run-clock")
+        self.started_s = started_s
+
+    def on_mount(self) -> None:
+        self.set_interval(CLOCK_INTERVAL_S, self.tick)
+
+    def tick(self) -> None:
+        self.update(clock_text(time.monotonic() - self.started_s))
+
+
+class ClockFooter(Footer):
+    """Textual's footer (it recomposes when the keys change) with a `RunClock` at its right."""
+
+    def __init__(self, started_s: float) -> None:
+        super().__init__()
+        self.started_s = started_s
+
+    def compose(self) -> ComposeResult:
+        yield from super().compose()
+        yield RunClock(self.started_s)
