@@ -290,3 +290,37 @@ def test_watch_with_the_token_follows_recorded_nodes_to_their_end_as_analyze_rea
     assert sorted(steps) == [0, 1, 2, 3] and all(steps.values())
     assert {r["rank"]: r["steps"]["count"] for r in report["ranks"]} == steps
     assert {r["rank"]: r["steps"]["count"] for r in analyzed(mirror)["ranks"]} == steps
+
+
+def test_watch_of_streams_writes_tensorboard_runs_per_rank_and_prints_the_json_report(
+    tmp_path: Path,
+) -> None:
+    from tests.live.test_tensorboard import read
+
+    run = tmp_path / "run"
+    for name, ranks in (("a", (0, 1)), ("b", (2, 3))):
+        write_exit_record(node(run, name, ranks, cpu_pct=50.0).layout, "exited", 0)
+    servers = [
+        serve_node(f"{ip}:0", run / "nodes" / name, name, {}, io.StringIO())[0]
+        for ip, name in (("127.0.0.2", "a"), ("127.0.0.3", "b"))
+    ]
+    board, mirror = tmp_path / "board", tmp_path / "mirror"
+    try:
+        watched = subprocess.run(
+            [*TORCHTOP, "watch", *(s.base_url for s in servers), "--headless", "--for", "120",
+             "--run-dir", str(mirror), "--format", "json", "--tensorboard", str(board)],
+            capture_output=True, text=True, timeout=150,
+        )  # fmt: skip
+    finally:
+        for server in servers:
+            server.close()
+    assert watched.returncode == 0, watched.stderr
+    report = json.loads(watched.stdout)  # stdout is the JSON report alone
+    assert [(r["rank"], r["node"]) for r in report["ranks"]] == [
+        (0, "a"), (1, "a"), (2, "b"), (3, "b"),
+    ]  # fmt: skip
+    assert sorted(p.name for p in board.iterdir()) == ["job", "rank0", "rank1", "rank2", "rank3"]
+    for entry in report["ranks"]:
+        walls = read(board / f"rank{entry['rank']}").Scalars("step/wall_ms")
+        # Every step the report counted has its wall in the rank's TensorBoard run.
+        assert len(walls) >= entry["steps"]["count"] > 0

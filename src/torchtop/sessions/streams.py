@@ -12,24 +12,26 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
 
 from torchtop.assess.run import assess
+from torchtop.assess.snapshot import Snapshot
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.jobs.records import default_run_dir
-from torchtop.live.headless import ProgressPrinter, save_report
+from torchtop.live.headless import ProgressPrinter, print_report, save_report
 from torchtop.live.node_stream import TOKEN_VARIABLE
 from torchtop.live.stream_mirror import FeedStatus, StreamMirror, check_url
 from torchtop.live.watch import LiveMonitor, watch
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
-from torchtop.report import render_text
 from torchtop.runs.state import RunState
+
+TickSink = Callable[[Snapshot], None]
 
 
 def watch_streams(
@@ -40,7 +42,11 @@ def watch_streams(
     run_dir: Path | None,
     token: str | None,
     tree: RuleTree,
+    on_tick: TickSink | None = None,
+    output_format: str = "text",
 ) -> int:
+    """Mirror the streams at `urls` into `run_dir` and follow the mirror; `on_tick` observes
+    each tick's snapshot (`--tensorboard`), `output_format` is how the report is printed."""
     bases = [check_url(url) for url in urls]
     root = run_dir or default_run_dir()
     mirror = StreamMirror(bases, root, token or os.environ.get(TOKEN_VARIABLE) or None)
@@ -55,7 +61,13 @@ def watch_streams(
         return with_streams(assess(state, windows, rules, kind), mirror.statuses())
 
     monitor = LiveMonitor(
-        root, tree, for_s=for_s, kind="run", alive=lambda: not mirror.done(), assessor=assessor
+        root,
+        tree,
+        for_s=for_s,
+        kind="run",
+        alive=lambda: not mirror.done(),
+        assessor=assessor,
+        on_tick=on_tick,
     )
     try:
         report = _follow(monitor, mirror, headless)
@@ -63,7 +75,7 @@ def watch_streams(
         mirror.close()
     if report_path:
         save_report(report, None, report_path)
-    sys.stdout.write(render_text(report, colour=False))
+    print_report(report, output_format)
     print(f"torchtop: the mirrored run is in {root} (torchtop analyze reads it)", file=sys.stderr)
     return 0
 

@@ -281,10 +281,12 @@ def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree)
         folders = [t for t in targets if t not in urls]
         if folders:
             raise InputError(folders[0], "watch follows either run folders or streams, not both")
-        return watch_streams(
-            urls, options.headless, options.for_s, options.report, options.run_dir,
-            options.token, tree,
-        )  # fmt: skip
+        mirror = options.run_dir or default_run_dir()
+        with tensorboard_log(options.tensorboard, mirror) as on_tick:
+            return watch_streams(
+                urls, options.headless, options.for_s, options.report, mirror,
+                options.token, tree, on_tick, options.output_format,
+            )  # fmt: skip
     if len(targets) > 1:
         raise InputError(targets[1], "watch follows one run folder (its nodes share it)")
     run_dir = Path(targets[0])
