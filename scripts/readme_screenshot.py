@@ -6,6 +6,7 @@ of textual), so the picture is exactly what a terminal shows.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,9 +26,10 @@ def main() -> int:
         text=True,
         check=True,
     )
-    console = Console(record=True, width=110, force_terminal=True, file=open("/dev/null", "w"))
-    console.print(Text.from_ansi(result.stdout))
-    console.save_svg(str(out), title=f"torchtop analyze {Path(trace).name}")
+    with open(os.devnull, "w") as sink:
+        console = Console(record=True, width=110, force_terminal=True, file=sink)
+        console.print(Text.from_ansi(result.stdout))
+        console.save_svg(str(out), title=f"torchtop analyze {Path(trace).name}")
     print(f"wrote {out}")
     return 0
 

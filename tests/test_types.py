@@ -1,5 +1,6 @@
-"""`mypy --strict` holds on the package, its tests and its benchmarks: pyproject.toml's `[tool.mypy]`, run as
-a developer runs it (`mypy`, no arguments), so the suite and CI fail on a type error.
+"""`mypy --strict` holds on the package, its tests and its benchmarks: pyproject.toml's
+`[tool.mypy]`, run as a developer runs it (`mypy`, no arguments), so the suite and CI fail on a
+type error.
 
 mypy keeps its cache in `.mypy_cache/`: from a clean clone the run takes about 20 s on two
 loaded cores, after that about a second.
