@@ -51,6 +51,10 @@ RANKS_REFRESHED_PER_TICK = 32
 show figures a few ticks old (`assess.rank_cache`), and the final report redoes them all."""
 
 
+TickSink = Callable[[Snapshot], None]
+"""An observer of each tick's snapshot (`--metrics`, `--tensorboard`)."""
+
+
 class LiveMonitor:
     """One tick at a time: fold new records, assess, apply hysteresis; then finish once."""
 
@@ -64,7 +68,7 @@ class LiveMonitor:
         alive: Callable[[], bool] | None = None,
         assessor: Assessor | None = None,
         clock: Clock = time.monotonic,
-        on_tick: Callable[[Snapshot], None] | None = None,
+        on_tick: TickSink | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.tree = tree

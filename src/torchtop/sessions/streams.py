@@ -12,26 +12,23 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
 
 from torchtop.assess.run import assess
-from torchtop.assess.snapshot import Snapshot
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.jobs.records import default_run_dir
 from torchtop.live.headless import ProgressPrinter, print_report, save_report
 from torchtop.live.node_stream import TOKEN_VARIABLE
 from torchtop.live.stream_mirror import FeedStatus, StreamMirror, check_url
-from torchtop.live.watch import LiveMonitor, watch
+from torchtop.live.watch import LiveMonitor, TickSink, watch
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
 from torchtop.runs.state import RunState
-
-TickSink = Callable[[Snapshot], None]
 
 
 def watch_streams(

@@ -13,7 +13,7 @@ import contextlib
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_
 from torchtop.live.attach import agent_run_dir, check_target, print_target
 from torchtop.live.collect import start_collectors
 from torchtop.live.headless import ProgressPrinter, print_report, save_report
-from torchtop.live.watch import LiveMonitor, watch
+from torchtop.live.watch import LiveMonitor, TickSink, watch
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import WatchedJob
 from torchtop.runs.identity import NodeIdentity, launch_dir, safe_name
@@ -36,7 +36,6 @@ from torchtop.runs.node import node_name
 from torchtop.runs.nodes import run_has_ended
 from torchtop.sessions.run_config import RunConfig
 
-TickSink = Callable[[Snapshot], None]
 LAUNCHED_ELSEWHERE = (
     "here torchtop only reads the run folder: fixes are tried from the dashboard of the "
     "`torchtop run` that launched the job"
