@@ -253,28 +253,37 @@ def test_a_node_that_hangs_is_reported_silent_while_the_other_is_mirrored(
     assert (tmp_path / "mirror" / "nodes" / "a" / "exit.json").is_file()
 
 
-def test_watch_with_the_token_follows_recorded_nodes_to_their_end_as_analyze_reads_them(
-    tmp_path: Path,
-) -> None:
-    run = tmp_path / "run"
-    for name, ranks, cpu in (("a", (0, 1), 20.0), ("b", (2, 3), 80.0)):
+def watch_two_served_nodes(
+    run: Path, cpu_pcts: tuple[float, float], env: dict[str, str], *options: str
+) -> subprocess.CompletedProcess[str]:
+    """Record nodes a (ranks 0, 1) and b (ranks 2, 3) to their end under `run`, serve each on a
+    loopback address of its own, and run `torchtop watch --headless` on the two streams."""
+    for (name, ranks), cpu in zip((("a", (0, 1)), ("b", (2, 3))), cpu_pcts, strict=True):
         write_exit_record(node(run, name, ranks, cpu_pct=cpu).layout, "exited", 0)
-    env = {TOKEN_VARIABLE: "s3cret"}
     servers = [
         serve_node(f"{ip}:0", run / "nodes" / name, name, env, io.StringIO())[0]
         for ip, name in (("127.0.0.2", "a"), ("127.0.0.3", "b"))
     ]
-    report_file, mirror = tmp_path / "watched.json", tmp_path / "mirror"
     try:
-        watched = subprocess.run(
-            [*TORCHTOP, "watch", *(s.base_url for s in servers), "--token", "s3cret",
-             "--headless", "--for", "120", "--report", str(report_file),
-             "--run-dir", str(mirror)],
+        return subprocess.run(
+            [*TORCHTOP, "watch", *(s.base_url for s in servers), "--headless", "--for", "120",
+             *options],
             capture_output=True, text=True, timeout=150,
         )  # fmt: skip
     finally:
         for server in servers:
             server.close()
+
+
+def test_watch_with_the_token_follows_recorded_nodes_to_their_end_as_analyze_reads_them(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / "run"
+    report_file, mirror = tmp_path / "watched.json", tmp_path / "mirror"
+    watched = watch_two_served_nodes(
+        run, (20.0, 80.0), {TOKEN_VARIABLE: "s3cret"},
+        "--token", "s3cret", "--report", str(report_file), "--run-dir", str(mirror),
+    )  # fmt: skip
     assert watched.returncode == 0, watched.stderr
     report = json.loads(report_file.read_text())
     assert [(r["rank"], r["node"]) for r in report["ranks"]] == [
@@ -297,23 +306,11 @@ def test_watch_of_streams_writes_tensorboard_runs_per_rank_and_prints_the_json_r
 ) -> None:
     from tests.live.test_tensorboard import read
 
-    run = tmp_path / "run"
-    for name, ranks in (("a", (0, 1)), ("b", (2, 3))):
-        write_exit_record(node(run, name, ranks, cpu_pct=50.0).layout, "exited", 0)
-    servers = [
-        serve_node(f"{ip}:0", run / "nodes" / name, name, {}, io.StringIO())[0]
-        for ip, name in (("127.0.0.2", "a"), ("127.0.0.3", "b"))
-    ]
     board, mirror = tmp_path / "board", tmp_path / "mirror"
-    try:
-        watched = subprocess.run(
-            [*TORCHTOP, "watch", *(s.base_url for s in servers), "--headless", "--for", "120",
-             "--run-dir", str(mirror), "--format", "json", "--tensorboard", str(board)],
-            capture_output=True, text=True, timeout=150,
-        )  # fmt: skip
-    finally:
-        for server in servers:
-            server.close()
+    watched = watch_two_served_nodes(
+        tmp_path / "run", (50.0, 50.0), {},
+        "--run-dir", str(mirror), "--format", "json", "--tensorboard", str(board),
+    )  # fmt: skip
     assert watched.returncode == 0, watched.stderr
     report = json.loads(watched.stdout)  # stdout is the JSON report alone
     assert [(r["rank"], r["node"]) for r in report["ranks"]] == [
