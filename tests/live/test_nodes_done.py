@@ -111,27 +111,39 @@ class JobLog:
         return own / statistics.median(others) - 1
 
 
-def run_job(tmp_path: Path) -> tuple[Path, Path, JobLog, Lines]:
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    watched = tmp_path / "watched.json"
-    watcher = watch(run_dir, watched, 60)
+def follow(
+    nodes: list[subprocess.Popen[str]],
+    watcher: subprocess.Popen[str],
+    node_timeout_s: float,
+    watch_timeout_s: float,
+) -> tuple[list[Lines], Lines]:
+    """Read every launcher's output and the watcher's progress as they come, until all end
+    (killed past their timeouts); the watcher must end with status 0."""
     assert watcher.stderr is not None
     progress = Lines(watcher.stderr)
-    port = free_port()
-    nodes = [launcher(run_dir, "a", 0, port), launcher(run_dir, "b", 1, port)]
     outputs = []
     try:
         for node in nodes:
             assert node.stdout is not None
             outputs.append(Lines(node.stdout))
         for node in nodes:
-            node.wait(timeout=120)
-        watcher.wait(timeout=90)
+            node.wait(timeout=node_timeout_s)
+        watcher.wait(timeout=watch_timeout_s)
     finally:
         for process in (*nodes, watcher):
             process.kill()
     assert watcher.returncode == 0, progress.text()[-3000:]
+    return outputs, progress
+
+
+def run_job(tmp_path: Path) -> tuple[Path, Path, JobLog, Lines]:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    watched = tmp_path / "watched.json"
+    watcher = watch(run_dir, watched, 60)
+    port = free_port()
+    nodes = [launcher(run_dir, "a", 0, port), launcher(run_dir, "b", 1, port)]
+    outputs, progress = follow(nodes, watcher, node_timeout_s=120, watch_timeout_s=90)
     return (
         run_dir,
         watched,

@@ -21,8 +21,8 @@ from tests.live.test_nodes_done import (
     NAMED_WITHIN_S,
     SLOW_RANK,
     JobLog,
-    Lines,
     check_report,
+    follow,
 )
 from tests.live.test_serve_streams import NODES, free_serve_port
 from tests.live.two_nodes import free_port
@@ -65,20 +65,7 @@ def test_the_straggler_and_the_killed_rank_are_named_through_serve_streams(
          "--for", "90", "--report", str(watched), "--run-dir", str(tmp_path / "mirror")],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    assert watcher.stderr is not None
-    progress = Lines(watcher.stderr)
-    try:
-        outputs = []
-        for node in nodes:
-            assert node.stdout is not None
-            outputs.append(Lines(node.stdout))
-        for node in nodes:
-            node.wait(timeout=150)
-        watcher.wait(timeout=120)
-    finally:
-        for process in (*nodes, watcher):
-            process.kill()
-    assert watcher.returncode == 0, progress.text()[-3000:]
+    outputs, progress = follow(nodes, watcher, node_timeout_s=150, watch_timeout_s=120)
     log = JobLog.parse({n: o.text() for n, o in zip(NODES, outputs, strict=True)})
     report = json.loads(watched.read_text())
     check_report(report, log)
