@@ -296,6 +296,11 @@ def _analyze(args: argparse.Namespace) -> int:
         print("torchtop: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
+        # An early start nobody took (a bad `--annotate` path, bad rules: refused before the
+        # read) is stopped now, not at exit: `main` may be called again in this process.
+        parallel = sys.modules.get("torchtop.traces.parallel")
+        if parallel is not None:
+            parallel.discard_early_starts()
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)

@@ -135,3 +135,20 @@ def test_a_folder_that_cannot_be_written_costs_the_tick_nothing(fake_run: FakeRu
     log = TensorBoardLog(blocked, fake_run.layout.root)
     snapshot = LiveMonitor(fake_run.layout.root, load_rules(None), on_tick=log.publish).tick()
     assert log.failures == 1 and snapshot.state.training_processes
+
+
+def test_steps_written_after_the_last_tick_reach_the_event_files_when_the_monitor_finishes(
+    fake_run: FakeRun,
+) -> None:
+    fake_run.hello(100)
+    fake_run.steps(100, 4, wall_s=0.25, data_wait_s=0.0)
+    log, monitor = board_of(fake_run)
+    monitor.tick()
+    fake_run.steps(100, 3, wall_s=0.5, data_wait_s=0.0, first=4)  # the job's last steps
+    monitor.finish()  # no tick between: the final report alone saw them
+    log.close()
+    assert len(monitor.watcher.state.training_processes[0].steps) == 7
+    walls = read(fake_run.layout.root / "tensorboard" / "rank0").Scalars("step/wall_ms")
+    assert [(e.step, e.value) for e in walls] == [(i, 250.0) for i in range(4)] + [
+        (i, 500.0) for i in range(4, 7)
+    ]

@@ -140,7 +140,15 @@ class LiveMonitor:
                 if self.job.poll() is None:
                     self.job.stop()
                 self.job.record_exit()
-            return self._assess(self.watcher.poll(final=True), final=True)
+            state = self.watcher.poll(final=True)
+            report = self._assess(state, final=True)
+            if self.on_tick is not None:
+                # The observers (event files, metrics) get what the last tick had not read
+                # yet: a job that ended between ticks, a mirror that caught up at the end.
+                elapsed = self.clock() - self.started
+                shown = self.tracker.update(report.verdict)
+                self.on_tick(Snapshot(report, shown, state, elapsed, True))
+            return report
 
     def _assess(self, state: RunState, final: bool = False) -> Report:
         windows = self.windows.latest(state)
