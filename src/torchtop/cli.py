@@ -96,6 +96,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     attach.add_argument("pid", type=int, metavar="PID")
     _watch_options(attach)
+    attach.add_argument(
+        "--inject",
+        action="store_true",
+        help="load torchtop's agent into the running job (gdb on Python 3.11-3.13, "
+        "sys.remote_exec on 3.14+), so attach records steps and profiler windows as run does; "
+        "it unloads when attach ends (docs/attach-inject.md)",
+    )
+    attach.add_argument(
+        "--inject-timeout",
+        metavar="SECONDS",
+        help="how long --inject waits for the job's main thread to come back to Python "
+        "(default 10)",
+    )
 
     tune = verbs.add_parser(
         "tune", help="short trials in a loop: apply the best fix, relaunch, measure, keep or revert"
@@ -410,6 +423,15 @@ def _watch(args: argparse.Namespace) -> int:
         from torchtop.sessions.watching import watch_session
 
         return watch_session(args.targets, options, tree)
+    if args.verb == "attach" and args.inject:
+        from torchtop.live.inject import ACK_TIMEOUT_S
+        from torchtop.sessions.injecting import inject_session
+
+        wait_s = args.inject_timeout
+        timeout_s = (
+            ACK_TIMEOUT_S if wait_s is None else positive_seconds("--inject-timeout", wait_s)
+        )
+        return inject_session(args.pid, options, tree, timeout_s)
     if args.verb == "attach":
         from torchtop.sessions.watching import attach_session
 

@@ -1,0 +1,127 @@
+"""`torchtop attach PID --inject`: load the agent into a running job, then watch it as `run` does.
+
+The checks that stop nothing come first (`live.inject.preflight`), then one announcement of what
+will happen, then the delivery. Once the agent has answered, the attach is `run`'s live side on
+the attach's own run folder: the agent writes the same records, `assess` reads them, and a
+profiler window is asked for the way `run`'s trials ask (`RUN/requests/window`). However the
+attach ends (`--for`, `q`, Ctrl-C, the job's exit) it asks the agent to unload and says whether
+it did. A refusal leaves no run folder behind: nothing was recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import sys
+
+import psutil
+
+from torchtop.diagnosis.rules import RuleTree
+from torchtop.errors import InputError
+from torchtop.jobs.processes import is_alive
+from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_record
+from torchtop.live.attach import agent_run_dir, check_target
+from torchtop.live.collect import start_collectors
+from torchtop.live.headless import print_report, save_report
+from torchtop.live.inject import Injected, detach, inject, inject_folder, preflight
+from torchtop.live.ptrace_access import check_ptrace
+from torchtop.live.watch import LiveMonitor
+from torchtop.runs.layout import RunLayout
+from torchtop.sessions.watching import (
+    WatchOptions,
+    _follow,
+    attach_session,
+    metrics_endpoint,
+    say_where,
+    tensorboard_log,
+)
+
+
+def inject_session(pid: int, options: WatchOptions, tree: RuleTree, timeout_s: float) -> int:
+    with contextlib.suppress(psutil.Error):
+        # Before check_target, which cannot read another user's process and would say only that.
+        check_ptrace(psutil.Process(pid))
+    process = check_target(pid)
+    if agent_run_dir(process) is not None:
+        print(
+            f"torchtop: PID {pid} was started by `torchtop run`: its agent already records "
+            "steps and windows, so nothing is injected; following its run folder",
+            file=sys.stderr,
+        )
+        return attach_session(pid, options, tree)
+    version = preflight(process)
+    announce(pid, version)
+    run_dir = options.run_dir or default_run_dir()
+    made = not run_dir.exists()
+    layout = RunLayout(run_dir)
+    layout.create()
+    try:
+        injected = inject(process, version, run_dir, timeout_s)
+    except (InputError, KeyboardInterrupt):
+        if made:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    say_loaded(injected)
+    write_run_record(layout, "attach", process.cmdline(), pid)
+    print(f"torchtop: recording to {run_dir}", file=sys.stderr)
+    # One window soon, as `run`'s trials ask for one; the agent's own schedule takes the next.
+    layout.window_request.parent.mkdir(parents=True, exist_ok=True)
+    layout.window_request.touch()
+
+    def alive() -> bool:
+        return is_alive(process)
+
+    with (
+        metrics_endpoint(options.metrics, run_dir) as served,
+        tensorboard_log(options.tensorboard, run_dir, served) as on_tick,
+    ):
+        collectors = start_collectors(layout, pid, with_agent=True)
+        monitor = LiveMonitor(
+            run_dir, tree, for_s=options.for_s, kind="attach", alive=alive, on_tick=on_tick
+        )
+        try:
+            report = _follow(monitor, options.headless)
+        finally:
+            collectors.stop()
+            print(detach(injected), file=sys.stderr)
+    write_exit_record(layout, "detached" if alive() else "exited")
+    save_report(report, run_dir, options.report)
+    print_report(report, options.output_format)
+    say_where(run_dir)
+    return 0
+
+
+def announce(pid: int, version: tuple[int, int]) -> None:
+    how = (
+        "sys.remote_exec"
+        if version >= (3, 14)
+        else "gdb (the process stops for a moment, under a second)"
+    )
+    print(
+        f"torchtop: --inject loads torchtop's agent into PID {pid} through {how}: it times "
+        "steps from optimizer, backward and DataLoader hooks and takes profiler windows on "
+        "request; it unloads (every hook, every thread) when this attach ends",
+        file=sys.stderr,
+    )
+
+
+def say_loaded(injected: Injected) -> None:
+    """One line, and the delivery's record (`RUN/inject/delivered-<N>.json`)."""
+    stopped = (
+        f", the process stopped {injected.stopped_s * 1000:.0f} ms"
+        if injected.stopped_s is not None
+        else ""
+    )
+    replaced = " (it replaced an earlier attach's agent)" if injected.ack.get("replaced") else ""
+    print(f"torchtop: agent loaded into PID {injected.pid}{stopped}{replaced}", file=sys.stderr)
+    record = {
+        "pid": injected.pid,
+        "number": injected.number,
+        "method": "gdb" if injected.stopped_s is not None else "remote_exec",
+        "stopped_s": injected.stopped_s,
+        "ack": dict(injected.ack),
+    }
+    folder = inject_folder(injected.run_dir)
+    path = folder / f"delivered-{injected.number}.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
