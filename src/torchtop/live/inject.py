@@ -64,8 +64,9 @@ def inject_folder(run_dir: Path) -> Path:
     return run_dir / "inject"
 
 
-def statement(request: Path, boot: Path = BOOT) -> str:
+def statement(request: Path, boot: Path | None = None) -> str:
     """The one expression statement the job runs: binds no name in its `__main__`."""
+    boot = boot or BOOT
     names = {"__name__": "__torchtop_inject__", "REQUEST": str(request), "BOOT": str(boot)}
     namespace = ", ".join(f"{key!a}: {value!a}" for key, value in names.items())
     return f'__import__("builtins").exec({INNER!a}, {{{namespace}}})'
