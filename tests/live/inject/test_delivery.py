@@ -68,8 +68,9 @@ def test_a_failed_start_is_one_line_with_the_agent_s_error(tmp_path: Path, stand
     assert request["attacher_pid"] == psutil.Process().pid
     assert Path(request["package_dir"], "live", "inject.py").is_file()
     # The statement bound no name in the job's __main__ (the job imported __main__ itself).
-    assert out.strip() == str(sorted(["__annotations__", "__builtins__", "__doc__",
-        "__loader__", "__main__", "__name__", "__package__", "__spec__", "end", "sys", "time"]))  # fmt: skip
+    names = ["__annotations__", "__builtins__", "__doc__", "__loader__", "__main__"]
+    names += ["__name__", "__package__", "__spec__", "end", "sys", "time"]
+    assert out.strip() == str(sorted(names))
     assert err == "" and job.returncode == 0
 
 
@@ -81,7 +82,7 @@ def test_a_main_thread_in_a_long_c_call_times_out_and_nothing_is_loaded_later(
     with running([sys.executable, "-c", JOB, "6", "5"]) as job:
         with pytest.raises(InputError) as refused:
             injecting.inject(psutil.Process(job.pid), (3, 11), run_dir, timeout_s=1.5)
-        out, err = job.communicate(timeout=30)
+        _, err = job.communicate(timeout=30)
     assert str(refused.value) == (
         f"PID {job.pid}: its main thread did not come back to Python within 1.5 s (inside a "
         "long C call?); nothing was loaded (--inject-timeout waits longer)"

@@ -52,7 +52,8 @@ def test_a_python_it_does_not_know_is_refused_naming_its_version(
     tmp_path: Path, version: str
 ) -> None:
     exe = old_python(version)
-    loop = "import time, sys\nsys.stdout.write('ready\\n'); sys.stdout.flush()\nwhile True: time.sleep(0.01)\n"
+    loop = "import time, sys\nsys.stdout.write('ready\\n'); sys.stdout.flush()\n"
+    loop += "while True: time.sleep(0.01)\n"
     with running([str(exe), "-c", loop]) as job:
         line = one_line(inject(job.pid, tmp_path), job.pid)
         assert job.poll() is None, "a refusal never touches the job"
@@ -99,7 +100,8 @@ def test_a_job_of_another_user_is_refused_before_anything_stops_it() -> None:
 def test_gdb_s_own_ptrace_refusal_is_one_line_naming_the_pid() -> None:
     needs_gdb()
     deliver = (
-        "import sys\nfrom torchtop.errors import InputError\nfrom torchtop.live.gdb_call import deliver\n"
+        "import sys\nfrom torchtop.errors import InputError\n"
+        "from torchtop.live.gdb_call import deliver\n"
         "try:\n    deliver('/usr/bin/gdb', int(sys.argv[1]), b'pass', 30)\n"
         "except InputError as e:\n    print(e)\n"
     )
