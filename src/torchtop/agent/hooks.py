@@ -21,6 +21,13 @@ status that `sys.exit` or an uncaught exception set (`watch_exit_status`); no si
 installed, so the job's own signal behaviour is untouched (the launcher sees how the job ended
 by itself). A child killed by a signal cannot write its `bye`: its parent's agent writes it
 (`agent.children`), so torchrun tells how each of its ranks ended.
+
+Each installer returns its undo (`Undo`), or None where there is nothing to undo. `attach()`
+never calls them: under `run` the hooks stay for the process's life. The injected agent
+(`agent.injected`) installs a subset after the fact and undoes it on detach; `patch` makes an
+undo that restores the original object, or, when someone wrapped the attribute over ours,
+leaves ours in place as a pass-through (every hook asks the agent, which does nothing once it
+is no longer active).
 """
 
 from __future__ import annotations
@@ -43,6 +50,27 @@ from torchtop.agent.identity import read_identity, started_by_multiprocessing
 
 _agent: Agent | None = None
 
+Undo = Callable[[], None]
+_MISSING = object()
+
+
+def patch(owner: Any, name: str, replacement: object) -> Undo:
+    """Set `owner.name` to `replacement`; the undo puts back exactly what was there (an
+    attribute the owner only inherited is deleted again), unless another wrapper now sits over
+    ours, which is then left alone."""
+    held = vars(owner).get(name, _MISSING) if hasattr(owner, "__dict__") else _MISSING
+    setattr(owner, name, replacement)
+
+    def undo() -> None:
+        if getattr(owner, name, None) is not replacement:
+            return
+        if held is _MISSING:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, held)
+
+    return undo
+
 
 def attach() -> Agent | None:
     """Start the agent in this process (once); None when `TORCHTOP_RUN_DIR` is not set."""
@@ -59,7 +87,7 @@ def attach() -> Agent | None:
     agent.start(torch.__version__, problems)
     for name, install in INSTALLERS:
         try:
-            install(agent)
+            install(agent)  # under `run` the hooks are never undone
         except Exception as exc:
             agent.fail(name, exc)
     api.set_step_handler(agent.user_stepped)
@@ -68,7 +96,7 @@ def attach() -> Agent | None:
     return agent
 
 
-def watch_exit_status(agent: Agent) -> None:
+def watch_exit_status(agent: Agent) -> Undo:
     """Note how the interpreter is about to end, for `bye`: `sys.exit`'s code, or the uncaught
     exception's. Both wrappers pass everything on unchanged; a `raise SystemExit(n)` that
     bypasses `sys.exit` is written as 0 (not seen), as is a normal end."""
@@ -87,8 +115,14 @@ def watch_exit_status(agent: Agent) -> None:
         finally:
             original_hook(kind, value, tb)
 
-    sys.exit = exit_noted
-    sys.excepthook = hook_noted
+    undo_exit = patch(sys, "exit", exit_noted)
+    undo_hook = patch(sys, "excepthook", hook_noted)
+
+    def undo() -> None:
+        undo_hook()
+        undo_exit()
+
+    return undo
 
 
 def watch_child_exits(agent: Agent) -> None:
@@ -98,13 +132,13 @@ def watch_child_exits(agent: Agent) -> None:
         children.watch_children(agent.config.run_dir)
 
 
-def watch_optimizers(agent: Agent) -> None:
+def watch_optimizers(agent: Agent) -> Undo:
     from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook
 
     def step_ended(optimizer: Any, args: Any, kwargs: Any) -> None:
         agent.optimizer_stepped(optimizer)
 
-    register_optimizer_step_post_hook(step_ended)
+    handle = register_optimizer_step_post_hook(step_ended)
     original: Callable[..., None] = Optimizer.__init__
 
     @functools.wraps(original)
@@ -113,10 +147,16 @@ def watch_optimizers(agent: Agent) -> None:
         agent.steps.optimizer_exists = True
         original(self, *args, **kwargs)
 
-    Optimizer.__init__ = created  # type: ignore[method-assign]
+    undo_created = patch(Optimizer, "__init__", created)
+
+    def undo() -> None:
+        undo_created()
+        handle.remove()
+
+    return undo
 
 
-def time_backward(agent: Agent) -> None:
+def time_backward(agent: Agent) -> Undo:
     autograd: Any = torch.autograd
     original: Callable[..., Any] = autograd.backward
     # Reentrant checkpointing calls backward inside backward (on the engine's threads too):
@@ -139,10 +179,10 @@ def time_backward(agent: Agent) -> None:
             agent.backward_ended(clock() - started_s)
         return result
 
-    autograd.backward = backward
+    return patch(autograd, "backward", backward)
 
 
-def time_dataloaders(agent: Agent) -> None:
+def time_dataloaders(agent: Agent) -> Undo:
     from torch.utils.data.dataloader import _BaseDataLoaderIter
 
     original = _BaseDataLoaderIter.__next__
@@ -160,10 +200,11 @@ def time_dataloaders(agent: Agent) -> None:
             # StopIteration (the epoch's end) is a wait, not a batch: it ends no step.
             agent.data_waited(self, clock() - started_s, batch_arrived=arrived)
 
-    _BaseDataLoaderIter.__next__ = timed_next  # type: ignore[method-assign]
+    # On the class: iterators that already exist look the method up there too.
+    return patch(_BaseDataLoaderIter, "__next__", timed_next)
 
 
-def watch_autocast(agent: Agent) -> None:
+def watch_autocast(agent: Agent) -> Undo:
     autocast: Any = torch.amp.autocast_mode.autocast
     original: Callable[[Any], Any] = autocast.__enter__
 
@@ -173,10 +214,10 @@ def watch_autocast(agent: Agent) -> None:
             agent.facts.amp = True
         return original(self)
 
-    autocast.__enter__ = enter
+    return patch(autocast, "__enter__", enter)
 
 
-def watch_compile(agent: Agent) -> None:
+def watch_compile(agent: Agent) -> Undo:
     original: Callable[..., Any] = torch.compile
 
     @functools.wraps(original)
@@ -184,10 +225,10 @@ def watch_compile(agent: Agent) -> None:
         agent.facts.compiled = True
         return original(*args, **kwargs)
 
-    setattr(torch, "compile", compile_watched)  # noqa: B010 - mypy rejects the plain assignment
+    return patch(torch, "compile", compile_watched)
 
 
-def watch_job_profilers(agent: Agent) -> None:
+def watch_job_profilers(agent: Agent) -> Undo:
     """A profiler the job starts while a window is open would fail: close the window first."""
     import torch.autograd.profiler as autograd_profiler
 
@@ -200,14 +241,16 @@ def watch_job_profilers(agent: Agent) -> None:
             agent.discard_window("the job started its own profiler")
         return original(self)
 
-    profile_class._prepare_trace = prepare_trace
+    return patch(profile_class, "_prepare_trace", prepare_trace)
 
 
 def watch_cli_options(agent: Agent) -> None:
     cli_options.install(argparse)
 
 
-INSTALLERS: list[tuple[str, Callable[[Agent], None]]] = [
+Installer = Callable[[Agent], Undo | None]
+
+INSTALLERS: list[tuple[str, Installer]] = [
     ("knob overrides", overrides.install),
     ("optimizer step hook", watch_optimizers),
     ("backward timing", time_backward),

@@ -114,6 +114,24 @@ class RunLayout(msgspec.Struct, frozen=True):
     def agent_events(self, pid: int) -> Path:
         return self.events_dir / f"agent-{pid}.jsonl"
 
+    @property
+    def inject_dir(self) -> Path:
+        """`attach --inject`'s handshake with the agent it loads (docs/run-folder.md)."""
+        return self.root / "inject"
+
+    def inject_request(self, number: int) -> Path:
+        return self.inject_dir / f"request-{number}.json"
+
+    def inject_ack(self, number: int) -> Path:
+        return self.inject_dir / f"ack-{number}.json"
+
+    @property
+    def inject_detach(self) -> Path:
+        return self.inject_dir / "detach"
+
+    def inject_detached(self, pid: int) -> Path:
+        return self.inject_dir / f"detached-{pid}.json"
+
     def samples(self, source: str) -> Path:
         return self.samples_dir / f"{source}.jsonl"
 

@@ -1,0 +1,206 @@
+"""`InjectedAgent`: the agent `attach --inject` loads into a job that is already running.
+
+It is `run`'s `Agent` with what an agent that arrives late and leaves early needs:
+
+- the hooks are installed after the fact (`INJECTED_INSTALLERS`, a subset of `run`'s: not
+  argparse, which has parsed already, nor the child exit watcher), each with its undo;
+- one lock between the job's thread (step ends) and the agent's own thread (chores while the
+  job is idle, detach): `run`'s agent has only the job's threads and needs none;
+- `finish()` undoes every hook in reverse order, drops an open profiler window and writes
+  `bye` with reason "detached". It runs on the main thread (`main_thread.call_soon`) for two
+  reasons: a profiler window can only be stopped there, and the optimizer's global post hooks
+  are an OrderedDict that torch iterates while it calls them, so removing ours while the main
+  thread is in that loop would raise "mutated during iteration" in the job. `post_hooks_running`
+  tells that moment (a frame of torch's step wrapper that has its `out` already) and the
+  finish waits for the next bytecode boundary outside it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from types import CodeType, FrameType
+from typing import Any
+
+from torchtop.agent import api, main_thread
+from torchtop.agent.agent import Agent
+from torchtop.agent.hooks import (
+    Installer,
+    Undo,
+    time_backward,
+    time_dataloaders,
+    watch_autocast,
+    watch_compile,
+    watch_exit_status,
+    watch_job_profilers,
+    watch_optimizers,
+)
+from torchtop.runs.journal import write_once
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import Bye
+
+THREAD_NAME = "torchtop-inject"
+
+INJECTED_INSTALLERS: list[tuple[str, Installer]] = [
+    ("optimizer step hook", watch_optimizers),
+    ("backward timing", time_backward),
+    ("DataLoader timing", time_dataloaders),
+    ("autocast watch", watch_autocast),
+    ("torch.compile watch", watch_compile),
+    ("profiler guard", watch_job_profilers),
+    ("exit status watch", watch_exit_status),
+]
+
+
+def _step_wrapper_code() -> CodeType | None:
+    """The code of torch's `Optimizer.profile_hook_step` wrapper (one code, many closures)."""
+    try:
+        from torch.optim.optimizer import Optimizer
+
+        code: CodeType = Optimizer.profile_hook_step(lambda *a, **k: None).__code__
+        return code
+    except Exception:
+        return None
+
+
+_WRAPPER_CODE = _step_wrapper_code()
+
+
+def post_hooks_running(frame: FrameType | None) -> bool:
+    """Whether this stack is inside an optimizer step past its body: the post hook loop.
+
+    Without torch's wrapper to compare with, any step counts (the caller waits a little)."""
+    wrapper = _WRAPPER_CODE
+    while frame is not None:
+        code = frame.f_code
+        if wrapper is None and code.co_name == "wrapper" and "optimizer" in code.co_filename:
+            return True
+        if code is wrapper and ("out" in frame.f_locals or "out" not in code.co_varnames):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class InjectedAgent(Agent):
+    def __init__(self, *args: Any, number: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.number = number
+        self.lock = threading.RLock()
+        self.undos: list[tuple[str, Undo]] = []
+        self.hooks_removed: list[str] = []
+        self.finished = threading.Event()
+        self.stopping = threading.Event()
+        self.thread: threading.Thread | None = None
+        self._queued = False
+
+    def install(self) -> None:
+        """The hooks, each on its own: one that fails is a note and the others still go in."""
+        for name, install in INJECTED_INSTALLERS:
+            try:
+                undo = install(self)
+            except Exception as exc:
+                self.fail(name, exc)
+                continue
+            if undo is not None:
+                self.undos.append((name, undo))
+        api.set_step_handler(self.user_stepped)
+
+    # The job's thread and the agent's own one share the records.
+
+    def _step_ended(self, records: list[dict[str, Any]], now_s: float) -> None:
+        with self.lock:
+            if self.active:
+                super()._step_ended(records, now_s)
+
+    def note(self, message: str, key: str | None = None) -> None:
+        with self.lock:
+            super().note(message, key)
+
+    def idle_chores(self) -> None:
+        """From the agent's thread: a window request or new settings while no step ends."""
+        with self.lock:
+            now_s = time.perf_counter()
+            if self.active and (self._chores_s is None or now_s - self._chores_s >= 1.0):
+                try:
+                    self._chores(now_s)
+                except Exception as exc:
+                    self.fail("chores", exc)
+
+    def close(self, reason: str = "exit") -> None:
+        with self.lock:
+            super().close(reason)
+
+    # Detach.
+
+    def detach_from_thread(self, wait_s: float) -> None:
+        """Stop at once (the hooks do nothing from now), and have the main thread undo them;
+        wait up to `wait_s` for it. A main thread blocked in C runs the queued call later."""
+        with self.lock:
+            self.active = False
+        self._queue_finish()
+        deadline_s = time.monotonic() + wait_s
+        while not self.finished.wait(0.01) and time.monotonic() < deadline_s:
+            if not self._queued:
+                self._queue_finish()
+
+    def _queue_finish(self) -> None:
+        self._queued = True
+        if main_thread.call_soon(self._finish_on_main):
+            return
+        self._queued = False
+        # No pending calls here: do it from this thread when the main one is not in the loop.
+        main = sys._current_frames().get(threading.main_thread().ident or 0)
+        if not post_hooks_running(main):
+            self.finish()
+
+    def _finish_on_main(self) -> None:
+        if post_hooks_running(sys._getframe(1)):
+            self._queued = False  # the waiting thread queues it again
+            return
+        self.finish()
+
+    def finish(self) -> None:
+        """Undo every hook (reverse order), drop a window, write `bye` (reason "detached")."""
+        with self.lock:
+            if self.finished.is_set():
+                return
+            self.active = False
+            if api._handler == self.user_stepped:
+                api.set_step_handler(None)
+            for name, undo in reversed(self.undos):
+                try:
+                    undo()
+                    self.hooks_removed.append(name)
+                except Exception as exc:
+                    self.fail(f"removing the {name}", exc)
+            self.undos = []
+            self._say_bye()
+            self._say_detached()
+            self.finished.set()
+
+    def _say_detached(self) -> None:
+        detached = {
+            "pid": self.identity.pid,
+            "number": self.number,
+            "hooks_removed": self.hooks_removed,
+            # The thread returns as soon as it sees this finish (or was told to stop).
+            "threads_stopped": [THREAD_NAME],
+            "at": time.time(),
+        }
+        try:
+            write_once(RunLayout(self.config.run_dir).inject_detached(self.identity.pid), detached)
+        except Exception as exc:
+            self.fail("detached record", exc)
+
+    def _say_bye(self) -> None:
+        if self.sink.closed:
+            return
+        try:
+            self._release_held()
+            self.discard_window("the attach ended while it was open")
+            self.write_settings_if_changed()
+            self.sink.write(Bye(t=time.time(), reason="detached"))
+            self.sink.close()
+        except Exception:  # no one is left to tell; keep the job clean
+            return
