@@ -30,6 +30,7 @@ import psutil
 from torchtop.errors import InputError
 from torchtop.live import gdb_call
 from torchtop.live.ptrace_access import check_ptrace
+from torchtop.runs.layout import RunLayout
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 BOOT = PACKAGE_DIR / "agent" / "bootstrap" / "inject_boot.py"
@@ -58,10 +59,6 @@ class Injected:
     ack: Mapping[str, object]
     stopped_s: float | None
     """How long the process was stopped (ptrace stop to detach); None under `remote_exec`."""
-
-
-def inject_folder(run_dir: Path) -> Path:
-    return run_dir / "inject"
 
 
 def statement(request: Path, boot: Path | None = None) -> str:
@@ -118,11 +115,13 @@ def inject(
 ) -> Injected:
     """Load the agent into `process`, recording into `run_dir`; its ack, or InputError."""
     pid = process.pid
-    folder = inject_folder(run_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "detach").unlink(missing_ok=True)  # an earlier attach's, in a reused --run-dir
-    number = 1 + len(list(folder.glob("request-*.json")))
-    request = folder / f"request-{number}.json"
+    layout = RunLayout(run_dir)
+    layout.inject_dir.mkdir(parents=True, exist_ok=True)
+    # An earlier attach's, in a reused --run-dir.
+    layout.inject_detach.unlink(missing_ok=True)
+    layout.inject_detached(pid).unlink(missing_ok=True)
+    number = 1 + len(list(layout.inject_dir.glob("request-*.json")))
+    request = layout.inject_request(number)
     document = {
         "run_dir": str(run_dir.resolve()),
         "attacher_pid": os.getpid(),
@@ -135,17 +134,17 @@ def inject(
     try:
         if version >= (3, 14):
             stopped_s = None
-            _remote_exec(process, source, folder / f"remote-{number}.py", timeout_s)
+            _remote_exec(process, source, layout.inject_dir / f"remote-{number}.py", timeout_s)
         else:
             gdb = gdb_path()
             assert gdb is not None  # preflight said so
             stopped_s = gdb_call.deliver(gdb, pid, source.encode(), timeout_s).stopped_s
-        ack = _wait_for_ack(folder / f"ack-{number}.json", process, timeout_s)
+        ack = _wait_for_ack(layout.inject_ack(number), process, timeout_s)
     except BaseException:
         # A pending call that runs later finds no request and does nothing; an agent that
         # started anyway sees the detach and leaves.
         request.unlink(missing_ok=True)
-        (folder / "detach").touch()
+        layout.inject_detach.touch()
         raise
     if not ack.get("ok"):
         raise InputError(f"PID {pid}", f"the agent did not start: {ack.get('error')}")
@@ -189,9 +188,9 @@ def _wait_for_ack(ack: Path, process: psutil.Process, timeout_s: float) -> dict[
 
 def detach(injected: Injected, wait_s: float = DETACH_WAIT_S) -> str:
     """Ask the agent to unload; one line saying whether it did."""
-    folder = inject_folder(injected.run_dir)
-    (folder / "detach").touch()
-    record = folder / f"detached-{injected.pid}.json"
+    layout = RunLayout(injected.run_dir)
+    layout.inject_detach.touch()
+    record = layout.inject_detached(injected.pid)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         document = _read(record)

@@ -24,7 +24,7 @@ from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_
 from torchtop.live.attach import agent_run_dir, check_target
 from torchtop.live.collect import start_collectors
 from torchtop.live.headless import print_report, save_report
-from torchtop.live.inject import Injected, detach, inject, inject_folder, preflight
+from torchtop.live.inject import Injected, detach, inject, preflight
 from torchtop.live.ptrace_access import check_ptrace
 from torchtop.live.watch import LiveMonitor
 from torchtop.runs.layout import RunLayout
@@ -96,7 +96,7 @@ def announce(pid: int, version: tuple[int, int]) -> None:
     how = (
         "sys.remote_exec"
         if version >= (3, 14)
-        else "gdb (the process stops for a moment, under a second)"
+        else "gdb (which stops the process for about a second)"
     )
     print(
         f"torchtop: --inject loads torchtop's agent into PID {pid} through {how}: it times "
@@ -122,6 +122,5 @@ def say_loaded(injected: Injected) -> None:
         "stopped_s": injected.stopped_s,
         "ack": dict(injected.ack),
     }
-    folder = inject_folder(injected.run_dir)
-    path = folder / f"delivered-{injected.number}.json"
+    path = RunLayout(injected.run_dir).inject_dir / f"delivered-{injected.number}.json"
     path.write_text(json.dumps(record), encoding="utf-8")
