@@ -84,6 +84,8 @@ def test_twenty_inject_detach_cycles_leave_the_final_loss_bit_identical(tmp_path
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert job.returncode == bare.returncode == 0
-    assert "ready\n" + out == bare.stdout, "the final loss (float.hex) and every other line are the same"
+    assert "ready\n" + out == bare.stdout, (
+        "the final loss (float.hex) and every other line are the same"
+    )
     assert len(ANNOUNCED.findall(err)) == CYCLES + 1, err
     assert ANNOUNCED.sub("", err) == bare.stderr

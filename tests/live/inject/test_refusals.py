@@ -97,7 +97,7 @@ def test_a_job_of_another_user_is_refused_before_anything_stops_it() -> None:
     assert "as that user, or as root" in line
 
 
-def test_gdb_s_own_ptrace_refusal_is_one_line_naming_the_pid() -> None:
+def test_the_delivery_s_own_ptrace_refusal_is_one_line_naming_the_pid() -> None:
     needs_gdb()
     deliver = (
         "import sys\nfrom torchtop.errors import InputError\n"
@@ -109,6 +109,6 @@ def test_gdb_s_own_ptrace_refusal_is_one_line_naming_the_pid() -> None:
         result = other_users_torchtop(job.pid, ["-c", deliver, str(job.pid)])
         assert job.poll() is None
     assert result.stdout.strip() == (
-        f"PID {job.pid}: gdb may not ptrace it (ptrace: Operation not permitted): run "
+        f"PID {job.pid}: you may not ptrace it (its memory map is unreadable): run "
         "`torchtop attach --inject` as the job's user, or as root"
     ), result.stderr
