@@ -2,8 +2,11 @@
 
 The checks that stop nothing come first (`live.inject.preflight`), then one announcement of what
 will happen, then the delivery. Once the agent has answered, the attach is `run`'s live side on
-the attach's own run folder: the agent writes the same records, `assess` reads them, and a
-profiler window is asked for the way `run`'s trials ask (`RUN/requests/window`). However the
+the attach's own run folder: the agent writes the same records, `assess` reads them, and its
+profiler windows follow `run`'s schedule (the first at the fifth step after the injection, then
+every 30 s), and answer `RUN/requests/window` as under `run`. Asking for one at once was tried:
+it profiled the very steps the attach's own start-up slowed, and its breakdown differed from
+`run`'s by a third on this machine. However the
 attach ends (`--for`, `q`, Ctrl-C, the job's exit) it asks the agent to unload and says whether
 it did. A refusal leaves no run folder behind: nothing was recorded.
 """
@@ -65,9 +68,6 @@ def inject_session(pid: int, options: WatchOptions, tree: RuleTree, timeout_s: f
     say_loaded(injected)
     write_run_record(layout, "attach", process.cmdline(), pid)
     print(f"torchtop: recording to {run_dir}", file=sys.stderr)
-    # One window soon, as `run`'s trials ask for one; the agent's own schedule takes the next.
-    layout.window_request.parent.mkdir(parents=True, exist_ok=True)
-    layout.window_request.touch()
 
     def alive() -> bool:
         return is_alive(process)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.live.inject.support import JOBS, needs_gdb, running, wait_for
 from torchtop.live.inject import Injected, detach, inject
@@ -53,6 +54,7 @@ def _text(path: Path) -> str:
     return path.read_text().replace(" ", "") if path.exists() else ""
 
 
+@pytest.mark.slow
 def test_twenty_inject_detach_cycles_leave_the_final_loss_bit_identical(tmp_path: Path) -> None:
     needs_gdb()
     stop = tmp_path / "stop"
