@@ -135,16 +135,21 @@ def matched_steps(
     return pairs
 
 
+@pytest.fixture(scope="module")
+def bare_loss(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The job's final loss with no agent ever loaded (60 steps)."""
+    return run_injectable(tmp_path_factory.mktemp("bare"), {}).loss
+
+
 def test_an_injected_agent_times_the_steps_the_job_logs_and_leaves_nothing_after_detach(
-    tmp_path: Path,
+    tmp_path: Path, bare_loss: str
 ) -> None:
     run_dir = tmp_path / "attach"
     statement = request(run_dir, 1, os.getpid())
     plan = {2: ["wait", "0"], 5: ["exec", str(statement)], 45: ["detach", str(run_dir)]}
     job = run_injectable(tmp_path, plan)
-    bare = run_injectable(tmp_path, {})
 
-    assert job.loss == bare.loss  # bit-identical: the hooks only read clocks
+    assert job.loss == bare_loss  # bit-identical: the hooks only read clocks
     pid = records(run_dir)[0]["pid"]
     assert job.stderr.splitlines() == [ANNOUNCEMENT.format(pid=pid, attacher=os.getpid())]
     ack = read_json(run_dir / "inject" / "ack-1.json")
@@ -172,6 +177,22 @@ def test_an_injected_agent_times_the_steps_the_job_logs_and_leaves_nothing_after
     job_s, agent_s = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
     print(f"agent {agent_s:.4f} s, job {job_s:.4f} s over {len(pairs)} steps")
     assert abs(agent_s - job_s) <= 0.05 * job_s, (agent_s, job_s)
+
+
+def test_ten_inject_detach_cycles_leave_the_final_loss_bit_identical(
+    tmp_path: Path, bare_loss: str
+) -> None:
+    plan: dict[int, list[str]] = {}
+    for cycle in range(10):
+        run_dir = tmp_path / f"attach-{cycle}"
+        plan[2 + 5 * cycle] = ["exec", str(request(run_dir, 1, os.getpid()))]
+        plan[4 + 5 * cycle] = ["detach", str(run_dir)]
+    job = run_injectable(tmp_path, plan)
+
+    assert job.loss == bare_loss
+    assert all(job.state(4 + 5 * c)["changed"] == [] for c in range(10))
+    assert all(job.state(4 + 5 * c)["threads"] == [] for c in range(10))
+    assert len(job.stderr.splitlines()) == 10
 
 
 def test_a_second_injection_stops_the_first_so_each_step_is_counted_once(
