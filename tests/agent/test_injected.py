@@ -224,7 +224,7 @@ def test_a_second_injection_stops_the_first_so_each_step_is_counted_once(
     assert len(job.stderr.splitlines()) == 2
 
 
-def test_an_agent_whose_attacher_is_gone_unloads_itself_and_drops_its_open_window(
+def test_when_the_attacher_is_gone_the_agent_unloads_drops_its_window_and_workers_stay_quiet(
     tmp_path: Path,
 ) -> None:
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
@@ -233,12 +233,13 @@ def test_an_agent_whose_attacher_is_gone_unloads_itself_and_drops_its_open_windo
     statement = request(
         run_dir, 1, int(gone.stdout), window_first_step=1, window_steps=1000, window_every_s=1000
     )
-    job = run_injectable(tmp_path, {3: ["exec", str(statement)], 8: ["wait", "1.5"]}, steps=12)
+    plan = {3: ["exec", str(statement)], 5: ["workers"], 8: ["wait", "1.5"]}
+    job = run_injectable(tmp_path, plan, steps=12)
 
     assert job.state(3)["threads"] == ["torchtop-inject"]
     after = job.state(8)
     assert after["changed"] == [] and after["threads"] == [] and not after["profiling"]
-    found = records(run_dir)
+    found = records(run_dir)  # the job's file alone: the workers never stepped
     assert "window" not in [r["kind"] for r in found]
     notes = [r["message"] for r in found if r["kind"] == "note"]
     assert "a profiler window was dropped: the attach ended while it was open" in notes
