@@ -184,8 +184,12 @@ def _register_fork_forwarder() -> None:
 
 
 def _forked() -> None:
+    """In a forked child (a DataLoader worker): the agent's thread is not there, and its lock
+    may have been held by it at the fork."""
     agent = _current
     if agent is not None and agent.active:
+        agent.lock = threading.RLock()
+        agent.thread = None
         agent.forked()
 
 

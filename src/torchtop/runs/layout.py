@@ -19,6 +19,8 @@ RUN/
   trials/NN.json, NN/      a trial and its measured runs (run folders)
   jobs/NN/                 the job started again after trial NN (a run folder)
   reverts.jsonl            the fixes the user took back
+  inject/                  attach --inject: request-<N>.json, ack-<N>.json, detach,
+                           detached-<pid>.json (the handshake with the injected agent)
 ```
 """
 

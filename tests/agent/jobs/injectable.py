@@ -3,13 +3,14 @@
 Without gdb the tests still take the injection's own path: the test writes the one statement
 the outside would deliver (`--statement-N`, a file), and at the start of step K the job runs it
 as a pending call would, in `__main__`'s namespace. `--plan` says what happens when:
-`{"K": ["exec", FILE] | ["detach", RUN] | ["wait", SECONDS]}`; a detach touches
+`{"K": ["exec", FILE] | ["detach", RUN] | ["wait", SECONDS] | ["workers"]}`; a detach touches
 `RUN/inject/detach` (what the outside does when the attach ends) and waits for the agent's
 `detached-<pid>.json`, running Python meanwhile, as a training job does.
 
 It prints its own truth as JSON lines on stdout: each step's end (epoch s) and wall time, what
-it saw of the agent's traces in itself after each action (the patched attributes, the optimizer's
-global hooks, its threads, whether a profiler records, the names in `__main__`), and the final loss, exactly (`float.hex`).
+it saw of the agent in itself after each action (the patched attributes, the optimizer's global
+hooks, its threads, whether a profiler records, the names in `__main__`), and the final loss,
+exactly (`float.hex`).
 """
 
 from __future__ import annotations
@@ -82,15 +83,21 @@ def act(step: int, action: list[str]) -> None:
             sum(range(1000))  # Python keeps running, as the job would
             time.sleep(0.001)
         time.sleep(0.6)  # the thread's promised exit
-    elif action[0] == "wait":
-        time.sleep(float(action[1]))
+    elif action[0] == "workers":  # forked DataLoader workers inherit the agent
+        side = TensorDataset(torch.arange(8.0))
+        for _ in DataLoader(side, batch_size=2, num_workers=2, multiprocessing_context="fork"):
+            pass
+    elif action[0] == "wait":  # busy in Python, as a job between steps is
+        deadline = time.monotonic() + float(action[1])
+        while time.monotonic() < deadline:
+            time.sleep(0.001)
     state(step, action[0])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--width", type=int, default=256)
+    parser.add_argument("--width", type=int, default=1024)
     parser.add_argument("--plan", default="{}")
     args = parser.parse_args()
     plan = {int(k): v for k, v in json.loads(args.plan).items()}

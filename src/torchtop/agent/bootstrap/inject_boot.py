@@ -16,6 +16,10 @@ So it binds nothing in the job's namespaces, imports nothing of torchtop at its 
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+
 
 def _boot(request_path: str) -> None:
     import json
@@ -34,7 +38,7 @@ def _boot(request_path: str) -> None:
     injected.start(request_path)
 
 
-def _import_torchtop(package_dir: str, name: str) -> object:
+def _import_torchtop(package_dir: str, name: str) -> ModuleType:
     """`torchtop.<...>` from `package_dir`; a torchtop the job already imported is kept."""
     import importlib
     import importlib.util
@@ -86,7 +90,7 @@ def _fail(request_path: str, exc: BaseException) -> None:
         return
 
 
-try:
+try:  # noqa: SIM105 - no import for it: this runs inside the job
     _boot(REQUEST)  # type: ignore[name-defined]  # noqa: F821 - given by the exec's globals
 except BaseException:  # the job's own exceptions are not ours to raise into it
     pass
