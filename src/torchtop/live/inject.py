@@ -148,6 +148,11 @@ def inject(
         raise
     if not ack.get("ok"):
         raise InputError(f"PID {pid}", f"the agent did not start: {ack.get('error')}")
+    if ack.get("already_agent"):
+        raise InputError(
+            f"PID {pid}", "already runs the agent of a `torchtop run` (whose folder its "
+            "environment does not show): `torchtop watch` that run folder instead"
+        )  # fmt: skip
     return Injected(pid, run_dir, number, ack, stopped_s)
 
 

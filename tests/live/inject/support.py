@@ -32,7 +32,7 @@ def needs_gdb() -> None:
         pytest.skip("this container does not allow ptrace (kernel.yama.ptrace_scope >= 1)")
 
 
-def old_python(version: str) -> Path:
+def pyenv_python(version: str) -> Path:
     """pyenv's interpreter `version` (e.g. "3.6"), or a skip."""
     for folder in sorted(PYENV.glob(f"{version}.*")):
         exe = folder / "bin" / f"python{version}"

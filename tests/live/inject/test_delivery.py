@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.live.inject.support import needs_gdb, running
+from tests.live.inject.support import needs_gdb, pyenv_python, running
 from torchtop.errors import InputError
 from torchtop.live import inject as injecting
 
@@ -91,3 +91,20 @@ def test_a_main_thread_in_a_long_c_call_times_out_and_nothing_is_loaded_later(
     assert not (run_dir / "inject" / "request-1.json").exists()
     assert not (run_dir / "inject" / "ack-1.json").exists()
     assert err == "" and job.returncode == 0
+
+
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_the_statement_reaches_the_other_pythons_it_knows(
+    tmp_path: Path, stand_in: Path, version: str
+) -> None:
+    """The pending call's symbols and lock are the same in 3.12 and 3.13 (3.11 is the rest)."""
+    needs_gdb()
+    exe = pyenv_python(version)
+    run_dir = tmp_path / "run"
+    with running([str(exe), "-c", JOB, "30", "0"]) as job:
+        process = psutil.Process(job.pid)
+        with pytest.raises(InputError, match="a stand-in agent that never starts"):
+            injecting.inject(process, (3, int(version[2:])), run_dir, timeout_s=20)
+        assert job.poll() is None
+    ack = json.loads((run_dir / "inject" / "ack-1.json").read_text())
+    assert ack["pid"] == job.pid and ack["seen"]["name"] == "__torchtop_inject__"

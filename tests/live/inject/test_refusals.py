@@ -6,14 +6,23 @@ Every refusal here comes before anything stops the process, but the one gdb itse
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.live.inject.support import LOOP, TORCHTOP, needs_gdb, old_python, running
+from tests.live.inject.support import (
+    LOOP,
+    TORCHTOP,
+    needs_gdb,
+    pyenv_python,
+    running,
+    wait_for,
+)
 
 SETPRIV = "/usr/bin/setpriv"
 SYSTEM_PYTHON = "/usr/bin/python3.11"
@@ -21,10 +30,19 @@ SYSTEM_PYTHON = "/usr/bin/python3.11"
 
 
 def inject(
-    pid: int, tmp_path: Path, env: dict[str, str] | None = None
+    pid: int, tmp_path: Path, env: dict[str, str] | None = None, extra: list[str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*TORCHTOP, "attach", str(pid), "--inject", "--headless", "--run-dir", str(tmp_path / "r")],
+        [
+            *TORCHTOP,
+            "attach",
+            str(pid),
+            "--inject",
+            "--headless",
+            "--run-dir",
+            str(tmp_path / "r"),
+            *(extra or []),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -51,7 +69,7 @@ def test_a_pid_that_is_not_python_is_refused_in_one_line(tmp_path: Path) -> None
 def test_a_python_it_does_not_know_is_refused_naming_its_version(
     tmp_path: Path, version: str
 ) -> None:
-    exe = old_python(version)
+    exe = pyenv_python(version)
     loop = "import time, sys\nsys.stdout.write('ready\\n'); sys.stdout.flush()\n"
     loop += "while True: time.sleep(0.01)\n"
     with running([str(exe), "-c", loop]) as job:
@@ -112,3 +130,38 @@ def test_the_delivery_s_own_ptrace_refusal_is_one_line_naming_the_pid() -> None:
         f"PID {job.pid}: you may not ptrace it (its memory map is unreadable): run "
         "`torchtop attach --inject` as the job's user, or as root"
     ), result.stderr
+
+
+def test_a_job_started_by_torchtop_run_is_followed_through_its_folder_with_nothing_injected(
+    tmp_path: Path,
+) -> None:
+    run_dir = tmp_path / "run"
+    launcher = subprocess.Popen(
+        [*TORCHTOP, "run", "--headless", "--for", "20", "--run-dir", str(run_dir), "--",
+         sys.executable, "-c", LOOP],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert wait_for(run_dir / "run.json", 60), "torchtop run never started its job"
+        pid = json.loads((run_dir / "run.json").read_text())["pid"]
+        result = inject(pid, tmp_path, extra=["--for", "2"])
+    finally:
+        launcher.send_signal(signal.SIGINT)
+        launcher.wait(timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"torchtop: PID {pid} was started by `torchtop run`: its agent already records steps "
+        "and windows, so nothing is injected; following its run folder"
+    ) in result.stderr
+    assert not (run_dir / "inject").exists() and not (tmp_path / "r").exists()
+
+
+def test_a_bad_inject_timeout_is_one_line_naming_the_option() -> None:
+    result = subprocess.run(
+        [*TORCHTOP, "attach", "1", "--inject", "--inject-timeout", "soon"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert (
+        result.stderr == "torchtop: --inject-timeout: 'soon' is not a positive number of seconds\n"
+    )
