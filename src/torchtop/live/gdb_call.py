@@ -24,6 +24,7 @@ import contextlib
 import os
 import queue
 import re
+import signal
 import subprocess
 import tempfile
 import threading
@@ -40,6 +41,8 @@ PENDING_FRAMES = re.compile(
 )
 """Frames that hold (or take) the pending calls' lock: a call into them there would deadlock."""
 STOPS_TRIED = 5
+GDB_TIMEOUT_S = 30.0
+"""For each gdb command: reading libpython's symbols takes a few seconds on a loaded machine."""
 PAGE_BYTES = 4096
 MMAP_CALL = "((void*(*)(void*, unsigned long, int, int, int, long))mmap)(0, 4096, 3, 34, -1, 0)"
 """PROT_READ|PROT_WRITE (3), MAP_PRIVATE|MAP_ANONYMOUS (0x22); typed, for a libc without
@@ -72,6 +75,8 @@ class _Gdb:
         self.pid = pid
         self.timeout_s = timeout_s
         self.attached = False
+        self.stuck = False
+        """A command did not answer in time (a call into the process that hangs)."""
         self.process = subprocess.Popen(
             [gdb, "-nx", "-q", *(arg for setting in EARLY for arg in ("-iex", setting))],
             stdin=subprocess.PIPE,
@@ -104,6 +109,7 @@ class _Gdb:
             try:
                 line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
+                self.stuck = True
                 raise InputError(
                     f"PID {self.pid}", f"gdb did not answer `{command[:40]}` within "
                     f"{self.timeout_s:g} s; nothing was loaded"
@@ -121,6 +127,12 @@ class _Gdb:
         return int(found.group(1), 0)
 
     def close(self) -> None:
+        if self.stuck:
+            # Interrupt the call: with `unwindonsignal` gdb puts back the registers it had
+            # before the call, so the detach below leaves the process where it was stopped.
+            # Killing gdb mid-call would resume the process inside the call, returning nowhere.
+            with contextlib.suppress(OSError):
+                os.kill(self.process.pid, signal.SIGINT)
         with contextlib.suppress(OSError, ValueError, InputError):
             if self.attached:
                 self.run("detach")
@@ -135,7 +147,7 @@ class _Gdb:
             self.process.wait()
 
 
-def deliver(gdb: str, pid: int, statement: bytes, timeout_s: float) -> Delivery:
+def deliver(gdb: str, pid: int, statement: bytes, timeout_s: float = GDB_TIMEOUT_S) -> Delivery:
     """Queue `statement` (NUL-terminated by this) as a pending call in `pid`, or InputError."""
     if len(statement) >= PAGE_BYTES:
         raise InputError(f"PID {pid}", "the statement to inject does not fit one page")

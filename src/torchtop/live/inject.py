@@ -134,11 +134,11 @@ def inject(
     try:
         if version >= (3, 14):
             stopped_s = None
-            _remote_exec(process, source, layout.inject_dir / f"remote-{number}.py", timeout_s)
+            _remote_exec(process, source, layout.inject_dir / f"remote-{number}.py")
         else:
             gdb = gdb_path()
             assert gdb is not None  # preflight said so
-            stopped_s = gdb_call.deliver(gdb, pid, source.encode(), timeout_s).stopped_s
+            stopped_s = gdb_call.deliver(gdb, pid, source.encode()).stopped_s
         ack = _wait_for_ack(layout.inject_ack(number), process, timeout_s)
     except BaseException:
         # A pending call that runs later finds no request and does nothing; an agent that
@@ -156,7 +156,7 @@ def inject(
     return Injected(pid, run_dir, number, ack, stopped_s)
 
 
-def _remote_exec(process: psutil.Process, source: str, script: Path, timeout_s: float) -> None:
+def _remote_exec(process: psutil.Process, source: str, script: Path) -> None:
     """PEP 768 through the job's own interpreter (ours may be older than 3.14)."""
     script.write_text(source + "\n", encoding="utf-8")
     script.chmod(0o644)
@@ -166,7 +166,7 @@ def _remote_exec(process: psutil.Process, source: str, script: Path, timeout_s: 
             [process.exe(), "-I", "-c", call, str(process.pid), str(script)],
             capture_output=True,
             text=True,
-            timeout=timeout_s,
+            timeout=gdb_call.GDB_TIMEOUT_S,
         )
     except (OSError, psutil.Error, subprocess.TimeoutExpired) as exc:
         raise InputError(f"PID {process.pid}", f"sys.remote_exec failed: {exc}") from None

@@ -17,6 +17,7 @@ import pytest
 
 from tests.live.inject.support import needs_gdb, pyenv_python, running
 from torchtop.errors import InputError
+from torchtop.live import gdb_call
 from torchtop.live import inject as injecting
 
 JOB = """\
@@ -108,3 +109,19 @@ def test_the_statement_reaches_the_other_pythons_it_knows(
         assert job.poll() is None
     ack = json.loads((run_dir / "inject" / "ack-1.json").read_text())
     assert ack["pid"] == job.pid and ack["seen"]["name"] == "__torchtop_inject__"
+
+
+def test_a_call_into_the_process_that_hangs_is_undone_and_the_process_goes_on() -> None:
+    """Were gdb killed mid-call, the process would resume inside the call and return nowhere:
+    it is interrupted instead, gdb puts the registers back, and detaches."""
+    needs_gdb()
+    with running([sys.executable, "-c", JOB, "4", "0"]) as job:
+        session = gdb_call._Gdb("/usr/bin/gdb", job.pid, timeout_s=1.5)
+        gdb_call._load_symbols(session)
+        gdb_call._attach(session)
+        with pytest.raises(InputError, match="gdb did not answer"):
+            session.run("print ((unsigned int(*)(unsigned int))sleep)(5)")
+        session.close()
+        out, err = job.communicate(timeout=30)
+    assert job.returncode == 0 and err == ""
+    assert out.strip().startswith("['__annotations__'"), "the job ran on to its end"
