@@ -69,12 +69,19 @@ def statement(request: Path, boot: Path | None = None) -> str:
     return f'__import__("builtins").exec({INNER!a}, {{{namespace}}})'
 
 
-def python_version(process: psutil.Process) -> tuple[int, int] | None:
-    """The target's Python (major, minor), from the libpython it maps or its executable's name."""
-    found = None
+def mapped_files(process: psutil.Process) -> str | None:
+    """The target's `/proc/PID/maps`, or None where it cannot be read."""
     try:
         with open(f"/proc/{process.pid}/maps", encoding="utf-8", errors="replace") as maps:
-            found = re.search(r"/libpython(\d+)\.(\d+)", maps.read())
+            return maps.read()
+    except OSError:
+        return None
+
+
+def python_version(process: psutil.Process) -> tuple[int, int] | None:
+    """The target's Python (major, minor), from the libpython it maps or its executable's name."""
+    found = re.search(r"/libpython(\d+)\.(\d+)", mapped_files(process) or "")
+    try:
         if found is None:
             found = re.search(r"python(\d+)\.(\d+)$", os.path.basename(process.exe()))
     except (OSError, psutil.Error):
@@ -97,6 +104,12 @@ def preflight(process: psutil.Process) -> tuple[int, int]:
         raise InputError(
             f"PID {pid}", "--inject needs gdb for Python 3.11-3.13 and none is on PATH: "
             "install it (`apt-get install gdb`), or attach without --inject"
+        )  # fmt: skip
+    maps = mapped_files(process)
+    if maps is not None and "/libtorch" not in maps:
+        raise InputError(
+            f"PID {pid}", "has not imported torch: the agent would have nothing to hook; "
+            "attach --inject once it trains"
         )  # fmt: skip
     if not BOOT.is_file():
         raise InputError(f"PID {pid}", f"this torchtop lacks its inject boot script {BOOT}")

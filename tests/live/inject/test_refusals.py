@@ -165,3 +165,12 @@ def test_a_bad_inject_timeout_is_one_line_naming_the_option() -> None:
     assert (
         result.stderr == "torchtop: --inject-timeout: 'soon' is not a positive number of seconds\n"
     )
+
+
+def test_a_job_without_torch_is_refused_before_it_is_stopped(tmp_path: Path) -> None:
+    with running([sys.executable, "-c", LOOP]) as job:
+        line = one_line(inject(job.pid, tmp_path), job.pid)
+        assert job.poll() is None
+    assert line.endswith("has not imported torch: the agent would have nothing to hook; "
+                         "attach --inject once it trains")  # fmt: skip
+    assert not (tmp_path / "r").exists(), "nothing was loaded, so nothing is kept"
