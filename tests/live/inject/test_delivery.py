@@ -125,3 +125,37 @@ def test_a_call_into_the_process_that_hangs_is_undone_and_the_process_goes_on() 
         out, err = job.communicate(timeout=30)
     assert job.returncode == 0 and err == ""
     assert out.strip().startswith("['__annotations__'"), "the job ran on to its end"
+
+
+GAPS = """\
+import sys, time
+print("ready", flush=True)
+end = time.monotonic() + float(sys.argv[1])
+last, longest = time.monotonic(), 0.0
+while time.monotonic() < end:
+    time.sleep(0.002)
+    now = time.monotonic()
+    longest, last = max(longest, now - last), now
+print(f"{longest:.6f}", flush=True)
+"""
+"""A job that measures, on its own clock, the longest time it was kept from running."""
+
+
+def test_the_stop_it_reports_is_the_stop_the_job_saw_on_its_own_clock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    needs_gdb()
+    boot = tmp_path / "willing_boot.py"
+    boot.write_text(STAND_IN.replace('"ok": False', '"ok": True'))
+    monkeypatch.setattr(injecting, "BOOT", boot)
+    with running([sys.executable, "-c", GAPS, "8"]) as job:
+        injected = injecting.inject(psutil.Process(job.pid), (3, 11), tmp_path / "run", 20)
+        out, _ = job.communicate(timeout=30)
+    assert injected.stopped_s is not None
+    longest_s = float(out)
+    # The job's longest gap is the stop, plus the statement's own run and, on a loaded
+    # machine, a scheduling delay (measured: stops of 0.28-0.32 s, gaps 0.03-0.05 s longer).
+    assert 0.5 * injected.stopped_s <= longest_s <= injected.stopped_s + 0.3, (
+        longest_s,
+        injected.stopped_s,
+    )
