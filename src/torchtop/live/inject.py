@@ -129,20 +129,7 @@ def inject(
     """Load the agent into `process`, recording into `run_dir`; its ack, or InputError."""
     pid = process.pid
     layout = RunLayout(run_dir)
-    layout.inject_dir.mkdir(parents=True, exist_ok=True)
-    # An earlier attach's, in a reused --run-dir.
-    layout.inject_detach.unlink(missing_ok=True)
-    layout.inject_detached(pid).unlink(missing_ok=True)
-    number = 1 + len(list(layout.inject_dir.glob("request-*.json")))
-    request = layout.inject_request(number)
-    document = {
-        "run_dir": str(run_dir.resolve()),
-        "attacher_pid": os.getpid(),
-        "package_dir": str(PACKAGE_DIR),
-        "number": number,
-        "requested_at": time.time(),
-    }
-    _write_atomically(request, document)
+    number, request = _write_request(layout, pid)
     source = statement(request.resolve())
     try:
         if version >= (3, 14):
@@ -167,6 +154,25 @@ def inject(
             "environment does not show): `torchtop watch` that run folder instead"
         )  # fmt: skip
     return Injected(pid, run_dir, number, ack, stopped_s)
+
+
+def _write_request(layout: RunLayout, pid: int) -> tuple[int, Path]:
+    """The next `request-<N>.json` in the run folder (N counts up in a reused --run-dir)."""
+    layout.inject_dir.mkdir(parents=True, exist_ok=True)
+    # An earlier attach's, in a reused --run-dir.
+    layout.inject_detach.unlink(missing_ok=True)
+    layout.inject_detached(pid).unlink(missing_ok=True)
+    number = 1 + len(list(layout.inject_dir.glob("request-*.json")))
+    request = layout.inject_request(number)
+    document = {
+        "run_dir": str(layout.root.resolve()),
+        "attacher_pid": os.getpid(),
+        "package_dir": str(PACKAGE_DIR),
+        "number": number,
+        "requested_at": time.time(),
+    }
+    _write_atomically(request, document)
+    return number, request
 
 
 def _remote_exec(process: psutil.Process, source: str, script: Path) -> None:

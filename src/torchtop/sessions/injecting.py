@@ -17,6 +17,7 @@ import contextlib
 import json
 import shutil
 import sys
+from pathlib import Path
 
 import psutil
 
@@ -30,6 +31,7 @@ from torchtop.live.headless import print_report, save_report
 from torchtop.live.inject import Injected, detach, inject, preflight
 from torchtop.live.ptrace_access import check_ptrace
 from torchtop.live.watch import LiveMonitor
+from torchtop.model.report import Report
 from torchtop.runs.layout import RunLayout
 from torchtop.sessions.watching import (
     WatchOptions,
@@ -55,7 +57,24 @@ def inject_session(pid: int, options: WatchOptions, tree: RuleTree, timeout_s: f
         return attach_session(pid, options, tree)
     version = preflight(process)
     announce(pid, version)
-    run_dir = options.run_dir or default_run_dir()
+    injected = _inject(process, version, options.run_dir or default_run_dir(), timeout_s)
+    layout = RunLayout(injected.run_dir)
+    try:
+        # Whatever fails from here on (a port already taken, Ctrl-C), the agent is unloaded.
+        report = _watch(injected, process, options, tree)
+    finally:
+        print(detach(injected), file=sys.stderr)
+    write_exit_record(layout, "detached" if is_alive(process) else "exited")
+    save_report(report, layout.root, options.report)
+    print_report(report, options.output_format)
+    say_where(layout.root)
+    return 0
+
+
+def _inject(
+    process: psutil.Process, version: tuple[int, int], run_dir: Path, timeout_s: float
+) -> Injected:
+    """The agent loaded, recording into `run_dir`; a refusal leaves no folder it made."""
     made = not run_dir.exists()
     layout = RunLayout(run_dir)
     layout.create()
@@ -66,8 +85,16 @@ def inject_session(pid: int, options: WatchOptions, tree: RuleTree, timeout_s: f
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
     say_loaded(injected)
-    write_run_record(layout, "attach", process.cmdline(), pid)
+    write_run_record(layout, "attach", process.cmdline(), process.pid)
     print(f"torchtop: recording to {run_dir}", file=sys.stderr)
+    return injected
+
+
+def _watch(
+    injected: Injected, process: psutil.Process, options: WatchOptions, tree: RuleTree
+) -> Report:
+    """`run`'s live side on the injected agent's records, until the attach ends."""
+    run_dir = injected.run_dir
 
     def alive() -> bool:
         return is_alive(process)
@@ -76,20 +103,14 @@ def inject_session(pid: int, options: WatchOptions, tree: RuleTree, timeout_s: f
         metrics_endpoint(options.metrics, run_dir) as served,
         tensorboard_log(options.tensorboard, run_dir, served) as on_tick,
     ):
-        collectors = start_collectors(layout, pid, with_agent=True)
+        collectors = start_collectors(RunLayout(run_dir), process.pid, with_agent=True)
         monitor = LiveMonitor(
             run_dir, tree, for_s=options.for_s, kind="attach", alive=alive, on_tick=on_tick
         )
         try:
-            report = _follow(monitor, options.headless)
+            return _follow(monitor, options.headless)
         finally:
             collectors.stop()
-            print(detach(injected), file=sys.stderr)
-    write_exit_record(layout, "detached" if alive() else "exited")
-    save_report(report, run_dir, options.report)
-    print_report(report, options.output_format)
-    say_where(run_dir)
-    return 0
 
 
 def announce(pid: int, version: tuple[int, int]) -> None:
