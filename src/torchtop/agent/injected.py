@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 POLL_S = 0.25
 # The thread waits this long for the main thread to undo the hooks, then leaves it queued.
-FINISH_WAIT_S = 0.4
+FINISH_WAIT_S = 0.2
 ANNOUNCEMENT = (
     "torchtop: agent loaded into PID {pid} by torchtop attach --inject (PID {attacher}); "
     "it unloads when that attach ends"
