@@ -195,6 +195,24 @@ def test_ten_inject_detach_cycles_leave_the_final_loss_bit_identical(
     assert len(job.stderr.splitlines()) == 10
 
 
+def test_an_injection_inside_the_optimizer_s_hook_loop_waits_for_a_safe_point_to_add_its_hook(
+    tmp_path: Path, bare_loss: str
+) -> None:
+    run_dir = tmp_path / "attach"
+    statement = request(run_dir, 1, os.getpid())
+    plan = {5: ["exec-in-hook", str(statement)], 8: ["wait", "0"], 45: ["detach", str(run_dir)]}
+    job = run_injectable(tmp_path, plan)
+
+    assert job.loss == bare_loss  # and no "OrderedDict mutated during iteration"
+    theirs = ["act.<locals>.first", "act.<locals>.<lambda>"]
+    loaded = job.state(8)
+    assert loaded["post_hooks"] == 3 and loaded["post_hook_names"][:2] == theirs
+    assert job.state(45)["post_hook_names"] == theirs and job.state(45)["changed"] == []
+    found = records(run_dir)
+    signals = {r["step_signal"] for r in found if r["kind"] == "settings"}
+    assert "optimizer" in signals and found[-1]["reason"] == "detached"
+
+
 def test_a_second_injection_stops_the_first_so_each_step_is_counted_once(
     tmp_path: Path,
 ) -> None:

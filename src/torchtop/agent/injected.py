@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torchtop.agent import main_thread
 from torchtop.agent.config import (
     DEFAULT_WINDOW_EVERY_S,
     DEFAULT_WINDOW_FIRST_STEP,
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
 
 POLL_S = 0.25
 # The thread waits this long for the main thread to undo the hooks, then leaves it queued.
-FINISH_WAIT_S = 0.4
+FINISH_WAIT_S = 0.2
 ANNOUNCEMENT = (
     "torchtop: agent loaded into PID {pid} by torchtop attach --inject (PID {attacher}); "
     "it unloads when that attach ends"
@@ -107,15 +106,20 @@ def _start(request: Request) -> dict[str, Any] | None:
         return {"ok": False, "error": "the job has not imported torch; nothing to hook"}
     from torchtop.agent.injected_agent import post_hooks_running
 
-    # Inside the optimizer's hook loop, adding our hook would break it: a moment later.
-    if post_hooks_running(sys._getframe()) and main_thread.call_soon(lambda: _answer(request)):
+    # Inside the optimizer's hook loop its hook dict must not change: an agent already in is
+    # replaced at its next safe point (its hooks call us there); a first one puts its
+    # optimizer hook in then.
+    in_hook_loop = post_hooks_running(sys._getframe())
+    current = _current
+    if in_hook_loop and current is not None:
+        current.main_work.append(lambda: _answer(request))
         return None
     replaced = stop_current()
-    _new_agent(request)
+    _new_agent(request, optimizer_hook_now=not in_hook_loop)
     return {"ok": True, "replaced": replaced}
 
 
-def _new_agent(request: Request) -> None:
+def _new_agent(request: Request, optimizer_hook_now: bool) -> None:
     global _current
     from torchtop.agent.agent import open_sink
     from torchtop.agent.identity import read_identity
@@ -126,7 +130,7 @@ def _new_agent(request: Request) -> None:
     sink = open_sink(request.run_dir, identity.pid, hold_until_step=False)
     agent = InjectedAgent(request.config, identity, sink, number=request.number)
     agent.start(torch_version, [])
-    agent.install()
+    agent.install(optimizer_hook_now)
     atexit.register(agent.close, "exit")
     _register_fork_forwarder()
     _current = agent

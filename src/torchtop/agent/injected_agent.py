@@ -7,19 +7,24 @@ It is `run`'s `Agent` with what an agent that arrives late and leaves early need
 - one lock between the job's thread (step ends) and the agent's own thread (chores while the
   job is idle, detach): `run`'s agent has only the job's threads and needs none;
 - `finish()` undoes every hook in reverse order, drops an open profiler window and writes
-  `bye` with reason "detached". It runs on the main thread (`main_thread.call_soon`) for two
-  reasons: a profiler window can only be stopped there, and the optimizer's global post hooks
-  are an OrderedDict that torch iterates while it calls them, so removing ours while the main
-  thread is in that loop would raise "mutated during iteration" in the job. `post_hooks_running`
-  tells that moment (a frame of torch's step wrapper that has its `out` already) and the
-  finish waits for the next bytecode boundary outside it.
+  `bye` with reason "detached". It runs on the main thread for two reasons: a profiler window
+  can only be stopped there, and the optimizer's global post hooks are an OrderedDict that
+  torch iterates while it calls them, so adding or removing ours while the main thread is in
+  that loop raises "OrderedDict mutated during iteration" in the job (seen: a job with two
+  global post hooks of its own, injected through gdb). `post_hooks_running` tells that moment
+  (a frame of torch's step wrapper that has bound `out`). Such work waits in `main_work`, done
+  at the job's next `backward()` or batch (our own hooks, called outside that loop) or when a
+  pending call (`main_thread.call_soon`, at most one every `KICK_EVERY_S`) finds the main
+  thread outside it: a busy retry would land in the loop again and again, slowing the job.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
 
@@ -41,6 +46,9 @@ from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import Bye
 
 THREAD_NAME = "torchtop-inject"
+# While work waits for the main thread, a pending call asks for it this often (not more: one
+# that lands in the optimizer's hook loop does nothing, and each costs the job a little).
+KICK_EVERY_S = 0.05
 
 INJECTED_INSTALLERS: list[tuple[str, Installer]] = [
     ("optimizer step hook", watch_optimizers),
@@ -92,19 +100,70 @@ class InjectedAgent(Agent):
         self.finished = threading.Event()
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
-        self._queued = False
+        self.main_work: list[Callable[[], None]] = []
+        self._kicked = False
 
-    def install(self) -> None:
-        """The hooks, each on its own: one that fails is a note and the others still go in."""
+    def install(self, optimizer_hook_now: bool = True) -> None:
+        """The hooks, each on its own: one that fails is a note and the others still go in.
+        Inside the optimizer's hook loop, its hook waits for the main thread's next safe point."""
         for name, install in INJECTED_INSTALLERS:
-            try:
-                undo = install(self)
-            except Exception as exc:
-                self.fail(name, exc)
-                continue
-            if undo is not None:
-                self.undos.append((name, undo))
+            if install is watch_optimizers and not optimizer_hook_now:
+                self.main_work.append(functools.partial(self._install, name, install))
+            else:
+                self._install(name, install)
         api.set_step_handler(self.user_stepped)
+
+    def _install(self, name: str, install: Installer) -> None:
+        if not self.active:
+            return
+        try:
+            undo = install(self)
+        except Exception as exc:
+            self.fail(name, exc)
+            return
+        if undo is not None:
+            self.undos.append((name, undo))
+
+    # Work for the main thread: done at the next backward() or batch (our own hooks, which
+    # the job calls outside the optimizer's hook loop), or when a kick's pending call finds
+    # the main thread outside that loop.
+
+    def backward_ended(self, seconds: float | None = None) -> None:
+        if self.main_work:
+            self.run_main_work()
+        super().backward_ended(seconds)
+
+    def data_waited(self, iterator: object, seconds: float, batch_arrived: bool = False) -> None:
+        if self.main_work:
+            self.run_main_work()
+        super().data_waited(iterator, seconds, batch_arrived)
+
+    def run_main_work(self) -> None:
+        self._kicked = False
+        if threading.get_ident() != threading.main_thread().ident:
+            return
+        if post_hooks_running(sys._getframe(1)):
+            return
+        while self.main_work:
+            work = self.main_work.pop(0)
+            try:
+                work()
+            except Exception as exc:
+                self.fail("main thread work", exc)
+
+    def kick(self) -> None:
+        """From the agent's thread: one pending call at a time asks the main thread to work."""
+        if self._kicked or not self.main_work:
+            return
+        self._kicked = True
+        if main_thread.call_soon(self.run_main_work):
+            return
+        self._kicked = False
+        # No pending calls here: work from this thread when the main one is not in the loop.
+        main = sys._current_frames().get(threading.main_thread().ident or 0)
+        if not post_hooks_running(main):
+            while self.main_work:
+                self.main_work.pop(0)()
 
     # The job's thread and the agent's own one share the records.
 
@@ -119,6 +178,7 @@ class InjectedAgent(Agent):
 
     def idle_chores(self) -> None:
         """From the agent's thread: a window request or new settings while no step ends."""
+        self.kick()
         with self.lock:
             now_s = time.perf_counter()
             if self.active and (self._chores_s is None or now_s - self._chores_s >= 1.0):
@@ -134,31 +194,16 @@ class InjectedAgent(Agent):
     # Detach.
 
     def detach_from_thread(self, wait_s: float) -> None:
-        """Stop at once (the hooks do nothing from now), and have the main thread undo them;
-        wait up to `wait_s` for it. A main thread blocked in C runs the queued call later."""
+        """Stop at once (the hooks do nothing from now) and have the main thread undo them;
+        wait up to `wait_s` for it. A main thread that is away (in C, in the optimizer's hook
+        loop) does it later, at its next safe point: the hooks are still there to call it."""
         with self.lock:
             self.active = False
-        self._queue_finish()
+            self.main_work[:] = [self.finish]  # an optimizer hook not yet in stays out
         deadline_s = time.monotonic() + wait_s
-        while not self.finished.wait(0.01) and time.monotonic() < deadline_s:
-            if not self._queued:
-                self._queue_finish()
-
-    def _queue_finish(self) -> None:
-        self._queued = True
-        if main_thread.call_soon(self._finish_on_main):
-            return
-        self._queued = False
-        # No pending calls here: do it from this thread when the main one is not in the loop.
-        main = sys._current_frames().get(threading.main_thread().ident or 0)
-        if not post_hooks_running(main):
-            self.finish()
-
-    def _finish_on_main(self) -> None:
-        if post_hooks_running(sys._getframe(1)):
-            self._queued = False  # the waiting thread queues it again
-            return
-        self.finish()
+        while not self.finished.is_set() and time.monotonic() < deadline_s:
+            self.kick()
+            self.finished.wait(KICK_EVERY_S)
 
     def finish(self) -> None:
         """Undo every hook (reverse order), drop a window, write `bye` (reason "detached")."""
@@ -166,6 +211,7 @@ class InjectedAgent(Agent):
             if self.finished.is_set():
                 return
             self.active = False
+            self.main_work.clear()
             if api._handler == self.user_stepped:
                 api.set_step_handler(None)
             for name, undo in reversed(self.undos):

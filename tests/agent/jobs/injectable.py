@@ -3,7 +3,9 @@
 Without gdb the tests still take the injection's own path: the test writes the one statement
 the outside would deliver (`--statement-N`, a file), and at the start of step K the job runs it
 as a pending call would, in `__main__`'s namespace. `--plan` says what happens when:
-`{"K": ["exec", FILE] | ["detach", RUN] | ["wait", SECONDS] | ["workers"]}`; a detach touches
+`{"K": ["exec", FILE] | ["exec-in-hook", FILE] | ["detach", RUN] | ["wait", SECONDS] |
+["workers"]}` (`exec-in-hook` runs it inside the first of two global optimizer post hooks the
+job registers then, where a pending call may well land); a detach touches
 `RUN/inject/detach` (what the outside does when the attach ends) and waits for the agent's
 `detached-<pid>.json`, running Python meanwhile, as a training job does.
 
@@ -26,7 +28,11 @@ from typing import Any
 import torch
 import torch.autograd.profiler as autograd_profiler
 from torch import nn
-from torch.optim.optimizer import Optimizer, _global_optimizer_post_hooks
+from torch.optim.optimizer import (
+    Optimizer,
+    _global_optimizer_post_hooks,
+    register_optimizer_step_post_hook,
+)
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
@@ -64,6 +70,7 @@ def state(step: int, action: str) -> None:
         changed=sorted(name for name, value in now.items() if value is not ORIGINAL[name]),
         post_hooks_as_before=list(_global_optimizer_post_hooks.items()) == ORIGINAL_POST_HOOKS,
         post_hooks=len(_global_optimizer_post_hooks),
+        post_hook_names=[h.__qualname__ for h in _global_optimizer_post_hooks.values()],
         threads=sorted(t.name for t in threading.enumerate() if t.name.startswith("torchtop")),
         profiling=bool(torch._C._autograd._profiler_enabled()),
         main_names=sorted(vars(__main__)),
@@ -83,6 +90,17 @@ def act(step: int, action: list[str]) -> None:
             sum(range(1000))  # Python keeps running, as the job would
             time.sleep(0.001)
         time.sleep(0.6)  # the thread's promised exit
+    elif action[0] == "exec-in-hook":  # the safe point falls inside the optimizer's hook loop
+        statement = Path(action[1]).read_text(encoding="utf-8")
+        ran: list[bool] = []
+
+        def first(optimizer: object, args: object, kwargs: object) -> None:
+            if not ran:
+                ran.append(True)
+                exec(statement, vars(__main__))
+
+        register_optimizer_step_post_hook(first)
+        register_optimizer_step_post_hook(lambda optimizer, args, kwargs: None)
     elif action[0] == "workers":  # forked DataLoader workers inherit the agent
         side = TensorDataset(torch.arange(8.0))
         for _ in DataLoader(side, batch_size=2, num_workers=2, multiprocessing_context="fork"):
