@@ -156,8 +156,9 @@ class RankProcess:
 
 @dataclass(frozen=True)
 class FoundJob:
-    """What a pid turned out to be: `launcher` (its python children are the ranks), `rank` (of a
-    launcher or of siblings that share one job) or `process` (a job of one process)."""
+    """What a pid turned out to be: `launcher` (its python children are the ranks), `parent`
+    (a process whose children are ranks of one job: `mp.spawn`'s script), `rank` (of a launcher
+    or of siblings that share one job) or `process` (a job of one process)."""
 
     pid: int
     role: str
@@ -181,7 +182,7 @@ def find_job(pid: int) -> FoundJob:
         cmdline = _cmdline(ancestor)
         if is_launcher(cmdline):
             return _launched(pid, ancestor.pid, "rank", cmdline)
-    return _siblings(process) or FoundJob(pid, "process", pid)
+    return _siblings(process) or _spawned(process) or FoundJob(pid, "process", pid)
 
 
 def launcher_name(cmdline: tuple[str, ...]) -> str:
@@ -224,9 +225,28 @@ def _siblings(process: psutil.Process) -> FoundJob | None:
     return FoundJob(process.pid, "rank", parent.pid, ranks, None, numbered_by)
 
 
+def _spawned(process: psutil.Process) -> FoundJob | None:
+    """`process` as the parent of several ranks that share one rendezvous (`mp.spawn`'s
+    script): None unless there are several."""
+    try:
+        children = process.children()
+    except psutil.NoSuchProcess:
+        return None
+    for child in children:
+        environ = _environ(child) or {}
+        shared = {k: environ[k] for k in _JOB_VARIABLES if k in environ}
+        peers = [c for c in children if shared and _shares(c, shared)]
+        if len(peers) >= 2:
+            ranks, numbered_by = _numbered(peers)
+            return FoundJob(process.pid, "parent", process.pid, ranks, None, numbered_by)
+    return None
+
+
 def _shares(process: psutil.Process, shared: dict[str, str]) -> bool:
-    environ = _environ(process)
-    if environ is None or not is_python(_cmdline(process)):
+    environ, cmdline = _environ(process), _cmdline(process)
+    # multiprocessing's resource tracker inherits the variables too, and is no rank.
+    helper = any(marker in arg for arg in cmdline for marker in _HELPER_MARKERS)
+    if environ is None or not is_python(cmdline) or helper:
         return False
     return all(environ.get(k) == v for k, v in shared.items())
 

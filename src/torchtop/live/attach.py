@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import psutil
 from msgspec.structs import replace
 
 from torchtop.assess.run import assess
-from torchtop.collectors.tree import find_job
+from torchtop.collectors.tree import FoundJob, find_job
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.jobs.processes import is_alive
@@ -27,6 +28,10 @@ from torchtop.model.analysis import RankAnalysis
 from torchtop.model.attach import AttachedRank, AttachTarget
 from torchtop.model.report import Report
 from torchtop.runs.state import RunState
+
+RANKS_WAIT_S = 10.0
+"""How long attach waits for a launcher that has started no rank yet, before watching it as a
+process of its own."""
 
 
 def check_target(pid: int) -> psutil.Process:
@@ -57,10 +62,11 @@ def check_target(pid: int) -> psutil.Process:
 def find_target(process: psutil.Process) -> AttachTarget | None:
     """The job of several ranks `process` is part of (as its launcher or one of its ranks), or
     None for a process that is a job of its own (watched as it always was)."""
-    try:
-        found = find_job(process.pid)
-    except psutil.NoSuchProcess:
-        raise InputError(f"PID {process.pid}", "ended while torchtop looked at it") from None
+    found = _found(process.pid)
+    deadline_s = time.monotonic() + RANKS_WAIT_S
+    while found.role == "launcher" and not found.ranks and time.monotonic() < deadline_s:
+        time.sleep(0.25)  # a launcher caught before its rendezvous: its ranks are coming
+        found = _found(process.pid)
     if found.role == "process" or not found.ranks:
         return None
     ranks = tuple(
@@ -75,6 +81,13 @@ def find_target(process: psutil.Process) -> AttachTarget | None:
         ranks=ranks,
         numbered_by=found.numbered_by,
     )
+
+
+def _found(pid: int) -> FoundJob:
+    try:
+        return find_job(pid)
+    except psutil.NoSuchProcess:
+        raise InputError(f"PID {pid}", "ended while torchtop looked at it") from None
 
 
 def job_run_dir(process: psutil.Process, target: AttachTarget | None) -> Path | None:
@@ -116,7 +129,7 @@ def through(target: AttachTarget | None, run_dir: Path | None) -> AttachTarget |
     """`target`, saying how it is watched: its agent's run folder, or stack samples."""
     if target is None or run_dir is None:
         return target
-    return replace(target, through=f"through its agent's run folder {run_dir}")
+    return replace(target, watched=f"through its agent's run folder {run_dir}")
 
 
 def job_root(process: psutil.Process, target: AttachTarget | None) -> psutil.Process:

@@ -22,7 +22,8 @@ class AttachTarget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     pid: int
     """The pid the user gave."""
     role: str
-    """`launcher` (its python children are the ranks), `rank` (one of several) or `process`."""
+    """`launcher` (its python children are the ranks), `parent` (a script that started its
+    ranks itself: `mp.spawn`) or `rank` (one of several)."""
     root_pid: int
     """The launcher, or the ranks' shared parent, or the pid itself: whose tree is sampled."""
     launcher: str | None = None
@@ -30,14 +31,17 @@ class AttachTarget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     ranks: tuple[AttachedRank, ...] = ()
     numbered_by: str = "environment"
     """`environment` (each rank's RANK) or `start order` (an environment could not be read)."""
-    through: str = "stack samples, no agent inside"
-    """How the job is watched: stack samples, or its agent's run folder."""
+    watched: str = "stack samples, no agent inside"
+    """How the job is watched: stack samples, or through its agent's run folder."""
 
     @property
     def job_words(self) -> str:
         """`torchrun PID 123, 2 ranks`: the job, as the header and the report name it."""
         count = len(self.ranks)
         ranks = f"{count} rank{'s' if count != 1 else ''}"
+        world = max((r.world_size or 0 for r in self.ranks), default=0)
+        if world > count:  # one node's part of a job on several
+            ranks = f"{count} of {world} ranks"
         if self.launcher is not None:
             return f"{self.launcher} PID {self.root_pid}, {ranks}"
         return f"{ranks} under PID {self.root_pid}"
@@ -49,12 +53,17 @@ class AttachTarget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
         """The one stderr line that says what was attached to."""
         listed = ", ".join(f"rank {r.rank} PID {r.pid}" for r in self.ranks)
         count = len(self.ranks)
-        order = " (numbered by start order: an environment could not be read)"
+        order = " (numbered by start order: no RANK in an environment, or one unreadable)"
         order = order if self.numbered_by != "environment" else ""
+        if self.role == "parent":
+            return (
+                f"PID {self.pid} started {count} ranks of one job; watching them: {listed}"
+                f"{order} ({self.watched})"
+            )
         if self.role == "launcher":
             return (
                 f"PID {self.pid} is {self.launcher}; watching its {count} ranks: {listed}"
-                f"{order} ({self.through})"
+                f"{order} ({self.watched})"
             )
         own = self.rank_of(self.pid)
         what = f"rank {own.rank}" if own is not None else "a process"
@@ -65,5 +74,5 @@ class AttachTarget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
         )
         return (
             f"PID {self.pid} is {what} of {above}: watching the job's {count} ranks: {listed}"
-            f"{order} ({self.through})"
+            f"{order} ({self.watched})"
         )
