@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import msgspec
 
-from torchtop.model.attach import AttachTarget
+from torchtop.model.attach import AttachedRank, AttachTarget  # noqa: F401  (run.json's tables)
 from torchtop.model.trial_entry import FixEntry, SinceRelaunch
 from torchtop.runs.layout import RUN_SCHEMA
 
