@@ -164,7 +164,7 @@ def test_attach_on_a_rank_of_a_torchtop_run_job_follows_its_agents_folder(
     assert not (tmp_path / "unused").exists(), "with an agent, attach records nothing itself"
     attached = report["source"]["attached"]
     assert {r["rank"]: r["pid"] for r in attached["ranks"]} == running.ranks
-    assert sorted(r["rank"] for r in report["ranks"]) == [0, 1]
+    assert sorted((r["rank"], r["pid"]) for r in report["ranks"]) == sorted(running.ranks.items())
     assert report["steps"]["count"] >= 1, "the agent's steps, not stack samples"
 
 

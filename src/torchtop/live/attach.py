@@ -158,9 +158,14 @@ def naming(target: AttachTarget | None) -> Assessor | None:
     if target is None:
         return None
 
+    pids = {rank.rank: rank.pid for rank in target.ranks}
+
     def assessed(
         state: RunState, windows: Mapping[int, RankAnalysis], tree: RuleTree, kind: str
     ) -> Report:
-        return replace(assess(state, windows, tree, kind), attached=target)
+        report = assess(state, windows, tree, kind)
+        # Each rank's pid, as attach found it, matched by the rank number its agent reports.
+        ranks = tuple(replace(r, pid=pids.get(r.analysis.rank)) for r in report.ranks)
+        return replace(report, ranks=ranks, attached=target)
 
     return assessed

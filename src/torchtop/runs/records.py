@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import msgspec
 
-from torchtop.model.attach import AttachedRank, AttachTarget  # noqa: F401  (run.json's tables)
+# run.json's tables, re-exported so the schema lists them beside the records.
+from torchtop.model.attach import AttachedRank as AttachedRank
+from torchtop.model.attach import AttachTarget as AttachTarget
 from torchtop.model.trial_entry import FixEntry, SinceRelaunch
 from torchtop.runs.layout import RUN_SCHEMA
 

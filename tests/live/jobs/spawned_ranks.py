@@ -5,7 +5,7 @@ rank as an argument). Each child prints `rank R pid P`, then sleeps until stoppe
 import os
 import time
 
-import torch.multiprocessing as mp
+from torch.multiprocessing.spawn import spawn
 
 
 def rank_main(rank: int) -> None:
@@ -16,4 +16,5 @@ def rank_main(rank: int) -> None:
 
 if __name__ == "__main__":
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29599", WORLD_SIZE="2")
-    mp.spawn(rank_main, nprocs=2)
+    # torch 2.13 leaves spawn untyped.
+    spawn(rank_main, nprocs=2)  # type: ignore[no-untyped-call]
