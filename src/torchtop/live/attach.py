@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -132,24 +133,48 @@ def through(target: AttachTarget | None, run_dir: Path | None) -> AttachTarget |
     return replace(target, watched=f"through its agent's run folder {run_dir}")
 
 
-def job_root(process: psutil.Process, target: AttachTarget | None) -> psutil.Process:
-    """Whose tree the collectors sample: the launcher (or the ranks' parent), else `process`."""
-    if target is None or target.root_pid == process.pid:
-        return process
+@dataclass(frozen=True)
+class Resolved:
+    """What attach watches: the job found around the pid (None: a process of its own), its
+    agent's run folder if it has one, and the processes that say whether it still runs."""
+
+    target: AttachTarget | None
+    agent_dir: Path | None
+    root: psutil.Process
+    """Whose tree the collectors sample: the launcher (or the ranks' parent), else the pid."""
+    ranks: tuple[psutil.Process, ...] = ()
+
+    def alive(self) -> bool:
+        """Its launcher runs, or (ranks with no launcher above them) any of its ranks: a rank
+        that ends while its peers go on is shown as ended, not the end of watching."""
+        if self.target is None or self.target.launcher is not None:
+            return is_alive(self.root)
+        return any(is_alive(rank) for rank in self.ranks)
+
+
+def resolve(process: psutil.Process) -> Resolved:
+    """The job `process` belongs to, said in one line on stderr."""
+    target = find_target(process)
+    agent_dir = job_run_dir(process, target)
+    target = through(target, agent_dir)
+    print_target(process, agent_dir, target)
+    if target is None:
+        return Resolved(None, agent_dir, process)
     try:
-        return psutil.Process(target.root_pid)
+        root = process if target.root_pid == process.pid else psutil.Process(target.root_pid)
     except psutil.NoSuchProcess:
         raise InputError(f"PID {target.root_pid}", "the job's launcher ended") from None
+    return Resolved(target, agent_dir, root, tuple(_still_running(target)))
 
 
-def job_alive(process: psutil.Process, target: AttachTarget | None) -> bool:
-    """Whether the job still runs: its launcher, or (ranks with no launcher) any of its ranks;
-    a rank that ends while its peers go on is shown as ended, not the end of watching."""
-    if target is None:
-        return is_alive(process)
-    if target.launcher is not None:
-        return is_alive(target.root_pid)
-    return any(is_alive(rank.pid) for rank in target.ranks)
+def _still_running(target: AttachTarget) -> list[psutil.Process]:
+    ranks = []
+    for rank in target.ranks:
+        try:
+            ranks.append(psutil.Process(rank.pid))
+        except psutil.NoSuchProcess:
+            continue
+    return ranks
 
 
 def naming(target: AttachTarget | None) -> Assessor | None:

@@ -23,16 +23,7 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.jobs.job import TERMINAL, Output, start
 from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_record
-from torchtop.live.attach import (
-    check_target,
-    find_target,
-    job_alive,
-    job_root,
-    job_run_dir,
-    naming,
-    print_target,
-    through,
-)
+from torchtop.live.attach import check_target, naming, resolve
 from torchtop.live.collect import start_collectors
 from torchtop.live.headless import ProgressPrinter, print_report, save_report
 from torchtop.live.watch import LiveMonitor, TickSink, watch
@@ -165,14 +156,8 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
     """Watch a running process; never stop it. With an agent inside, read its run folder."""
     process = check_target(pid)
     # A launcher or a rank of a job of several: the whole job is watched (its launcher's tree).
-    target = find_target(process)
-    agent_dir = job_run_dir(process, target)
-    target = through(target, agent_dir)
-    print_target(process, agent_dir, target)
-    root = job_root(process, target)
-
-    def alive() -> bool:
-        return job_alive(process, target)
+    found = resolve(process)
+    agent_dir, root, target, alive = found.agent_dir, found.root, found.target, found.alive
 
     if agent_dir is not None:
         with (
