@@ -3,6 +3,9 @@ run folder written with the real writers, read with the real reader, assessed as
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from torchtop.assess.attached_ranks import assess_attached_ranks
@@ -43,18 +46,26 @@ def test_ranks_numbered_by_start_order_are_said_to_be() -> None:
     assert "numbered by" not in two_ranks().announcement()
 
 
-def test_a_rank_whose_samples_stop_while_its_peer_goes_on_is_silent_since_its_last(
-    tmp_path: Path,
-) -> None:
-    layout = RunLayout(tmp_path / "run")
+def recorded(root: Path) -> RunLayout:
+    """An attach to torchrun recorded as `attach` records it: rank 1's samples stop after 8 s
+    while rank 0's go on (no host samples: the stack samples alone tell)."""
+    layout = RunLayout(root)
     layout.create()
-    write_record(layout.run_json, RunRecord(kind="attach", pid=11, attached=two_ranks()))
+    launch = RunRecord(kind="attach", command=["torchrun"], pid=11, attached=two_ranks())
+    write_record(layout.run_json, launch)
     writer = JournalWriter(layout.samples("stacks"))
     for second in range(20):
-        pids = (12, 13) if second < 8 else (12,)  # rank 1 is gone after 8 s (no host samples)
+        pids = (12, 13) if second < 8 else (12,)
         processes = [StackProcess(pid=pid, role="main", threads=[waiting(pid)]) for pid in pids]
         writer.write(StacksSample(t=START_T + second, processes=processes))
     writer.close()
+    return layout
+
+
+def test_a_rank_whose_samples_stop_while_its_peer_goes_on_is_silent_since_its_last(
+    tmp_path: Path,
+) -> None:
+    layout = recorded(tmp_path / "run")
     report = assess_attached_ranks(load_run(layout.root), {}, load_rules())
     document = report_to_json(report)
     ranks = {entry["rank"]: entry for entry in document["ranks"]}
@@ -69,3 +80,18 @@ def waiting(pid: int) -> StackThread:
     """A main thread inside the DataLoader's `__next__`."""
     frames = [StackFrame(function="__next__", file=LOADER, line=630)]
     return StackThread(tid=pid, name="MainThread", active=False, frames=frames)
+
+
+def test_analyze_reads_a_recorded_attach_back_with_its_ranks(tmp_path: Path) -> None:
+    layout = recorded(tmp_path / "run")
+    result = subprocess.run(
+        [sys.executable, "-m", "torchtop", "analyze", str(layout.root), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["source"]["kind"] == "attach"
+    assert document["source"]["attached"]["job"] == "torchrun PID 11, 2 ranks"
+    assert [(r["rank"], r["pid"]) for r in document["ranks"]] == [(0, 12), (1, 13)]
