@@ -6,14 +6,17 @@ that dies while watched is shown as ended while the others go on."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
+
 from tests.live.test_attach_ranks import TORCHTOP, started
 from tests.live.two_nodes import free_port
-from torchtop.collectors.tree import find_job
+from torchtop.collectors.tree import find_job, is_python
 from torchtop.runs.state import load_run
 
 JOBS = Path(__file__).parent / "jobs"
@@ -83,3 +86,29 @@ def seen(run_dir: Path, pid: int) -> None:
             return
         time.sleep(0.25)
     raise AssertionError(f"attach never sampled PID {pid}")
+
+
+def test_dataloader_workers_that_inherit_an_exported_rendezvous_are_no_ranks() -> None:
+    # Clusters often export MASTER_PORT for everyone: the workers inherit it, and are no ranks.
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29598", "WORLD_SIZE": "1"}
+    command = [sys.executable, "-m", "torchtop.demo.train", "--num-workers", "2"]
+    job = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        workers = children(job.pid, count=2)
+        assert find_job(job.pid).role == "process"
+        assert find_job(workers[0].pid).role == "process"
+    finally:
+        job.kill()
+        job.wait()
+
+
+def children(pid: int, count: int) -> list[psutil.Process]:
+    """Until `pid` has `count` python children (its DataLoader workers)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        # Torch renames its workers (`pt_data_worker`): their command line is the job's.
+        found = [c for c in psutil.Process(pid).children() if is_python(tuple(c.cmdline()))]
+        if len(found) >= count:
+            return found
+        time.sleep(0.25)
+    raise AssertionError(f"PID {pid} never started {count} workers")

@@ -209,16 +209,13 @@ def _launched(pid: int, launcher_pid: int, role: str, cmdline: tuple[str, ...]) 
 def _siblings(process: psutil.Process) -> FoundJob | None:
     """The processes beside `process` (same parent) that share its job's rendezvous (`mp.spawn`,
     SLURM's `srun`): None unless there are several."""
-    environ = _environ(process)
-    shared = {k: environ[k] for k in _JOB_VARIABLES if environ and k in environ}
-    if not shared:
-        return None
     try:
         parent = process.parent()
         children = parent.children() if parent is not None else []
     except psutil.NoSuchProcess:
         return None
-    peers = [c for c in children if _shares(c, shared)]
+    shared = _rendezvous(process, parent)
+    peers = [c for c in children if shared and _shares(c, shared)]
     if len(peers) < 2 or parent is None:
         return None
     ranks, numbered_by = _numbered(peers)
@@ -233,13 +230,25 @@ def _spawned(process: psutil.Process) -> FoundJob | None:
     except psutil.NoSuchProcess:
         return None
     for child in children:
-        environ = _environ(child) or {}
-        shared = {k: environ[k] for k in _JOB_VARIABLES if k in environ}
+        shared = _rendezvous(child, process)
         peers = [c for c in children if shared and _shares(c, shared)]
         if len(peers) >= 2:
             ranks, numbered_by = _numbered(peers)
             return FoundJob(process.pid, "parent", process.pid, ranks, None, numbered_by)
     return None
+
+
+def _rendezvous(child: psutil.Process, parent: psutil.Process | None) -> dict[str, str]:
+    """The rendezvous variables `child` has and its parent did not start with: its ranks' own
+    (set for them, by `srun` or by a script before `mp.spawn`). What the parent had too is
+    inherited, as a DataLoader worker inherits its rank's, and makes no job of its own."""
+    environ = _environ(child) or {}
+    inherited = (_environ(parent) if parent is not None else None) or {}
+    return {
+        name: environ[name]
+        for name in _JOB_VARIABLES
+        if name in environ and inherited.get(name) != environ[name]
+    }
 
 
 def _shares(process: psutil.Process, shared: dict[str, str]) -> bool:
