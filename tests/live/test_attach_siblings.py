@@ -35,7 +35,7 @@ def test_a_rank_that_dies_while_watched_is_shown_ended_and_the_other_goes_on(
 ) -> None:
     run_dir = tmp_path / "run"
     with started(beside(free_port())) as job:
-        options = ["--headless", "--for", "14", "--format", "json", "--run-dir", str(run_dir)]
+        options = ["--headless", "--for", "10", "--format", "json", "--run-dir", str(run_dir)]
         attach = subprocess.Popen(
             [*TORCHTOP, "attach", str(job.ranks[1]), *options],
             stdout=subprocess.PIPE,
