@@ -131,7 +131,7 @@ def assess_state(state: RunState, tree: RuleTree) -> Report | None:
     from torchtop.assess.windows import WindowCache
 
     if not state.training_processes:
-        if state.launch.kind == "attach" and state.samples.stacks:
+        if state.launch.kind == "attach":
             # Recorded by `attach` without an agent: its stack samples, each rank apart.
             from torchtop.assess.attached_ranks import assess_attached_ranks
 
