@@ -8,10 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import queue
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -22,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from rich.text import Text
 
@@ -162,7 +161,6 @@ def test_attach_on_a_rank_of_a_torchtop_run_job_follows_its_agents_folder(
     with started([*command, *torchrun(free_port())]) as running:
         stepping(run_dir, ranks=2)
         stderr, report = attach(running.ranks[1], "4", tmp_path / "unused")
-        running.process.send_signal(signal.SIGINT)
     assert f"through its agent's run folder {run_dir}" in stderr.splitlines()[0]
     assert stderr.splitlines()[0].startswith(f"torchtop: PID {running.ranks[1]} is rank 1 of ")
     assert not (tmp_path / "unused").exists(), "with an agent, attach records nothing itself"
@@ -184,7 +182,7 @@ def attach(pid: int, for_s: str, run_dir: Path) -> tuple[str, Any]:
 @contextmanager
 def started(command: list[str]) -> Iterator[Job]:
     """`command` in its own session; each rank's `rank R pid P` line read from its stdout
-    (within a minute); the whole session killed after."""
+    (within a minute); it and every process under it killed after."""
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         start_new_session=True,
@@ -199,9 +197,19 @@ def started(command: list[str]) -> Iterator[Job]:
                 ranks[int(told[1])] = int(told[2])
         yield Job(process, ranks)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        end_all(process)
+
+
+def end_all(process: subprocess.Popen[Any]) -> None:
+    """Kill `process` and every process under it: torchrun starts its ranks in sessions of
+    their own, and `torchtop run` its job, so killing one process group would leave them."""
+    with contextlib.suppress(psutil.NoSuchProcess):
+        tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+        for member in tree:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                member.kill()
+        psutil.wait_procs(tree, timeout=30)
+    process.wait()
 
 
 def _pump(process: subprocess.Popen[str], lines: queue.Queue[str]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.live.test_attach_ranks import TORCHTOP, started
+from tests.live.test_attach_ranks import TORCHTOP, end_all, started
 from tests.live.two_nodes import free_port
 from torchtop.collectors.tree import find_job, is_python
 from torchtop.runs.state import load_run
@@ -98,8 +98,7 @@ def test_dataloader_workers_that_inherit_an_exported_rendezvous_are_no_ranks() -
         assert find_job(job.pid).role == "process"
         assert find_job(workers[0].pid).role == "process"
     finally:
-        job.kill()
-        job.wait()
+        end_all(job)
 
 
 def children(pid: int, count: int) -> list[psutil.Process]:

@@ -3,7 +3,7 @@
 Each rank prints `rank R pid P` (its RANK from the environment and its own pid) before its
 loop: the outside truth an attach test checks the ranks it found against. The bottleneck is
 planted: each batch comes from a DataLoader (no workers) whose dataset sleeps `LATENCY_MS`
-(default 60) per sample, beside a small model, so every rank waits on its input pipeline.
+(default 150) per sample, beside a small model, so every rank waits on its input pipeline.
 With `DDP=0` the ranks train apart (no process group): one can die while the others go on.
 """
 
@@ -17,7 +17,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 
-LATENCY_S = float(os.environ.get("LATENCY_MS", "60")) / 1000
+LATENCY_S = float(os.environ.get("LATENCY_MS", "150")) / 1000
 
 
 class Slow(Dataset[tuple[torch.Tensor, torch.Tensor]]):
