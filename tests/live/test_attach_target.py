@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from torchtop.assess.attached_ranks import assess_attached_ranks
+from torchtop.collectors.tree import launcher_name
 from torchtop.diagnosis.rules import load_rules
 from torchtop.model.attach import AttachedRank, AttachTarget
 from torchtop.report import render_text, report_to_json
@@ -95,3 +96,16 @@ def test_analyze_reads_a_recorded_attach_back_with_its_ranks(tmp_path: Path) -> 
     assert document["source"]["kind"] == "attach"
     assert document["source"]["attached"]["job"] == "torchrun PID 11, 2 ranks"
     assert [(r["rank"], r["pid"]) for r in document["ranks"]] == [(0, 12), (1, 13)]
+
+
+def test_a_launcher_is_named_as_the_user_started_it() -> None:
+    venv = "/venv/bin"
+    assert launcher_name((f"{venv}/python", f"{venv}/torchrun", "--nproc-per-node", "2")) == (
+        "torchrun"
+    )
+    assert launcher_name(("python", "-m", "torch.distributed.run", "train.py")) == (
+        "torch.distributed.run"
+    )
+    assert launcher_name(("python", "-m", "torch.distributed.launch", "train.py")) == (
+        "torch.distributed.launch"
+    )
