@@ -11,6 +11,12 @@ the same rules apply to a job torchtop started and to one it attached to:
 - a child of a training process is a `worker` when it is a multiprocessing child: forked (same
   command line as its parent, which is how DataLoader workers start under the default `fork`
   on Linux) or started by `multiprocessing.spawn` or the forkserver.
+
+`find_job` answers `attach`'s question, which job of ranks a pid belongs to: a launcher's python
+children; a launcher found above a rank; else processes beside it, or under it, that share
+rendezvous variables (`srun`, `mp.spawn`) their parent did not start with. Each rank is numbered
+from the RANK in its environment (`/proc/PID/environ`, what it was started with), else all by
+start order.
 """
 
 from __future__ import annotations
@@ -168,7 +174,7 @@ class FoundJob:
     launcher: str | None = None
     """`torchrun`, `torch.distributed.run`, ... for a job under a launcher."""
     numbered_by: str = "environment"
-    """`environment` (each rank's RANK) or `start order` (some environment unreadable)."""
+    """`environment` (each rank's RANK) or `start order` (a rank without one, or unreadable)."""
 
 
 def find_job(pid: int) -> FoundJob:
