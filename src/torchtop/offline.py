@@ -131,5 +131,10 @@ def assess_state(state: RunState, tree: RuleTree) -> Report | None:
     from torchtop.assess.windows import WindowCache
 
     if not state.training_processes:
+        if state.launch.kind == "attach":
+            # Recorded by `attach` without an agent: its stack samples, each rank apart.
+            from torchtop.assess.attached_ranks import assess_attached_ranks
+
+            return assess_attached_ranks(state, {}, tree, "attach")
         return None
     return assess(state, WindowCache().latest(state), tree, state.launch.kind or "run")

@@ -109,8 +109,9 @@ def test_the_run_json_each_launch_writes_decodes_strictly_with_every_field_of_th
     # RunRecord forbids unknown fields, so a strict decode fails on any field it does not name.
     record = msgspec.json.decode(launched.text(kind, "run.json"), type=RunRecord)
     assert record.kind == kind
-    # Every field but the node's, which only a launcher sharing the folder with others writes.
-    single_node = [f for f in RunRecord.__struct_fields__ if f not in NODE_FIELDS]
+    # Every field but the node's, which only a launcher sharing the folder with others writes,
+    # and `attached`, which only attach to a job of several ranks writes.
+    single_node = [f for f in RunRecord.__struct_fields__ if f not in (*NODE_FIELDS, "attached")]
     assert list(launched.read(kind, "run.json")) == single_node
     assert record.overrides is not msgspec.UNSET and record.fixes is not msgspec.UNSET
 

@@ -45,6 +45,11 @@ def test_attach_names_a_starved_job_not_started_by_torchtop_dataloader(tmp_path:
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["source"]["kind"] == "attach"
     assert report["source"]["pid"] == job.pid
+    # A job of one process is watched as it always was: no job of ranks found around it.
+    assert "attached" not in report["source"] and "ranks" not in report
+    assert result.stderr.splitlines()[0] == (
+        f"torchtop: watching PID {job.pid} through stack samples (no agent inside)"
+    )
     assert report["bottleneck"] == "dataloader", report["verdict"]
     assert report["breakdown"]["dataloader"] > 0.5
     assert report["findings"][0]["rule"] == "dataloader-starved"

@@ -11,6 +11,12 @@ the same rules apply to a job torchtop started and to one it attached to:
 - a child of a training process is a `worker` when it is a multiprocessing child: forked (same
   command line as its parent, which is how DataLoader workers start under the default `fork`
   on Linux) or started by `multiprocessing.spawn` or the forkserver.
+
+`find_job` answers `attach`'s question, which job of ranks a pid belongs to: a launcher's python
+children; a launcher found above a rank; else processes beside it, or under it, that share
+rendezvous variables (`srun`, `mp.spawn`) their parent did not start with. Each rank is numbered
+from the RANK in its environment (`/proc/PID/environ`, what it was started with), else all by
+start order.
 """
 
 from __future__ import annotations
@@ -135,3 +141,164 @@ def _depth(pid: int, parents: dict[int, int], root_pid: int) -> int:
     while pid != root_pid and pid in parents and depth < 64:
         pid, depth = parents[pid], depth + 1
     return depth
+
+
+# The job a pid belongs to, for `attach`: its launcher, its ranks and their numbers.
+
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE")
+_JOB_VARIABLES = ("WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+_LAUNCHER_LEVELS = 4  # a DataLoader worker's launcher is two levels up; a shell wrapper adds one
+
+
+@dataclass(frozen=True)
+class RankProcess:
+    """One training process of a job, numbered from its environment where it can be read."""
+
+    pid: int
+    rank: int | None
+    local_rank: int | None = None
+    world_size: int | None = None
+
+
+@dataclass(frozen=True)
+class FoundJob:
+    """What a pid turned out to be: `launcher` (its python children are the ranks), `parent`
+    (a process whose children are ranks of one job: `mp.spawn`'s script), `rank` (of a launcher
+    or of siblings that share one job) or `process` (a job of one process)."""
+
+    pid: int
+    role: str
+    root_pid: int
+    """Whose tree holds the whole job: the launcher, the ranks' shared parent, or the pid."""
+    ranks: tuple[RankProcess, ...] = ()
+    launcher: str | None = None
+    """`torchrun`, `torch.distributed.run`, ... for a job under a launcher."""
+    numbered_by: str = "environment"
+    """`environment` (each rank's RANK) or `start order` (a rank without one, or unreadable)."""
+
+
+def find_job(pid: int) -> FoundJob:
+    """The job `pid` is part of, seen now; a process that is no part of a job of several is a
+    `process`. Raises psutil.NoSuchProcess when `pid` is gone."""
+    process = psutil.Process(pid)
+    own = _cmdline(process)
+    if is_launcher(own):
+        return _launched(pid, pid, "launcher", own)
+    for ancestor in _ancestors(process):
+        cmdline = _cmdline(ancestor)
+        if is_launcher(cmdline):
+            return _launched(pid, ancestor.pid, "rank", cmdline)
+    return _siblings(process) or _spawned(process) or FoundJob(pid, "process", pid)
+
+
+def launcher_name(cmdline: tuple[str, ...]) -> str:
+    if any(PurePath(arg).name == "torchrun" for arg in cmdline[:2]):
+        return "torchrun"
+    return next((m for m in _LAUNCHER_MARKERS if any(m in arg for arg in cmdline[:3])), "launcher")
+
+
+def read_rank(process: psutil.Process) -> RankProcess | None:
+    """RANK, LOCAL_RANK and WORLD_SIZE from its environment; None when it cannot be read."""
+    environ = _environ(process)
+    if environ is None:
+        return None
+    numbers = [_number(environ.get(name)) for name in RANK_VARIABLES]
+    return RankProcess(process.pid, *numbers)
+
+
+def _launched(pid: int, launcher_pid: int, role: str, cmdline: tuple[str, ...]) -> FoundJob:
+    mains = [m.process for m in job_tree(launcher_pid) if m.role == "main"]
+    ranks, numbered_by = _numbered(mains)
+    return FoundJob(pid, role, launcher_pid, ranks, launcher_name(cmdline), numbered_by)
+
+
+def _siblings(process: psutil.Process) -> FoundJob | None:
+    """The processes beside `process` (same parent) that share its job's rendezvous (`mp.spawn`,
+    SLURM's `srun`): None unless there are several."""
+    try:
+        parent = process.parent()
+        children = parent.children() if parent is not None else []
+    except psutil.NoSuchProcess:
+        return None
+    shared = _rendezvous(process, parent)
+    peers = [c for c in children if shared and _shares(c, shared)]
+    if len(peers) < 2 or parent is None:
+        return None
+    ranks, numbered_by = _numbered(peers)
+    return FoundJob(process.pid, "rank", parent.pid, ranks, None, numbered_by)
+
+
+def _spawned(process: psutil.Process) -> FoundJob | None:
+    """`process` as the parent of several ranks that share one rendezvous (`mp.spawn`'s
+    script): None unless there are several."""
+    try:
+        children = process.children()
+    except psutil.NoSuchProcess:
+        return None
+    for child in children:
+        shared = _rendezvous(child, process)
+        peers = [c for c in children if shared and _shares(c, shared)]
+        if len(peers) >= 2:
+            ranks, numbered_by = _numbered(peers)
+            return FoundJob(process.pid, "parent", process.pid, ranks, None, numbered_by)
+    return None
+
+
+def _rendezvous(child: psutil.Process, parent: psutil.Process | None) -> dict[str, str]:
+    """The rendezvous variables `child` has and its parent did not start with: its ranks' own
+    (set for them, by `srun` or by a script before `mp.spawn`). What the parent had too is
+    inherited, as a DataLoader worker inherits its rank's, and makes no job of its own."""
+    environ = _environ(child) or {}
+    inherited = (_environ(parent) if parent is not None else None) or {}
+    return {
+        name: environ[name]
+        for name in _JOB_VARIABLES
+        if name in environ and inherited.get(name) != environ[name]
+    }
+
+
+def _shares(process: psutil.Process, shared: dict[str, str]) -> bool:
+    environ, cmdline = _environ(process), _cmdline(process)
+    # multiprocessing's resource tracker inherits the variables too, and is no rank.
+    helper = any(marker in arg for arg in cmdline for marker in _HELPER_MARKERS)
+    if environ is None or not is_python(cmdline) or helper:
+        return False
+    return all(environ.get(k) == v for k, v in shared.items())
+
+
+def _numbered(processes: list[psutil.Process]) -> tuple[tuple[RankProcess, ...], str]:
+    """Ranks by their RANK; where one cannot be read, all numbered by start order instead."""
+    read = [read_rank(p) for p in processes]
+    known = [r for r in read if r is not None and r.rank is not None]
+    if len(known) == len(processes) and len({r.rank for r in known}) == len(known):
+        return tuple(sorted(known, key=lambda r: r.rank or 0)), "environment"
+    started = sorted(processes, key=_started_at)
+    return tuple(RankProcess(p.pid, index) for index, p in enumerate(started)), "start order"
+
+
+def _ancestors(process: psutil.Process) -> list[psutil.Process]:
+    try:
+        return process.parents()[:_LAUNCHER_LEVELS]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _environ(process: psutil.Process) -> dict[str, str] | None:
+    try:
+        return dict(process.environ())
+    except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess, OSError):
+        return None
+
+
+def _started_at(process: psutil.Process) -> tuple[float, int]:
+    try:
+        return process.create_time(), process.pid
+    except psutil.NoSuchProcess:
+        return float("inf"), process.pid
+
+
+def _number(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None

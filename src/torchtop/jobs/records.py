@@ -19,6 +19,7 @@ from pathlib import Path
 import msgspec
 
 from torchtop import __version__
+from torchtop.model.attach import AttachTarget
 from torchtop.model.plan import AppliedFix
 from torchtop.runs.identity import NodeIdentity
 from torchtop.runs.journal import write_record
@@ -38,10 +39,12 @@ def write_run_record(
     overrides: Mapping[str, object] | None = None,
     fixes: Sequence[AppliedFix] = (),
     node: NodeIdentity | None = None,
+    attached: AttachTarget | None = None,
 ) -> RunRecord:
     """Write `run.json` for the process `pid` running `command` (`cwd`: torchtop's own when
     None; `started_at`: now when None) and return what was written; `node`: the launch's node
-    where several launchers share the run folder."""
+    where several launchers share the run folder; `attached`: the job `attach` found, where it
+    has several ranks."""
     record = RunRecord(
         kind=kind,
         command=list(command),
@@ -56,6 +59,8 @@ def write_run_record(
     )
     if node is not None:
         record = msgspec.structs.replace(record, **_node_fields(node))
+    if attached is not None:
+        record = msgspec.structs.replace(record, attached=attached)
     write_record(layout.run_json, record)
     return record
 

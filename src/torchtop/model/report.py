@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from torchtop.model.analysis import RankAnalysis
+from torchtop.model.attach import AttachTarget
 from torchtop.model.findings import Verdict
 from torchtop.model.trial_entry import TrialEntry
 
@@ -51,6 +52,8 @@ class RankReport(msgspec.Struct, frozen=True):
     """The node the rank ran on, in a run several nodes' launchers shared."""
     standing: RankStanding | None = None
     """Straggler or not, and how the rank ended: for a recorded run of several ranks."""
+    pid: int | None = None
+    """The rank's process, where `attach` found the ranks from outside (none otherwise)."""
 
 
 class NodeReport(msgspec.Struct, frozen=True):
@@ -90,3 +93,5 @@ class Report(msgspec.Struct, frozen=True):
     and the trial's evidence (`relaunch.trial.trial_entry`)."""
     nodes: tuple[NodeReport, ...] = ()
     """Each node of a run several nodes' launchers shared; empty for one launcher's run."""
+    attached: AttachTarget | None = None
+    """`attach` to a job of several ranks: what the pid given turned out to be."""

@@ -6,7 +6,10 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from torchtop.model.analysis import Metrics, RankAnalysis
+from torchtop.model.attach import AttachTarget
 from torchtop.model.findings import Finding, Verdict
 from torchtop.model.report import LastStack, NodeReport, RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry, entry_json
@@ -27,6 +30,8 @@ def report_to_json(report: Report) -> dict[str, Any]:
         source["command"] = list(report.command)
     if report.pid is not None:
         source["pid"] = report.pid
+    if report.attached is not None:
+        source["attached"] = attached_json(report.attached)
     document: dict[str, Any] = {
         "schema": SCHEMA,
         "source": source,
@@ -58,6 +63,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
                 **standing_json(r.standing),
             }
             | ({"node": r.node} if r.node is not None else {})
+            | ({"pid": r.pid} if r.pid is not None else {})
             | (
                 {"communication": communication_json(r.analysis)}
                 if r.analysis.communication
@@ -72,6 +78,13 @@ def report_to_json(report: Report) -> dict[str, Any]:
         document["nodes"] = [node_json(node) for node in report.nodes]
         document.update(relaunch_json(report))
     return document
+
+
+def attached_json(target: AttachTarget) -> dict[str, Any]:
+    """`source.attached`: the pid given, what it is, the job's launcher and its ranks."""
+    document = msgspec.to_builtins(target)
+    assert isinstance(document, dict)
+    return {**document, "job": target.job_words}
 
 
 def node_json(node: NodeReport) -> dict[str, Any]:

@@ -42,6 +42,8 @@ class _Style:
 def render_text(report: Report, colour: bool = False) -> str:
     style = _Style(colour)
     lines = [_headline(report), ""]
+    if report.attached is not None:  # attach to a launcher or a rank: the job it found
+        lines[1:1] = [f"attached: {report.attached.announcement()}"]
     lines += _verdict(report, style)
     lines += _steps(report.job, style)
     lines += _findings(report.verdict.findings, style)
@@ -192,8 +194,10 @@ def _ranks(report: Report) -> list[str]:
         mean = _num(a.metrics.get("step_mean_ms"))
         mark = "  ← slowest" if a.label == slowest else ""
         node = f"  on {item.node}" if item.node is not None else ""  # a shared run's node
+        # Not timed (attach without an agent) is said, never shown as 0 ms.
+        step = f"{mean:9.1f} ms" if mean is not None else f"{'not timed':>12}"
         lines.append(
-            f"  {a.label:<12} {mean or 0:9.1f} ms  {v.bottleneck:<13} ({v.confidence:.2f})"
+            f"  {a.label:<12} {step}  {v.bottleneck:<13} ({v.confidence:.2f})"
             f"  comm {a.breakdown.get('communication', 0.0):.0%}{mark}{node}"
         )
         lines += standing_lines(item.standing)

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import msgspec
 
+# run.json's tables, re-exported so the schema lists them beside the records.
+from torchtop.model.attach import AttachedRank as AttachedRank
+from torchtop.model.attach import AttachTarget as AttachTarget
 from torchtop.model.trial_entry import FixEntry, SinceRelaunch
 from torchtop.runs.layout import RUN_SCHEMA
 
@@ -289,6 +292,8 @@ class RunRecord(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     slurm_node_id: int | msgspec.UnsetType = msgspec.UNSET
     slurm_proc_id: int | msgspec.UnsetType = msgspec.UNSET
     slurm_job_nodelist: str | msgspec.UnsetType = msgspec.UNSET
+    attached: AttachTarget | msgspec.UnsetType = msgspec.UNSET
+    """`attach` to a job of several ranks: the pid given, its launcher and the ranks found."""
 
 
 class ExitRecord(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -40,6 +40,8 @@ SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
             r.Unreadable,
             FixEntry,
             SinceRelaunch,
+            r.AttachTarget,
+            r.AttachedRank,
         ),
     ),
 )

@@ -17,14 +17,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchtop.assess.attached import assess_attached
+from torchtop.assess.attached_ranks import assess_attached_ranks
 from torchtop.assess.snapshot import Snapshot
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.jobs.job import TERMINAL, Output, start
-from torchtop.jobs.processes import is_alive
 from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_record
-from torchtop.live.attach import agent_run_dir, check_target, print_target
+from torchtop.live.attach import check_target, naming, resolve
 from torchtop.live.collect import start_collectors
 from torchtop.live.headless import ProgressPrinter, print_report, save_report
 from torchtop.live.watch import LiveMonitor, TickSink, watch
@@ -156,11 +155,9 @@ def _run(
 def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
     """Watch a running process; never stop it. With an agent inside, read its run folder."""
     process = check_target(pid)
-    agent_dir = agent_run_dir(process)
-    print_target(process, agent_dir)
-
-    def alive() -> bool:
-        return is_alive(process)
+    # A launcher or a rank of a job of several: the whole job is watched (its launcher's tree).
+    found = resolve(process)
+    agent_dir, root, target, alive = found.agent_dir, found.root, found.target, found.alive
 
     if agent_dir is not None:
         with (
@@ -168,8 +165,9 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
             tensorboard_log(options.tensorboard, agent_dir, served) as on_tick,
         ):
             monitor = LiveMonitor(
-                agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive, on_tick=on_tick
-            )
+                agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive, on_tick=on_tick,
+                assessor=naming(target),
+            )  # fmt: skip
             return _follow_folder(monitor, options)
     run_dir = options.run_dir or default_run_dir()
     with (
@@ -178,16 +176,16 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
     ):
         layout = RunLayout(run_dir)
         layout.create()
-        write_run_record(layout, "attach", process.cmdline(), pid)
+        write_run_record(layout, "attach", root.cmdline(), root.pid, attached=target)
         print(f"torchtop: recording to {run_dir}", file=sys.stderr)
-        collectors = start_collectors(layout, pid, with_agent=False)
+        collectors = start_collectors(layout, root.pid, with_agent=False)
         monitor = LiveMonitor(
             run_dir,
             tree,
             for_s=options.for_s,
             kind="attach",
             alive=alive,
-            assessor=assess_attached,
+            assessor=assess_attached_ranks,
             on_tick=on_tick,
         )
         try:

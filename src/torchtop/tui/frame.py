@@ -185,6 +185,9 @@ def batch_size(process: ProcessState | None) -> int | None:
 
 
 def job_title(report: Report) -> str:
+    if report.attached is not None:  # `attach` to a launcher or a rank: the job, then its command
+        command = f" · {shlex.join(report.command)}" if report.command else ""
+        return f"attached to {report.attached.job_words}{command}"
     if report.command:
         return shlex.join(report.command)
     if report.pid is not None:

@@ -1,0 +1,102 @@
+"""The assessment of a job of several ranks watched without an agent: each rank from its own
+stack samples, and the job's verdict across them.
+
+`attach` on a launcher (or on any rank) records the job it found in `run.json` (`attached`):
+the ranks' pids and numbers. The stack records already hold each process apart, so each rank
+is `assess.attached`'s assessment of a view of the run state that keeps only that rank's
+samples, and the job is the same assessment over all the ranks' samples pooled (each sample
+one look at one rank's loop), relabelled with the launcher and the count of ranks. The view
+marks each rank's process `main`, so the ranks of `mp.spawn` (children of a python parent,
+which the process tree calls workers) count as training processes too. A rank that disappears
+from the host samples while watched is `silent since` its last sample, the ranks table's
+wording; the others go on. A job of one process, or one with an agent, is left to
+`assess.attached` as before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+
+import msgspec
+from msgspec.structs import replace
+
+from torchtop.assess.attached import assess_attached
+from torchtop.diagnosis.rules import RuleTree
+from torchtop.model.analysis import RankAnalysis
+from torchtop.model.attach import AttachedRank
+from torchtop.model.report import RankReport, RankStanding, Report
+from torchtop.runs.records import HostSample, StacksSample
+from torchtop.runs.state import RunState
+
+
+def assess_attached_ranks(
+    state: RunState, windows: Mapping[int, RankAnalysis], tree: RuleTree, kind: str = "attach"
+) -> Report:
+    """`assess_attached`, with each rank apart where `run.json` names several."""
+    target = state.launch.attached
+    if isinstance(target, msgspec.UnsetType):
+        return assess_attached(state, windows, tree, kind)
+    if state.training_processes or len(target.ranks) < 2:
+        return replace(assess_attached(state, windows, tree, kind), attached=target)
+    pooled = assess_attached(only_ranks(state, [r.pid for r in target.ranks]), {}, tree, kind)
+    ranks = tuple(_rank_report(state, rank, tree, kind) for rank in target.ranks)
+    job = replace(pooled.job, label=target.job_words)
+    return replace(pooled, job=job, ranks=ranks, attached=target)
+
+
+def _rank_report(state: RunState, rank: AttachedRank, tree: RuleTree, kind: str) -> RankReport:
+    own = assess_attached(only_ranks(state, [rank.pid]), {}, tree, kind)
+    label = f"rank {rank.rank}" if rank.rank is not None else f"PID {rank.pid}"
+    analysis = replace(own.job, rank=rank.rank, label=label)
+    ended = _ended(state, rank.pid, tree.settings.ranks.silent_after_s)
+    return RankReport(
+        analysis,
+        own.verdict,
+        node=state.launch.host,
+        standing=RankStanding(ended=ended),
+        pid=rank.pid,
+    )
+
+
+def only_ranks(state: RunState, pids: Iterable[int]) -> RunState:
+    """A view of `state` whose stack records hold only these processes, each as `main` (the
+    others' records are left out, so a rank's sample count is its own)."""
+    wanted = set(pids)
+    kept: deque[StacksSample] = deque()
+    for record in state.samples.stacks:
+        processes = [
+            replace(p, role="main") for p in record.processes if p.pid in wanted and p.threads
+        ]
+        if processes:
+            kept.append(replace(record, processes=processes))
+    samples = dataclasses.replace(state.samples, stacks=kept)
+    return dataclasses.replace(state, samples=samples)
+
+
+def _ended(state: RunState, pid: int, silent_after_s: float) -> str | None:
+    """`silent since <ISO time>` once the host sampler no longer sees a rank it saw, or its
+    stack samples stopped while its peers' went on; None while it seems to run."""
+    host, stacks = state.samples.host, state.samples.stacks
+    seen_t = _last_seen(host, pid)
+    if seen_t is not None and seen_t < host[-1].t:
+        return _silent(seen_t)
+    dumped_t = _last_seen(stacks, pid)
+    if dumped_t is not None and stacks[-1].t - dumped_t > silent_after_s:
+        return _silent(dumped_t)
+    return None
+
+
+def _last_seen(samples: Sequence[HostSample | StacksSample], pid: int) -> float | None:
+    """When the newest sample that lists `pid` was taken (from the newest back: a running
+    rank is found in the first)."""
+    for sample in reversed(samples):
+        if any(p.pid == pid for p in sample.processes):
+            return sample.t
+    return None
+
+
+def _silent(last_t: float) -> str:
+    return "silent since " + datetime.fromtimestamp(last_t, UTC).isoformat(timespec="seconds")
