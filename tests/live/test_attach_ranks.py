@@ -132,6 +132,24 @@ def test_attach_on_rank_1_finds_the_same_job_and_says_so(job: Job, tmp_path: Pat
     assert launch["pid"] == launcher and launch["attached"]["pid"] == job.ranks[1]
 
 
+def test_inject_on_the_launcher_is_refused_in_one_line_naming_the_ranks_to_choose_from(
+    job: Job, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    refused = subprocess.run(
+        [*TORCHTOP, "attach", str(job.process.pid), "--inject", "--headless", "--run-dir",
+         str(run_dir)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stdout == ""
+    (line,) = refused.stderr.splitlines()
+    assert line.startswith(f"torchtop: PID {job.process.pid}: is torch.distributed.run and ")
+    assert f"rank 0 PID {job.ranks[0]}, rank 1 PID {job.ranks[1]}" in line
+    assert not run_dir.exists()
+    assert job.process.poll() is None
+
+
 def test_the_dashboard_of_an_attach_names_the_launcher_and_lists_both_ranks(
     job: Job, on_launcher: tuple[str, Any, Path]
 ) -> None:

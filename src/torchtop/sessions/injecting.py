@@ -25,7 +25,7 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.jobs.processes import is_alive
 from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_record
-from torchtop.live.attach import agent_run_dir, check_target
+from torchtop.live.attach import agent_run_dir, check_target, find_target
 from torchtop.live.collect import start_collectors
 from torchtop.live.headless import print_report, save_report
 from torchtop.live.inject import Injected, detach, inject, preflight
@@ -48,6 +48,7 @@ def inject_session(pid: int, options: WatchOptions, tree: RuleTree, timeout_s: f
         # Before check_target, which cannot read another user's process and would say only that.
         check_ptrace(psutil.Process(pid))
     process = check_target(pid)
+    refuse_a_launcher(process)
     if agent_run_dir(process) is not None:
         print(
             f"torchtop: PID {pid} was started by `torchtop run`: its agent already records "
@@ -69,6 +70,21 @@ def inject_session(pid: int, options: WatchOptions, tree: RuleTree, timeout_s: f
     print_report(report, options.output_format)
     say_where(layout.root)
     return 0
+
+
+def refuse_a_launcher(process: psutil.Process) -> None:
+    """A launcher (torchrun, or a script that spawned its ranks) trains nothing: the agent
+    belongs in a rank. Said before anything is stopped, naming the ranks to choose from."""
+    target = find_target(process)
+    if target is None or target.role == "rank":
+        return
+    ranks = ", ".join(f"rank {r.rank} PID {r.pid}" for r in target.ranks)
+    raise InputError(
+        f"PID {process.pid}",
+        f"is {target.launcher or 'the parent of its ranks'} and trains nothing: --inject loads "
+        f"the agent into one training process: give a rank's PID ({ranks}), or attach without "
+        "--inject to watch every rank",
+    )
 
 
 def _inject(
