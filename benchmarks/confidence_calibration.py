@@ -1,0 +1,173 @@
+"""Calibrate confidence on the same planted jobs under `torchtop run` and `torchtop attach`.
+
+Each planted CPU job (its class known) is watched under `run` (the agent inside) and under
+`attach` (the job started without torchtop, stack samples only), for each of several watch
+lengths. For each job and mode the script prints the verdict and confidence at each length,
+and whether the early verdicts matched the outside truth (the planted class, which is also
+what the longest `run` names). Then a reliability table: stated confidence, binned, against
+how often the verdict was right. Confidence means the chance that much more evidence keeps
+the verdict, so in a bin of 0.9-1.0 nine verdicts in ten or more should be right.
+
+Usage: python benchmarks/confidence_calibration.py [--lengths 6,12,30] [--jobs NAME,...]
+Slow (a minute or two a job on two cores): a benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TORCHTOP = [sys.executable, "-m", "torchtop"]
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    argv: tuple[str, ...]
+    planted: str
+    env: tuple[tuple[str, str], ...] = ()
+
+
+JOBS = (
+    Job("input: demo, 10 ms a batch", ("-m", "torchtop.demo.train", "--latency-ms", "10"),
+        "dataloader"),
+    Job("input: sleepy storage", (str(ROOT / "benchmarks/jobs/sleepy_input.py"),), "dataloader"),
+    Job("compute: MLP math", (str(ROOT / "benchmarks/jobs/threads.py"),), "cpu"),
+    Job("compute: wide MLP", (str(ROOT / "tests/live/jobs/compute_bound.py"),), "cpu",
+        (("EPOCHS", "1000"),)),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Seen:
+    job: str
+    mode: str
+    length_s: float
+    verdict: str
+    confidence: float
+    evidence: int | None
+    planted: str
+
+
+def watched(job: Job, mode: str, length_s: float, folder: Path) -> Seen:
+    """One watch of `job` under `mode` for `length_s`, its report read back."""
+    report_path = folder / f"{mode}-{length_s:g}.json"
+    common = ["--headless", "--for", f"{length_s:g}", "--run-dir", str(folder / report_path.stem)]
+    common += ["--report", str(report_path)]
+    env = {**_environ(), **dict(job.env)}
+    if mode == "run":
+        command = [*TORCHTOP, "run", *common, "--", sys.executable, *job.argv]
+        subprocess.run(command, env=env, capture_output=True, timeout=length_s + 180, check=False)
+    else:
+        process = subprocess.Popen(
+            [sys.executable, *job.argv],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            time.sleep(6.0)  # past importing torch and building the model: its loop is sampled
+            command = [*TORCHTOP, "attach", str(process.pid), *common]
+            subprocess.run(command, capture_output=True, timeout=length_s + 120, check=False)
+        finally:
+            process.kill()
+            process.wait()
+    report = json.loads(report_path.read_text()) if report_path.exists() else {}
+    steps = report.get("steps", {})
+    evidence = steps.get("stack_samples") if mode == "attach" else steps.get("breakdown_steps")
+    return Seen(
+        job.name,
+        mode,
+        length_s,
+        str(report.get("bottleneck", "no report")),
+        float(report.get("confidence", 0.0)),
+        evidence,
+        job.planted,
+    )
+
+
+def _environ() -> dict[str, str]:
+    return dict(os.environ)
+
+
+def reliability(
+    seen: list[Seen], edges: tuple[float, ...] = (0.0, 0.6, 0.8, 0.9, 0.95, 1.01)
+) -> str:
+    """Stated confidence in bins against the share of verdicts that named the planted class
+    (`unknown` verdicts state 0 and are left out: they claim nothing)."""
+    lines = ["| stated confidence | verdicts | right | observed agreement | mean stated |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    named = [s for s in seen if s.verdict not in ("unknown", "no report")]
+    for low, high in itertools.pairwise(edges):
+        inside = [s for s in named if low <= s.confidence < high]
+        if not inside:
+            continue
+        right = sum(s.verdict == s.planted for s in inside)
+        mean = sum(s.confidence for s in inside) / len(inside)
+        lines.append(
+            f"| {low:.2f}-{min(high, 1.0):.2f} | {len(inside)} | {right} | "
+            f"{right / len(inside):.2f} | {mean:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def table(seen: list[Seen]) -> str:
+    lines = ["| job | planted | mode | watched s | evidence units | verdict | confidence | right |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for s in seen:
+        units = "" if s.evidence is None else str(s.evidence)
+        right = "yes" if s.verdict == s.planted else "no"
+        lines.append(
+            f"| {s.job} | {s.planted} | {s.mode} | {s.length_s:g} | {units} | {s.verdict} | "
+            f"{s.confidence:.2f} | {right} |"
+        )
+    return "\n".join(lines)
+
+
+def agreement(seen: list[Seen]) -> str:
+    """Per job, at the longest watch: run against attach, when both name the same class."""
+    lines = []
+    longest = max(s.length_s for s in seen)
+    for name in dict.fromkeys(s.job for s in seen):
+        pair = {s.mode: s for s in seen if s.job == name and s.length_s == longest}
+        if "run" in pair and "attach" in pair:
+            r, a = pair["run"], pair["attach"]
+            same = r.verdict == a.verdict
+            gap = f"{abs(r.confidence - a.confidence):.2f}" if same else "verdicts differ"
+            lines.append(f"- {name}: run {r.verdict} {r.confidence:.2f}, attach {a.verdict} "
+                         f"{a.confidence:.2f}: {gap}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lengths", default="6,12,30", help="watch lengths in seconds")
+    parser.add_argument("--jobs", default="", help="names of jobs to run (substrings)")
+    parser.add_argument("--modes", default="run,attach")
+    args = parser.parse_args()
+    lengths = [float(x) for x in args.lengths.split(",")]
+    wanted = [w for w in args.jobs.split(",") if w]
+    jobs = [j for j in JOBS if not wanted or any(w in j.name for w in wanted)]
+    seen: list[Seen] = []
+    with tempfile.TemporaryDirectory(prefix="torchtop-calibration-") as tmp:
+        for index, job in enumerate(jobs):
+            for mode in args.modes.split(","):
+                for length_s in lengths:
+                    folder = Path(tmp) / f"{index}-{mode}"
+                    folder.mkdir(exist_ok=True)
+                    seen.append(watched(job, mode, length_s, folder))
+                    print(seen[-1], file=sys.stderr, flush=True)
+    print(table(seen), "", reliability(seen), "", agreement(seen), sep="\n")
+
+
+if __name__ == "__main__":
+    main()
