@@ -8,25 +8,32 @@ what the longest `run` names). Then a reliability table: stated confidence, binn
 how often the verdict was right. Confidence means the chance that much more evidence keeps
 the verdict, so in a bin of 0.9-1.0 nine verdicts in ten or more should be right.
 
-Usage: python benchmarks/confidence_calibration.py [--lengths 6,12,30] [--jobs NAME,...]
+Usage: python benchmarks/confidence_calibration.py [--lengths 20,45] [--jobs NAME,...]
+       [--keep DIR] [--replay DIR]
+An attach's longest watch is also replayed as if stopped after its first 3, 5, 8, ... samples.
 Slow (a minute or two a job on two cores): a benchmark, not a test.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from torchtop.assess.attached import assess_attached
+from torchtop.diagnosis.rules import default_rules_dir, load_rules
+from torchtop.runs.state import RunWatcher
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCHTOP = [sys.executable, "-m", "torchtop"]
+# An attach's samples replayed as if it had stopped after this many: low evidence, same job.
+REPLAY_SAMPLES = (3, 5, 8, 12, 20, 30)
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,11 @@ def watched(job: Job, mode: str, length_s: float, folder: Path) -> Seen:
         finally:
             process.kill()
             process.wait()
+    return read_back(job, mode, length_s, report_path)
+
+
+def read_back(job: Job, mode: str, length_s: float, report_path: Path) -> Seen:
+    """What a watch's report says: verdict, confidence and its evidence units."""
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
     steps = report.get("steps", {})
     evidence = steps.get("stack_samples") if mode == "attach" else steps.get("breakdown_steps")
@@ -99,6 +111,31 @@ def watched(job: Job, mode: str, length_s: float, folder: Path) -> Seen:
         job.planted,
         str(report.get("verdict", {}).get("reason", "")),
     )
+
+
+def replayed(seen: Seen, folder: Path, levels: tuple[int, ...]) -> list[Seen]:
+    """An attach's recorded samples replayed through `assess_attached` as if it had stopped
+    after its first k samples: the confidence at each evidence level, from one watch."""
+    state = RunWatcher(folder).poll(final=True)
+    dumps = list(state.samples.stacks)
+    tree = load_rules(default_rules_dir())
+    found = []
+    for k in (k for k in levels if k < len(dumps)):
+        state.samples.stacks.clear()
+        state.samples.stacks.extend(dumps[:k])
+        verdict = assess_attached(state, {}, tree).verdict
+        found.append(
+            replace(
+                seen,
+                mode="attach (replay)",
+                length_s=seen.length_s * k / len(dumps),
+                verdict=verdict.bottleneck,
+                confidence=verdict.confidence,
+                evidence=k,
+                reason=verdict.reason,
+            )
+        )
+    return found
 
 
 def _environ() -> dict[str, str]:
@@ -156,25 +193,47 @@ def agreement(seen: list[Seen]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lengths", default="6,12,30", help="watch lengths in seconds")
+    parser.add_argument("--lengths", default="20,45", help="watch lengths in seconds")
     parser.add_argument("--jobs", default="", help="names of jobs to run (substrings)")
     parser.add_argument("--modes", default="run,attach")
     parser.add_argument("--keep", default="", help="keep the run folders and reports here")
+    parser.add_argument(
+        "--replay", default="", help="no jobs: read the reports and folders a --keep run left"
+    )
     args = parser.parse_args()
     lengths = [float(x) for x in args.lengths.split(",")]
     wanted = [w for w in args.jobs.split(",") if w]
     jobs = [j for j in JOBS if not wanted or any(w in j.name for w in wanted)]
-    seen: list[Seen] = []
-    keep = args.keep or tempfile.mkdtemp(prefix="torchtop-calibration-")
-    with contextlib.nullcontext(keep) as tmp:
-        for index, job in enumerate(jobs):
-            for mode in args.modes.split(","):
-                for length_s in lengths:
-                    folder = Path(tmp) / f"{index}-{mode}"
-                    folder.mkdir(parents=True, exist_ok=True)
-                    seen.append(watched(job, mode, length_s, folder))
-                    print(seen[-1], file=sys.stderr, flush=True)
+    seen = kept(Path(args.replay), jobs, lengths) if args.replay else watch_all(args, jobs, lengths)
     print(table(seen), "", reliability(seen), "", agreement(seen), sep="\n")
+
+
+def kept(folder: Path, jobs: list[Job], lengths: list[float]) -> list[Seen]:
+    seen: list[Seen] = []
+    for index, job in enumerate(jobs):
+        for mode in ("run", "attach"):
+            for length_s in lengths:
+                report = folder / f"{index}-{mode}" / f"{mode}-{length_s:g}.json"
+                seen.append(read_back(job, mode, length_s, report))
+                if mode == "attach" and length_s == max(lengths):
+                    seen += replayed(seen[-1], report.with_suffix(""), REPLAY_SAMPLES)
+    return seen
+
+
+def watch_all(args: argparse.Namespace, jobs: list[Job], lengths: list[float]) -> list[Seen]:
+    seen: list[Seen] = []
+    root = Path(args.keep or tempfile.mkdtemp(prefix="torchtop-calibration-"))
+    for index, job in enumerate(jobs):
+        for mode in args.modes.split(","):
+            for length_s in lengths:
+                folder = root / f"{index}-{mode}"
+                folder.mkdir(parents=True, exist_ok=True)
+                seen.append(watched(job, mode, length_s, folder))
+                print(seen[-1], file=sys.stderr, flush=True)
+                if mode == "attach" and length_s == max(lengths):
+                    recorded = folder / f"{mode}-{length_s:g}"
+                    seen += replayed(seen[-1], recorded, REPLAY_SAMPLES)
+    return seen
 
 
 if __name__ == "__main__":
