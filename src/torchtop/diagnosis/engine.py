@@ -133,7 +133,9 @@ def _decide(
     if top >= threshold:
         # The nearest other decision: the runner-up stall, or the work class at the threshold.
         runner_class, runner_up = stalls[1] if len(stalls) > 1 else ("", 0.0)
-        if runner_up > threshold:
+        # The verdict changes if the runner-up overtakes it, or if the top share falls under
+        # the threshold, unless the work class is the top stall itself (then it stays).
+        if runner_up > threshold or top_class == work:
             sure = units.confidence(top - runner_up, (top_class, top), (runner_class, runner_up))
         else:
             sure = units.confidence(top - threshold, (top_class, top), ("", threshold))
@@ -150,7 +152,10 @@ def _decide(
             else "whether the job's work runs on a GPU or the CPU not known"
         )
         return "unknown", 0.0, f"no stall could recover {threshold:.0%} of the step; {missing}"
-    sure = units.confidence(threshold - top, ("", threshold), (top_class, top))
+    # Only another class's stall reaching the threshold changes a work verdict.
+    # None seen is a share of 0 seen, not certainty: it is smoothed like any other.
+    other_class, other = next(((c, v) for c, v in stalls if c != work), ("any other", 0.0))
+    sure = units.confidence(threshold - other, ("", threshold), (other_class, other))
     reason = f"no stall could recover {threshold:.0%} of the step"
     if top >= 0.005:
         reason += f" (the largest, {top_class}, {top:.0%})"
