@@ -164,14 +164,19 @@ def reliability(
 
 
 def table(seen: list[Seen]) -> str:
-    lines = ["| job | planted | mode | watched s | evidence units | verdict | confidence | right |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    """Every watch and replay; `right`: the planted class named; `= long run`: the same verdict
+    as the longest `run` of the job."""
+    longest = max(s.length_s for s in seen)
+    long_run = {s.job: s.verdict for s in seen if s.mode == "run" and s.length_s == longest}
+    lines = ["| job | planted | mode | watched s | evidence units | verdict | confidence | right "
+             "| = long run |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for s in seen:
         units = "" if s.evidence is None else str(s.evidence)
         right = "yes" if s.verdict == s.planted else "no"
+        same = "yes" if s.verdict == long_run.get(s.job) else "no"
         lines.append(
-            f"| {s.job} | {s.planted} | {s.mode} | {s.length_s:g} | {units} | {s.verdict} | "
-            f"{s.confidence:.2f} | {right} |"
+            f"| {s.job} | {s.planted} | {s.mode} | {s.length_s:.0f} | {units} | {s.verdict} | "
+            f"{s.confidence:.2f} | {right} | {same} |"
         )
     return "\n".join(lines)
 
