@@ -52,6 +52,10 @@ JOBS = (
     # The same storage, faster: a smaller DataLoader share, nearer the 10% boundary.
     Job("input: faster storage", (str(ROOT / "benchmarks/jobs/sleepy_input.py"),
         "--sample-sleep-ms", "0.1"), "dataloader"),
+    # One worker loads while the loop computes: the wait is what the worker cannot hide, near
+    # the boundary on two busy cores (the truth is the longest run's verdict, not a plant).
+    Job("input: one worker", (str(ROOT / "benchmarks/jobs/sleepy_input.py"),
+        "--num-workers", "1"), "boundary"),
 )  # fmt: skip
 
 
@@ -145,22 +149,31 @@ def _environ() -> dict[str, str]:
 def reliability(
     seen: list[Seen], edges: tuple[float, ...] = (0.0, 0.6, 0.8, 0.9, 0.95, 1.01)
 ) -> str:
-    """Stated confidence in bins against the share of verdicts that named the planted class
+    """Stated confidence in bins against the share of verdicts that named the job's truth
     (`unknown` verdicts state 0 and are left out: they claim nothing)."""
     lines = ["| stated confidence | verdicts | right | observed agreement | mean stated |",
              "|---|---|---|---|---|"]  # fmt: skip
     named = [s for s in seen if s.verdict not in ("unknown", "no report")]
+    truth = truths(seen)
     for low, high in itertools.pairwise(edges):
         inside = [s for s in named if low <= s.confidence < high]
         if not inside:
             continue
-        right = sum(s.verdict == s.planted for s in inside)
+        right = sum(s.verdict == truth[s.job] for s in inside)
         mean = sum(s.confidence for s in inside) / len(inside)
         lines.append(
             f"| {low:.2f}-{min(high, 1.0):.2f} | {len(inside)} | {right} | "
             f"{right / len(inside):.2f} | {mean:.2f} |"
         )
     return "\n".join(lines)
+
+
+def truths(seen: list[Seen]) -> dict[str, str]:
+    """Each job's outside truth: its planted class, or where none is planted, what its
+    longest `run` names."""
+    longest = max(s.length_s for s in seen)
+    long_run = {s.job: s.verdict for s in seen if s.mode == "run" and s.length_s == longest}
+    return {s.job: long_run.get(s.job, "") if s.planted == "boundary" else s.planted for s in seen}
 
 
 def table(seen: list[Seen]) -> str:
@@ -172,7 +185,7 @@ def table(seen: list[Seen]) -> str:
              "| = long run |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for s in seen:
         units = "" if s.evidence is None else str(s.evidence)
-        right = "yes" if s.verdict == s.planted else "no"
+        right = "yes" if s.verdict == truths(seen)[s.job] else "no"
         same = "yes" if s.verdict == long_run.get(s.job) else "no"
         lines.append(
             f"| {s.job} | {s.planted} | {s.mode} | {s.length_s:.0f} | {units} | {s.verdict} | "
