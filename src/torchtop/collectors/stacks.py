@@ -5,6 +5,13 @@ side. Per pid because py-spy 0.4's `dump --json --subprocesses` prints the paren
 only (its text output has the children, but JSON is what we can read reliably). py-spy pauses
 each process for the few milliseconds of a dump, so this runs every few seconds, not faster.
 
+`native=True` (attach, Linux) dumps with `--native`: each thread's compiled frames (libtorch,
+gloo, libgomp) are kept beside its Python frames, and every OS thread's name and CPU time is
+read from /proc (`collectors.tasks`), since py-spy shows only threads that run Python. Where a
+native dump fails for a reason other than permission (a py-spy built without unwinding, an
+unwinder that cannot read the job), the collector falls back to Python frames for good and
+says why in each record's `python_only`.
+
 When py-spy cannot read the job (no ptrace permission, not a Python process, py-spy missing),
 the collector writes one `unavailable` record with a one-line reason and stops trying. A pid
 that fails while others succeed is left out from then on, and its reason is shown once in the
@@ -32,8 +39,9 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
+from torchtop.collectors.tasks import read_tasks
 from torchtop.collectors.tree import JobProcess, job_tree
-from torchtop.runs.records import StackFrame, StacksSample
+from torchtop.runs.records import NATIVE_NAME_CHARS, StackFrame, StacksSample
 
 DUMPED_ROLES = ("main", "worker")
 ATTEMPTS = 3  # failed dumps in a row before a pid is given up (a process still starting up)
@@ -66,11 +74,19 @@ class StackCollector:
     """Dumps the Python stacks of the job's training processes and workers."""
 
     def __init__(
-        self, root_pid: int, py_spy: list[str] | None = None, timeout_s: float = 10.0
+        self,
+        root_pid: int,
+        py_spy: list[str] | None = None,
+        timeout_s: float = 10.0,
+        native: bool = False,
     ) -> None:
-        """`py_spy` is the command to run (default: `find_py_spy()`), arguments appended."""
+        """`py_spy` is the command to run (default: `find_py_spy()`), arguments appended;
+        `native`: dump compiled frames too, and every thread's CPU time (Linux only)."""
         self.root_pid = root_pid
         self.timeout_s = timeout_s
+        self.native = native and sys.platform.startswith("linux")
+        self.python_only: str | None = None
+        """Why native dumps were given up, once one failed where a Python dump worked."""
         found = find_py_spy()
         self._py_spy = py_spy if py_spy is not None else ([found] if found else None)
         self._given_up: set[int] = set()
@@ -93,7 +109,7 @@ class StackCollector:
             and member.pid not in self._given_up
             and (wanted is None or member.pid in wanted)
         ]
-        dumps = dump_all(self._py_spy, [member.pid for member in targets], self.timeout_s)
+        dumps = self._dump([member.pid for member in targets])
         self._count_failures(dumps)
         read = [(m, d) for m, d in zip(targets, dumps, strict=True) if d.threads is not None]
         if read:
@@ -101,6 +117,22 @@ class StackCollector:
         if self._unreported and all(member.pid in self._given_up for member in targets):
             return self._unavailable(self._unreported[0]["reason"])
         return None
+
+    def _dump(self, pids: list[int]) -> list[Dump]:
+        assert self._py_spy is not None
+        if not self.native:
+            return dump_all(self._py_spy, pids, self.timeout_s)
+        dumps = dump_all(self._py_spy, pids, self.timeout_s, native=True)
+        failed = [d for d in dumps if d.reason is not None and not d.final]
+        if not failed:
+            return dumps
+        retried = dump_all(self._py_spy, [d.pid for d in failed], self.timeout_s)
+        if any(d.threads is not None for d in retried):
+            # Python frames can be read where native ones cannot: native mode is what fails.
+            self.native = False
+            self.python_only = f"py-spy --native failed, Python frames only ({failed[0].reason})"
+        again = {d.pid: d for d in retried}
+        return [again.get(d.pid, d) for d in dumps]
 
     def _count_failures(self, dumps: list[Dump]) -> None:
         """Give up on a pid after a failure that will not change, or a few in a row."""
@@ -117,8 +149,12 @@ class StackCollector:
         record: dict[str, Any] = {
             "kind": "stacks",
             "t": time.time(),
-            "processes": [_process_entry(member, dump) for member, dump in read],
+            "processes": [_process_entry(member, dump, self.native) for member, dump in read],
         }
+        if self.native:
+            record["native"] = True
+        if self.python_only is not None:
+            record["python_only"] = self.python_only
         if self._unreported:
             record["unreadable"], self._unreported = self._unreported, []
         return record
@@ -128,14 +164,17 @@ class StackCollector:
         return {"kind": "unavailable", "t": time.time(), "reason": reason}
 
 
-def dump_all(py_spy: list[str], pids: list[int], timeout_s: float) -> list[Dump]:
+def dump_all(
+    py_spy: list[str], pids: list[int], timeout_s: float, native: bool = False
+) -> list[Dump]:
     """One dump per pid, the py-spy processes running side by side; same order as `pids`."""
     env = {**os.environ, "RUST_BACKTRACE": "0"}
     running: list[tuple[int, subprocess.Popen[bytes] | Dump]] = []
+    mode = ["--native"] if native else []
     for pid in pids:
         try:
             child = subprocess.Popen(
-                [*py_spy, "dump", "--pid", str(pid), "--json"],
+                [*py_spy, "dump", "--pid", str(pid), "--json", *mode],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
@@ -188,19 +227,42 @@ def _no_permission(stderr: str) -> bool:
 
 
 def _thread(raw: dict[str, Any]) -> dict[str, Any]:
-    return {
+    # A native dump interleaves compiled frames (those with a `module`, the shared object)
+    # with the Python ones: the Python frames stay `frames`, as a Python-only dump gives them,
+    # so everything that reads them reads them as before.
+    frames = raw["frames"]
+    thread = {
         "tid": raw.get("os_thread_id") or raw.get("thread_id"),
         "name": raw.get("thread_name"),
         "active": raw.get("active"),
         "frames": [
             {"function": f["name"], "file": f["filename"], "line": f.get("line")}
-            for f in raw["frames"]
+            for f in frames
+            if not f.get("module")
         ],
+    }
+    # Only the compiled frames under the innermost Python line: what that line's call is
+    # doing (the interpreter's own frames and the C beneath `<module>` say nothing more).
+    inner = next((i for i, f in enumerate(frames) if not f.get("module")), len(frames))
+    native = [_native_frame(f) for f in frames[:inner]]
+    if native:
+        thread["native"] = native
+    return thread
+
+
+def _native_frame(raw: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "function": str(raw["name"])[:NATIVE_NAME_CHARS],
+        "library": Path(str(raw["module"])).name,
     }
 
 
-def _process_entry(member: JobProcess, dump: Dump) -> dict[str, Any]:
-    return {"pid": member.pid, "role": member.role, "threads": dump.threads}
+def _process_entry(member: JobProcess, dump: Dump, native: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {"pid": member.pid, "role": member.role, "threads": dump.threads}
+    tasks = read_tasks(member.pid) if native else None
+    if tasks is not None:
+        entry["tasks"] = [{"tid": t.tid, "name": t.name, "cpu_s": t.cpu_s} for t in tasks]
+    return entry
 
 
 # Where a thread can be, most specific first when frames of several are on one stack.

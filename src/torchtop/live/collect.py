@@ -52,7 +52,8 @@ def start_collectors(layout: RunLayout, root_pid: int, with_agent: bool) -> Coll
     collectors = Collectors(nvml=NvmlCollector())
     nvml = collectors.nvml
     assert nvml is not None
-    stacks: SampleFn = StackCollector(root_pid).sample
+    # Without an agent the stacks are the evidence: native frames say what libtorch does.
+    stacks: SampleFn = StackCollector(root_pid, native=not with_agent).sample
     if with_agent:
         silence = SilenceWatch(layout.events_dir, SILENT_AFTER_S, lambda: _peer_events(layout))
         stacks = StacksSchedule(StackCollector(root_pid), silence, STACKS_INTERVAL_WITH_AGENT_S)

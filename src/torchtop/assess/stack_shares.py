@@ -1,0 +1,123 @@
+"""Where a job's training threads are, over its recent stack dumps: shares of samples by place.
+
+Each dump is one look at each training process's main thread. Its Python frames say which part
+of the loop it is in (`collectors.stacks.classify_stack`: DataLoader, forward, backward,
+optimizer, a collective call); where the dump was native, the compiled frames under its
+innermost Python line say what that line's call is doing (`diagnosis.frames`: a copy, a
+collective or its wait, a device sync, an OpenMP barrier, an operator), and a thread with no
+compiled frame there is running Python itself. The DataLoader wins over everything (its copies
+are input time); a copy, collective or sync seen in the compiled frames wins over the Python
+place it runs under. A main thread asleep in backward while one of the process's
+communication threads (gloo's, by name) used CPU since the previous dump is waiting on that
+collective. The inputs are plain records, so one process's shares are those of its records
+alone (`shares_of(records, pid=...)`), for a per-rank view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from torchtop.collectors.stacks import classify_stack
+from torchtop.diagnosis.frames import OP, FramePatterns
+from torchtop.runs.records import StackProcess, StacksSample, StackThread, TaskTime
+
+INTERPRETER = "interpreter"
+"""A native sample with no compiled frame under the Python line: Python itself is running."""
+
+
+@dataclass(frozen=True)
+class StackShares:
+    """Shares (0-1) of the main threads' samples by place, and what the dumps held."""
+
+    shares: dict[str, float]
+    samples: int
+    native: bool
+    """Every counted sample came from a native dump."""
+    intra_op_threads: int | None = None
+    """The training process's compute threads in the newest native dump (see `pool_size`)."""
+    notes: tuple[str, ...] = field(default=())
+
+
+def shares_of(
+    records: Iterable[StacksSample], patterns: FramePatterns, pid: int | None = None
+) -> StackShares:
+    """The shares over `records` (oldest first) of every main process, or of `pid` alone."""
+    counts: dict[str, int] = {}
+    native = True
+    previous: dict[int, StackProcess] = {}
+    pool: int | None = None
+    notes: list[str] = []
+    for record in records:
+        if record.python_only is not msgspec.UNSET and record.python_only not in notes:
+            notes.append(record.python_only)
+        for process in record.processes:
+            if process.role != "main" or (pid is not None and process.pid != pid):
+                continue
+            main = next((t for t in process.threads if t.tid == process.pid), None)
+            if main is None:
+                continue
+            busy = _communication_busy(previous.get(process.pid), process, patterns)
+            place = thread_place(main, patterns, record.native is True, busy)
+            counts[place] = counts.get(place, 0) + 1
+            native = native and record.native is True
+            previous[process.pid] = process
+            pool = pool_size(process) if record.native is True else pool
+    total = sum(counts.values())
+    shares = {place: n / total for place, n in sorted(counts.items())} if total else {}
+    return StackShares(shares, total, native and total > 0, pool, tuple(notes))
+
+
+def thread_place(
+    thread: StackThread, patterns: FramePatterns, native: bool, comm_busy: bool = False
+) -> str:
+    """The place of one sample of a main thread (see the module's docstring)."""
+    python = classify_stack(thread.frames, thread.active)
+    if not native:
+        return python
+    frames = [] if thread.native is msgspec.UNSET else thread.native
+    compiled = patterns.place([(f.function, f.library) for f in frames])
+    if python == "dataloader":
+        return python
+    if compiled in ("collective", "sync", "copy"):
+        return compiled
+    if python in ("collective", "sync"):
+        return python
+    if python == "backward" and thread.active is False and comm_busy:
+        return "collective"
+    if compiled is None:
+        return INTERPRETER if thread.active is not False else "idle"
+    return "openmp" if compiled == "openmp" else OP
+
+
+def pool_size(process: StackProcess) -> int | None:
+    """The process's compute threads: its main thread and the OS threads that carry the main
+    thread's name and run no Python. GNU OpenMP's pool threads are named after the thread that
+    made them and stay for the process's life, so this is the intra-op thread count the job set
+    (`torch.set_num_threads`); libtorch names its other threads (`pt_...`, `gloo_...`)."""
+    if process.tasks is msgspec.UNSET:
+        return None
+    tasks: Sequence[TaskTime] = process.tasks
+    name = next((t.name for t in tasks if t.tid == process.pid), None)
+    if name is None:
+        return None
+    python = {t.tid for t in process.threads}
+    return 1 + sum(t.name == name and t.tid not in python for t in tasks)
+
+
+def _communication_busy(
+    before: StackProcess | None, now: StackProcess, patterns: FramePatterns
+) -> bool:
+    """Whether a communication thread of `now` used CPU since the dump `before`."""
+    names = patterns.communication_threads
+    if before is None or names is None or msgspec.UNSET in (before.tasks, now.tasks):
+        return False
+    assert not isinstance(before.tasks, msgspec.UnsetType)
+    assert not isinstance(now.tasks, msgspec.UnsetType)
+    earlier = {t.tid: t.cpu_s for t in before.tasks}
+    return any(
+        names.search(t.name) is not None and t.cpu_s > earlier.get(t.tid, t.cpu_s)
+        for t in now.tasks
+    )
