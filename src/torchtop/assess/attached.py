@@ -32,7 +32,7 @@ def stack_metrics(state: RunState) -> tuple[Metrics, dict[str, float]]:
     """The metrics and breakdown of the job's recent stack dumps."""
     dumps = list(state.samples.stacks)[-RECENT_DUMPS:]
     if any(dump.native is True for dump in dumps):
-        found = shares_of(dumps, load_frame_patterns(state.rules_dir))
+        found = shares_of(dumps, load_frame_patterns())
         return native_metrics(found, _gpu_utilization(state), state.launch.cpu_count)
     shares = attribute(dumps)
     counted = len(dumps)

@@ -48,6 +48,7 @@ def shares_of(
     counts: dict[str, int] = {}
     native = True
     previous: dict[int, StackProcess] = {}
+    first: dict[int, StackProcess] = {}
     pool: int | None = None
     notes: list[str] = []
     for record in records:
@@ -64,7 +65,8 @@ def shares_of(
             counts[place] = counts.get(place, 0) + 1
             native = native and record.native is True
             previous[process.pid] = process
-            pool = pool_size(process) if record.native is True else pool
+            if record.native is True:
+                pool = pool_size(first.setdefault(process.pid, process), process)
     total = sum(counts.values())
     shares = {place: n / total for place, n in sorted(counts.items())} if total else {}
     return StackShares(shares, total, native and total > 0, pool, tuple(notes))
@@ -92,19 +94,28 @@ def thread_place(
     return "openmp" if compiled == "openmp" else OP
 
 
-def pool_size(process: StackProcess) -> int | None:
+def pool_size(before: StackProcess, now: StackProcess) -> int | None:
     """The process's compute threads: its main thread and the OS threads that carry the main
-    thread's name and run no Python. GNU OpenMP's pool threads are named after the thread that
-    made them and stay for the process's life, so this is the intra-op thread count the job set
-    (`torch.set_num_threads`); libtorch names its other threads (`pt_...`, `gloo_...`)."""
-    if process.tasks is msgspec.UNSET:
+    thread's name, run no Python and used CPU between the dumps `before` and `now`. GNU
+    OpenMP's pool threads are named after the thread that made them and work at every
+    parallel operator, so in a training loop this is the intra-op thread count the job set
+    (`torch.set_num_threads`); libtorch names its other threads (`pt_...`, `gloo_...`), and a
+    helper thread started at import sleeps. None with one dump, or no /proc."""
+    if before is now or msgspec.UNSET in (before.tasks, now.tasks):
         return None
-    tasks: Sequence[TaskTime] = process.tasks
-    name = next((t.name for t in tasks if t.tid == process.pid), None)
+    assert not isinstance(before.tasks, msgspec.UnsetType)
+    assert not isinstance(now.tasks, msgspec.UnsetType)
+    tasks: Sequence[TaskTime] = now.tasks
+    name = next((t.name for t in tasks if t.tid == now.pid), None)
     if name is None:
         return None
-    python = {t.tid for t in process.threads}
-    return 1 + sum(t.name == name and t.tid not in python for t in tasks)
+    python = {t.tid for t in now.threads}
+    earlier = {t.tid: t.cpu_s for t in before.tasks}
+    return 1 + sum(
+        t.name == name and t.tid not in python and t.cpu_s > earlier.get(t.tid, 0.0)
+        for t in tasks
+        if t.tid != now.pid
+    )
 
 
 def _communication_busy(
