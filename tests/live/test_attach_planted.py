@@ -20,6 +20,7 @@ from typing import Any
 import psutil  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
+from tests.collectors.conftest import end_tree
 from tests.live.jobs.planted.catalog import PLANTED, PlantedJob
 from torchtop.collectors.stacks import find_py_spy
 
@@ -83,7 +84,7 @@ def test_attach_names_the_class_of_a_planted_job_started_without_torchtop(
         env={**os.environ, **job.env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        start_new_session=True,
+        text=True,
     )
     try:
         target = rank_zero(started.pid) if job.torchrun else started.pid
@@ -91,8 +92,7 @@ def test_attach_names_the_class_of_a_planted_job_started_without_torchtop(
         report = attach(target, tmp_path)
         assert started.poll() is None, "attach must never stop the job it watches"
     finally:
-        os.killpg(started.pid, 9)
-        started.wait()
+        end_tree(started)  # torchrun's ranks included: they leave its process group
     said = (report["verdict"], report["breakdown"], [f["rule"] for f in report["findings"]])
     assert report["source"]["pid"] == target
     assert report["bottleneck"] == job.bottleneck, said

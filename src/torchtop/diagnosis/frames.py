@@ -49,6 +49,7 @@ class ThreadEntry(msgspec.Struct, forbid_unknown_fields=True):
 class FramesFile(msgspec.Struct, forbid_unknown_fields=True):
     places: list[str]
     patterns: list[PatternEntry]
+    runtime_libraries: str = "^$"
     threads: list[ThreadEntry] = []
 
 
@@ -70,11 +71,14 @@ class FramePatterns(msgspec.Struct, frozen=True):
     patterns: tuple[Pattern, ...]
     communication_threads: re.Pattern[str] | None
     """The names of OS threads that do a collective's work (gloo's), where there are any."""
+    runtime: re.Pattern[str] = re.compile("^$")
+    """The interpreter's and the C runtime's libraries: frames that are no operator."""
 
     def place(self, frames: Sequence[tuple[str, str | None]]) -> str | None:
         """The place of a thread from its compiled frames, (function, library) innermost
-        first: one of `places`, `OP` for compiled code no pattern names, None for none."""
-        if not frames:
+        first: one of `places`, `OP` for compiled code no pattern names, None for none (or
+        only the interpreter's and the C runtime's)."""
+        if all(self.runtime.search(library or "") is not None for _, library in frames):
             return None
         found = {
             pattern.place
@@ -109,7 +113,12 @@ def _load(path: Path) -> FramePatterns:
         if name.search(thread.example) is None:
             raise RuleError(f"{path}: threads[{index}]: example {thread.example!r} does not match")
     joined = "|".join(f"(?:{t.name})" for t in entry.threads)
-    return FramePatterns(tuple(entry.places), patterns, re.compile(joined) if joined else None)
+    return FramePatterns(
+        tuple(entry.places),
+        patterns,
+        re.compile(joined) if joined else None,
+        _regex(path, "runtime_libraries", entry.runtime_libraries),
+    )
 
 
 def _pattern(path: Path, index: int, entry: PatternEntry, places: list[str]) -> Pattern:
