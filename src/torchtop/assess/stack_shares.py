@@ -24,6 +24,9 @@ from torchtop.collectors.stacks import classify_stack
 from torchtop.diagnosis.frames import OP, FramePatterns
 from torchtop.runs.records import StackProcess, StacksSample, StackThread, TaskTime
 
+POOL_MIN_SHARE = 0.1
+"""A thread counts in the intra-op pool when it used at least this share of the main
+thread's CPU time over the same span."""
 INTERPRETER = "interpreter"
 """A native sample with no compiled frame under the Python line: Python itself is running."""
 
@@ -48,7 +51,6 @@ def shares_of(
     counts: dict[str, int] = {}
     native = True
     previous: dict[int, StackProcess] = {}
-    first: dict[int, StackProcess] = {}
     pool: int | None = None
     notes: list[str] = []
     for record in records:
@@ -57,16 +59,17 @@ def shares_of(
         for process in record.processes:
             if process.role != "main" or (pid is not None and process.pid != pid):
                 continue
-            main = next((t for t in process.threads if t.tid == process.pid), None)
-            if main is None:
-                continue
-            busy = _communication_busy(previous.get(process.pid), process, patterns)
-            place = thread_place(main, patterns, record.native is True, busy)
-            counts[place] = counts.get(place, 0) + 1
-            native = native and record.native is True
+            before = _tasks_before(process, previous.get(process.pid))
             previous[process.pid] = process
+            # A native record holds the main thread once per sample of its chunk.
+            mains = [t for t in process.threads if t.tid == process.pid]
+            busy = _communication_busy(before, process, patterns)
+            for main in mains:
+                place = thread_place(main, patterns, record.native is True, busy)
+                counts[place] = counts.get(place, 0) + 1
+            native = native and (record.native is True or not mains)
             if record.native is True:
-                pool = pool_size(first.setdefault(process.pid, process), process)
+                pool = pool_size(before, process)
     total = sum(counts.values())
     shares = {place: n / total for place, n in sorted(counts.items())} if total else {}
     return StackShares(shares, total, native and total > 0, pool, tuple(notes))
@@ -94,40 +97,49 @@ def thread_place(
     return "openmp" if compiled == "openmp" else OP
 
 
-def pool_size(before: StackProcess, now: StackProcess) -> int | None:
+def pool_size(before: Sequence[TaskTime] | None, now: StackProcess) -> int | None:
     """The process's compute threads: its main thread and the OS threads that carry the main
-    thread's name, run no Python and used CPU between the dumps `before` and `now`. GNU
+    thread's name, run no Python and used CPU between `before` and `now`'s tasks. GNU
     OpenMP's pool threads are named after the thread that made them and work at every
     parallel operator, so in a training loop this is the intra-op thread count the job set
     (`torch.set_num_threads`); libtorch names its other threads (`pt_...`, `gloo_...`), and a
-    helper thread started at import sleeps. None with one dump, or no /proc."""
-    if before is now or msgspec.UNSET in (before.tasks, now.tasks):
+    helper thread started at import sleeps. None without two readings of /proc."""
+    if before is None or isinstance(now.tasks, msgspec.UnsetType):
         return None
-    assert not isinstance(before.tasks, msgspec.UnsetType)
-    assert not isinstance(now.tasks, msgspec.UnsetType)
-    tasks: Sequence[TaskTime] = now.tasks
-    name = next((t.name for t in tasks if t.tid == now.pid), None)
+    name = next((t.name for t in now.tasks if t.tid == now.pid), None)
     if name is None:
         return None
     python = {t.tid for t in now.threads}
-    earlier = {t.tid: t.cpu_s for t in before.tasks}
+    earlier = {t.tid: t.cpu_s for t in before}
+    used = {t.tid: t.cpu_s - earlier.get(t.tid, 0.0) for t in now.tasks}
+    # A pool thread works at every parallel operator, as the main thread does; a helper
+    # that wakes now and then (a clock tick of CPU) is no compute thread.
+    enough_s = max(POOL_MIN_SHARE * used.get(now.pid, 0.0), 1e-9)
     return 1 + sum(
-        t.name == name and t.tid not in python and t.cpu_s > earlier.get(t.tid, 0.0)
-        for t in tasks
+        t.name == name and t.tid not in python and used[t.tid] >= enough_s
+        for t in now.tasks
         if t.tid != now.pid
     )
 
 
+def _tasks_before(process: StackProcess, previous: StackProcess | None) -> list[TaskTime] | None:
+    """The process's threads as this record's samples began: read then (a native chunk), or
+    as the previous record ended."""
+    if not isinstance(process.tasks_start, msgspec.UnsetType):
+        return process.tasks_start
+    if previous is None or isinstance(previous.tasks, msgspec.UnsetType):
+        return None
+    return previous.tasks
+
+
 def _communication_busy(
-    before: StackProcess | None, now: StackProcess, patterns: FramePatterns
+    before: Sequence[TaskTime] | None, now: StackProcess, patterns: FramePatterns
 ) -> bool:
-    """Whether a communication thread of `now` used CPU since the dump `before`."""
+    """Whether a communication thread of `now` used CPU since `before`."""
     names = patterns.communication_threads
-    if before is None or names is None or msgspec.UNSET in (before.tasks, now.tasks):
+    if before is None or names is None or isinstance(now.tasks, msgspec.UnsetType):
         return False
-    assert not isinstance(before.tasks, msgspec.UnsetType)
-    assert not isinstance(now.tasks, msgspec.UnsetType)
-    earlier = {t.tid: t.cpu_s for t in before.tasks}
+    earlier = {t.tid: t.cpu_s for t in before}
     return any(
         names.search(t.name) is not None and t.cpu_s > earlier.get(t.tid, t.cpu_s)
         for t in now.tasks

@@ -236,7 +236,9 @@ class StackProcess(Part):
     threads: list[StackThread] = []
     tasks: list[TaskTime] | msgspec.UnsetType = msgspec.UNSET
     """All the process's OS threads (where /proc could be read): the OpenMP, gloo and autograd
-    threads py-spy cannot show, by name and CPU time."""
+    threads py-spy cannot show, by name and CPU time, as the samples of this record ended."""
+    tasks_start: list[TaskTime] | msgspec.UnsetType = msgspec.UNSET
+    """The same as this record's samples began (a native chunk): CPU used between the two."""
 
 
 class Unreadable(Part):
