@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from torchtop.diagnosis.frames import OP, FRAMES_FILE, load_frame_patterns
+from torchtop.diagnosis.frames import BETWEEN, FRAMES_FILE, OP, load_frame_patterns
 from torchtop.diagnosis.rules import RuleError, default_rules_dir
 
 COPY_UNDER_OPENMP = [
@@ -51,12 +51,28 @@ MATMUL_WORKING = [
 ]
 
 
+ARGUMENTS_PARSED = [
+    ("THPVariable_Check", "libtorch_python.so"),
+    ("torch::PythonArgs::tensor_slow", "libtorch_python.so"),
+    ("torch::autograd::THPVariable_mul", "libtorch_python.so"),
+]
+ENGINE_BETWEEN_NODES = [
+    ("pthread_mutex_lock", "libc.so.6"),
+    ("torch::autograd::ReadyQueue::push", "libtorch_cpu.so"),
+    ("torch::autograd::Engine::thread_main", "libtorch_cpu.so"),
+]
+FREED_BY_PYTHON = [("0x7f8db48b472c", "libc.so.6"), ("free", "libc.so.6")]
+
+
 def test_the_shipped_patterns_name_copies_collectives_openmp_waits_and_operators() -> None:
     patterns = load_frame_patterns()
     assert patterns.place(COPY_UNDER_OPENMP) == "copy", "a copy OpenMP runs is still a copy"
     assert patterns.place(DDP_RANK0_IN_BACKWARD) == "collective"
     assert patterns.place(MEAN_AT_THE_BARRIER) == "openmp"
     assert patterns.place(MATMUL_WORKING) == OP, "GOMP_parallel below a kernel is work"
+    assert patterns.place(ARGUMENTS_PARSED) == BETWEEN, "Python's bindings are outside ops"
+    assert patterns.place(ENGINE_BETWEEN_NODES) == "backward"
+    assert patterns.place(FREED_BY_PYTHON) is None, "the C library alone is no operator"
     assert patterns.place([]) is None
     assert patterns.communication_threads is not None
     assert patterns.communication_threads.search("pt_gloo_runloop")

@@ -7,7 +7,7 @@ The records are built as the native collector writes them; the frames are those 
 from __future__ import annotations
 
 from torchtop.assess.stack_shares import INTERPRETER, shares_of
-from torchtop.diagnosis.frames import OP, load_frame_patterns
+from torchtop.diagnosis.frames import BETWEEN, OP, load_frame_patterns
 from torchtop.runs.records import (
     NativeFrame,
     StackFrame,
@@ -64,10 +64,11 @@ def test_a_copy_under_a_python_line_is_a_copy_and_python_alone_is_the_interprete
 def test_waiting_in_backward_while_gloo_works_is_communication_and_not_when_gloo_sleeps() -> None:
     patterns = load_frame_patterns()
     working = [dump(BACKWARD, CONDITION_WAIT, False, gloo(1.0 + i)) for i in range(4)]
-    # The first look has nothing to compare gloo's CPU time with: the autograd engine's wait.
-    assert shares_of(working, patterns).shares == {"collective": 0.75, OP: 0.25}
+    # The first look has nothing to compare gloo's CPU time with: the autograd engine's wait,
+    # time between operators.
+    assert shares_of(working, patterns).shares == {"collective": 0.75, BETWEEN: 0.25}
     sleeping = [dump(BACKWARD, CONDITION_WAIT, False, gloo(1.0)) for _ in range(4)]
-    assert shares_of(sleeping, patterns).shares == {OP: 1.0}
+    assert shares_of(sleeping, patterns).shares == {BETWEEN: 1.0}
 
 
 def test_the_intra_op_pool_is_counted_from_the_threads_that_worked_between_two_looks() -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from torchtop.collectors.stacks import classify_stack
-from torchtop.diagnosis.frames import OP, FramePatterns
+from torchtop.diagnosis.frames import BETWEEN, OP, FramePatterns
 from torchtop.runs.records import StackProcess, StacksSample, StackThread, TaskTime
 
 POOL_MIN_SHARE = 0.1
@@ -94,7 +94,8 @@ def thread_place(
         return "collective"
     if compiled is None:
         return INTERPRETER if thread.active is not False else "idle"
-    return "openmp" if compiled == "openmp" else OP
+    # The autograd engine's own loop, outside a node, is time between operators.
+    return compiled if compiled in ("openmp", OP) else BETWEEN
 
 
 def pool_size(before: Sequence[TaskTime] | None, now: StackProcess) -> int | None:

@@ -22,7 +22,10 @@ from torchtop.diagnosis.schema import RuleError, decode
 
 FRAMES_FILE = "_frames.toml"
 OP = "op"
-"""A thread in compiled code that no pattern names: running an operator."""
+"""Inside an operator, as the profiler records one: the place of the `op` patterns."""
+BETWEEN = "between-ops"
+"""A thread in compiled code that no pattern names: outside every operator (bindings,
+deallocation, the autograd engine's own loop)."""
 
 
 class ExampleFrame(msgspec.Struct, forbid_unknown_fields=True):
@@ -76,8 +79,8 @@ class FramePatterns(msgspec.Struct, frozen=True):
 
     def place(self, frames: Sequence[tuple[str, str | None]]) -> str | None:
         """The place of a thread from its compiled frames, (function, library) innermost
-        first: one of `places`, `OP` for compiled code no pattern names, None for none (or
-        only the interpreter's and the C runtime's)."""
+        first: one of `places`, `BETWEEN` for compiled code no pattern names, None for none
+        (or only the interpreter's and the C runtime's)."""
         if all(self.runtime.search(library or "") is not None for _, library in frames):
             return None
         found = {
@@ -86,7 +89,7 @@ class FramePatterns(msgspec.Struct, frozen=True):
             for pattern in self.patterns
             if (index == 0 or not pattern.innermost) and pattern.matches(function, library)
         }
-        return next((place for place in self.places if place in found), OP)
+        return next((place for place in self.places if place in found), BETWEEN)
 
 
 def load_frame_patterns(directory: Path | None = None) -> FramePatterns:
