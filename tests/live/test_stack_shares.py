@@ -40,7 +40,9 @@ def dump(
 ) -> StacksSample:
     thread = StackThread(tid=pid, name="MainThread", active=active, frames=frames)
     if native is not None:
-        thread = StackThread(tid=pid, name="MainThread", active=active, frames=frames, native=native)
+        thread = StackThread(
+            tid=pid, name="MainThread", active=active, frames=frames, native=native
+        )
     process = StackProcess(pid=pid, role="main", threads=[thread])
     if tasks is not None:
         process = StackProcess(pid=pid, role="main", threads=[thread], tasks=tasks)

@@ -108,7 +108,9 @@ def _load(path: Path) -> FramePatterns:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RuleError(f"{path}: not valid TOML ({exc})") from None
     entry = decode(path, data, FramesFile)
-    patterns = tuple(_pattern(path, index, p, entry.places) for index, p in enumerate(entry.patterns))
+    patterns = tuple(
+        _pattern(path, index, p, entry.places) for index, p in enumerate(entry.patterns)
+    )
     names = [_regex(path, f"threads[{i}].name", t.name) for i, t in enumerate(entry.threads)]
     for index, (thread, name) in enumerate(zip(entry.threads, names, strict=True)):
         if thread.role != "communication":

@@ -49,7 +49,7 @@ PLANTED = (
         (sys.executable, str(JOBS / "python_overhead.py")),
         {"STEPS": LONG},
         "cpu",
-        "other (Python between operators) 45%, cpu_exec 47%, memcpy 9% over 58 steps; python-overhead",
+        "other (between operators) 45%, cpu_exec 47%, memcpy 9% over 58 steps; python-overhead",
         "python-overhead",
     ),
     PlantedJob(
@@ -79,9 +79,14 @@ PLANTED = (
     PlantedJob(
         "ddp-gloo",
         (
-            sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-            "2", str(JOBS / "ddp_comm.py"),
-        ),  # fmt: skip
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            str(JOBS / "ddp_comm.py"),
+        ),
         {"STEPS": LONG},
         "communication",
         "communication 69%, cpu_exec 24% over 38 steps (both ranks); communication-heavy",
