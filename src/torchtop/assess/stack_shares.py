@@ -1,14 +1,15 @@
-"""Where a job's training threads are, over its recent stack dumps: shares of samples by place.
+"""Where a job's training threads are, over its recent stack records: shares of samples by place.
 
-Each dump is one look at each training process's main thread. Its Python frames say which part
-of the loop it is in (`collectors.stacks.classify_stack`: DataLoader, forward, backward,
-optimizer, a collective call); where the dump was native, the compiled frames under its
-innermost Python line say what that line's call is doing (`diagnosis.frames`: a copy, a
-collective or its wait, a device sync, an OpenMP barrier, an operator), and a thread with no
-compiled frame there is running Python itself. The DataLoader wins over everything (its copies
-are input time); a copy, collective or sync seen in the compiled frames wins over the Python
-place it runs under. A main thread asleep in backward while one of the process's
-communication threads (gloo's, by name) used CPU since the previous dump is waiting on that
+Each sample is one look at a training process's main thread (a dump holds one, a native chunk
+one per sample). Its Python frames say which part of the loop it is in
+(`collectors.stacks.classify_stack`: DataLoader, forward, backward, optimizer, a collective
+call); where the record is native, the compiled frames under its innermost Python line say what
+that line's call is doing (`diagnosis.frames`: a copy, a collective or its wait, a device sync,
+an OpenMP barrier, the inside of an operator, or compiled code between operators), and a thread
+with no compiled frame there is running Python itself. The DataLoader wins over everything (its
+copies are input time); a copy, collective or sync seen in the compiled frames wins over the
+Python place it runs under. A main thread asleep in backward while one of the process's
+communication threads (gloo's, by name) used CPU during the same chunk is waiting on that
 collective. The inputs are plain records, so one process's shares are those of its records
 alone (`shares_of(records, pid=...)`), for a per-rank view.
 """

@@ -127,6 +127,11 @@ class StackCollector:
             return self._unavailable(self._unreported[0]["reason"])
         return None
 
+    def close(self) -> None:
+        """Stop the native chunks in flight (py-spy would sample on to the chunk's end)."""
+        if self._profiler is not None:
+            self._profiler.stop()
+
     def _dump(self, pids: list[int]) -> list[Dump]:
         assert self._py_spy is not None
         return dump_all(self._py_spy, pids, self.timeout_s)
