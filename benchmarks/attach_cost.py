@@ -7,12 +7,12 @@ time in three ways, interleaved `--runs` times so drift on the machine spreads o
 * ``bare``         -- nobody looks at it;
 * ``python``       -- a Python-only `py-spy dump` of it every `--every-s` (what `run` does,
   every 5 s, for the hot-stacks panel);
-* ``native``       -- a `py-spy dump --native` every `--every-s` plus its threads read from
-  /proc, through attach's own `StackCollector(native=True)`, back to back when a dump takes
-  longer than the interval (attach's sampler skips the ticks a slow dump overran).
+* ``native``       -- attach's own `StackCollector(native=True)`, polled every `--every-s`:
+  back-to-back `py-spy record --native` chunks (4 s at 4 samples a second) and the job's
+  threads read from /proc at each chunk's start and end.
 
 For each it prints the job's steps/s over the window (from the job's own lines) and the dumps
-taken, the medians, and the cost against ``bare``.
+taken (dumps, or native chunks), the medians, and the cost against ``bare``.
 
 Usage::
 
@@ -32,7 +32,8 @@ from pathlib import Path
 from torchtop.collectors.stacks import StackCollector
 
 JOB = Path(__file__).resolve().parent / "jobs" / "threads.py"
-WARMUP_S = 6.0
+WARMUP_S = 3.0
+"""After the job's first printed step."""
 
 
 def measure(mode: str, seconds: float, every_s: float) -> tuple[float, int]:
@@ -44,6 +45,9 @@ def measure(mode: str, seconds: float, every_s: float) -> tuple[float, int]:
     assert job.stdout is not None
     reader = threading.Thread(target=_read_steps, args=(job.stdout, lines), daemon=True)
     reader.start()
+    deadline_s = time.monotonic() + 120
+    while not lines and time.monotonic() < deadline_s:  # imports take long on a busy machine
+        time.sleep(0.2)
     time.sleep(WARMUP_S)
     start = len(lines)
     dumps = 0
@@ -54,6 +58,7 @@ def measure(mode: str, seconds: float, every_s: float) -> tuple[float, int]:
         if mode != "bare" and collector.sample() is not None:
             dumps += 1
         time.sleep(max(0.0, every_s - (time.monotonic() - tick_s)))
+    collector.close()
     seen = lines[start:]
     job.terminate()
     job.wait()

@@ -25,7 +25,7 @@ from tests.live.jobs.planted.catalog import PLANTED, PlantedJob
 from torchtop.collectors.stacks import find_py_spy
 
 PY_SPY = find_py_spy()
-ATTACH_FOR_S = "14"
+ATTACH_FOR_S = "20"
 SET_UP_FRAMES = (
     "importlib", "<frozen", "__init__ (", "reset_parameters", "init_process_group",
     "rendezvous", "_sync_module_states", "manual_seed",

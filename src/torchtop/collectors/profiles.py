@@ -5,7 +5,7 @@ it reads one stack, so a dump loop gave attach one look every few seconds. `py-s
 loads them once per chunk and then samples at `rate_per_s`: each chunk of `chunk_s` seconds is
 one `stacks` record holding every sample of every Python thread (a thread appears once per
 sample, innermost frame first, as a dump's thread does). Chunks run back to back in the
-background: `poll()` returns a finished chunk's process entry and starts the next.
+background: `finished()` gives a finished chunk's process entry, and the caller starts the next.
 
 The speedscope output keeps each thread's samples in time order with their frames; py-spy
 writes a compiled frame with line 0 and its shared object as the file. Idle samples are kept
@@ -34,7 +34,10 @@ from torchtop.collectors.tasks import read_tasks
 from torchtop.runs.records import NATIVE_NAME_CHARS, TaskTime
 
 CHUNK_S = 4
-RATE_PER_S = 10
+RATE_PER_S = 4
+"""Each native sample stops every thread of the job while py-spy unwinds it (a few ms on this
+2-core machine, more under load; docs/benchmarks.md): 4 a second bounds that to a few percent,
+and 16 samples a chunk are three times the 5 looks a verdict needs."""
 WAITS = re.compile(
     r"^(pthread_cond_(timed)?wait|__futex|futex|syscall|clock_nanosleep|nanosleep|epoll_wait|"
     r"poll|ppoll|select|pselect|sem_(timed)?wait|__lll_lock_wait|read|recv|recvfrom|accept|0x)"

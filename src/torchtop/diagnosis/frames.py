@@ -17,7 +17,7 @@ from pathlib import Path
 
 import msgspec
 
-from torchtop.diagnosis.rules import default_rules_dir
+from torchtop.diagnosis.rules import default_rules_dir, shipped_rules_dir
 from torchtop.diagnosis.schema import RuleError, decode
 
 FRAMES_FILE = "_frames.toml"
@@ -93,8 +93,12 @@ class FramePatterns(msgspec.Struct, frozen=True):
 
 
 def load_frame_patterns(directory: Path | None = None) -> FramePatterns:
-    """The patterns of `directory`/_frames.toml (default: the rules folder), checked."""
-    return _load((directory or default_rules_dir()) / FRAMES_FILE)
+    """The patterns of `directory`/_frames.toml (default: the rules folder, or the shipped one
+    where `$TORCHTOP_RULES` names a folder of rules without patterns), checked."""
+    path = (directory or default_rules_dir()) / FRAMES_FILE
+    if directory is None and not path.exists():
+        path = shipped_rules_dir() / FRAMES_FILE
+    return _load(path)
 
 
 @functools.cache
