@@ -118,8 +118,8 @@ def read_back(job: Job, mode: str, length_s: float, report_path: Path) -> Seen:
 
 
 def replayed(seen: Seen, folder: Path, levels: tuple[int, ...]) -> list[Seen]:
-    """An attach's recorded samples replayed through `assess_attached` as if it had stopped
-    after its first k samples: the confidence at each evidence level, from one watch."""
+    """An attach's recorded stack records replayed through `assess_attached` as if it had
+    stopped after its first k: the confidence at each evidence level, from one watch."""
     state = RunWatcher(folder).poll(final=True)
     dumps = list(state.samples.stacks)
     tree = load_rules(default_rules_dir())
@@ -127,7 +127,8 @@ def replayed(seen: Seen, folder: Path, levels: tuple[int, ...]) -> list[Seen]:
     for k in (k for k in levels if k < len(dumps)):
         state.samples.stacks.clear()
         state.samples.stacks.extend(dumps[:k])
-        verdict = assess_attached(state, {}, tree).verdict
+        report = assess_attached(state, {}, tree)
+        verdict, samples = report.verdict, report.job.metrics.get("stack_samples")
         found.append(
             replace(
                 seen,
@@ -135,7 +136,8 @@ def replayed(seen: Seen, folder: Path, levels: tuple[int, ...]) -> list[Seen]:
                 length_s=seen.length_s * k / len(dumps),
                 verdict=verdict.bottleneck,
                 confidence=verdict.confidence,
-                evidence=k,
+                # A native record is a chunk of several samples: count samples, not records.
+                evidence=samples if isinstance(samples, int) else k,
                 reason=verdict.reason,
             )
         )
