@@ -294,6 +294,17 @@ def _load_tree(folder: str | None):  # type: ignore[no-untyped-def]
         raise InputError("rules", str(exc)) from None
 
 
+def _check_frame_patterns() -> None:
+    """attach reads native stacks through rules/_frames.toml: a bad file stops it up front."""
+    from torchtop.diagnosis.frames import load_frame_patterns
+    from torchtop.diagnosis.rules import RuleError
+
+    try:
+        load_frame_patterns()
+    except RuleError as exc:
+        raise InputError("rules", str(exc)) from None
+
+
 def _analyze(args: argparse.Namespace) -> int:
     # The analysis never multiplies matrices: a BLAS thread pool would only take CPU from the
     # reader's worker (and from a training job beside it); OpenBLAS's start-up alone burns
@@ -435,6 +446,7 @@ def _watch(args: argparse.Namespace) -> int:
     if args.verb == "attach":
         from torchtop.sessions.watching import attach_session
 
+        _check_frame_patterns()
         return attach_session(args.pid, options, tree)
     if args.verb == "demo":
         command = [sys.executable, "-m", "torchtop.demo.train", *_after_dashes(args.job_args)]

@@ -103,7 +103,7 @@ NO_STACKS = (
 def _diagnosed(tree: RuleTree, analysis: RankAnalysis) -> Verdict:
     """The verdict on `analysis`, its code fixes located in the traces' Python stacks: built
     only when a code fix is offered, so most reports pay nothing for them."""
-    verdict = diagnose(tree, analysis.metrics)
+    verdict = diagnose(tree, analysis.metrics, analysis.steps)
     if all(fix.apply != "code" for finding in verdict.findings for fix in finding.fixes):
         return verdict
     # Only for a code fix; `locate` needs nothing of the planner (psutil, subprocess).

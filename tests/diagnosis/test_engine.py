@@ -142,15 +142,17 @@ def test_confidence_is_lower_when_the_runner_up_class_is_close() -> None:
     assert 0 < close.confidence < clear.confidence <= 1
 
 
-def test_confidence_is_lower_with_fewer_steps_without_markers_or_from_a_truncated_file() -> None:
+def test_confidence_is_lower_with_fewer_steps_or_from_a_truncated_file() -> None:
     many = diagnose(SHIPPED, gpu_job())
     one = diagnose(SHIPPED, gpu_job(steps_count=1))
     unmarked = diagnose(SHIPPED, gpu_job(has_step_markers=False))
     truncated = diagnose(SHIPPED, gpu_job(trace_truncated=True))
     assert one.bottleneck == unmarked.bottleneck == truncated.bottleneck == many.bottleneck
     assert one.confidence < many.confidence
-    assert unmarked.confidence < many.confidence
     assert truncated.confidence < many.confidence
+    # Markers say how steps were found, not how many looks at the job there were: the count
+    # of evidence units does (a job attached without an agent has no markers, and samples).
+    assert unmarked.confidence == many.confidence
 
 
 def test_messages_render_metrics_and_print_missing_ones_as_n_a() -> None:

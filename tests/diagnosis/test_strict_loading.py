@@ -133,9 +133,9 @@ MISTAKES = [
     ),
     pytest.param(
         "_verdict.toml",
-        "two_steps = 0.8",
-        "two_steps = 1.8",
-        "confidence.two_steps: expected float <= 1.0",
+        "truncated_trace = 0.7",
+        "truncated_trace = 1.7",
+        "confidence.truncated_trace: expected float <= 1.0",
         id="factor out of range",
     ),
     pytest.param(
@@ -205,14 +205,18 @@ def one_gpu_step(steps: int) -> Metrics:
     }
 
 
-def test_the_confidence_factors_are_read_from_the_verdict_file(tmp_path: Path) -> None:
+def test_the_confidence_parameters_are_read_from_the_verdict_file(tmp_path: Path) -> None:
     shipped = load_rules(RULES_DIR)
-    one, three = diagnose(shipped, one_gpu_step(1)), diagnose(shipped, one_gpu_step(3))
-    assert one.bottleneck == three.bottleneck == "dataloader"
-    assert one.confidence == round(three.confidence * 0.65, 2)
+    cut = {**one_gpu_step(3), "trace_truncated": True}
+    whole, truncated = diagnose(shipped, one_gpu_step(3)), diagnose(shipped, cut)
+    assert whole.bottleneck == truncated.bottleneck == "dataloader"
+    assert truncated.confidence < whole.confidence
     folder = shipped_copy(tmp_path)
-    edit(folder, "_verdict.toml", "one_step = 0.65", "one_step = 1.0")
-    assert diagnose(load_rules(folder), one_gpu_step(1)).confidence == three.confidence
+    edit(folder, "_verdict.toml", "truncated_trace = 0.7", "truncated_trace = 1.0")
+    assert diagnose(load_rules(folder), cut).confidence == whole.confidence
+    # A larger prior pseudo-count doubts a share seen in three looks more.
+    edit(folder, "_verdict.toml", "pseudo_count = 0.5", "pseudo_count = 3.0")
+    assert diagnose(load_rules(folder), one_gpu_step(3)).confidence < whole.confidence
 
 
 def test_docs_rules_md_lists_exactly_the_keys_of_the_schema() -> None:

@@ -15,8 +15,10 @@ from msgspec.structs import replace
 
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.assess.run import assess
+from torchtop.assess.stack_shares import INTERPRETER, StackShares, shares_of
 from torchtop.collectors.stacks import attribute
 from torchtop.diagnosis.engine import diagnose
+from torchtop.diagnosis.frames import OP, load_frame_patterns
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.report import Report
@@ -27,7 +29,11 @@ _HOST_WORK = ("forward", "backward", "optimizer", "python", "sync")
 
 
 def stack_metrics(state: RunState) -> tuple[Metrics, dict[str, float]]:
+    """The metrics and breakdown of the job's recent stack dumps."""
     dumps = list(state.samples.stacks)[-RECENT_DUMPS:]
+    if any(dump.native is True for dump in dumps):
+        found = shares_of(dumps, load_frame_patterns())
+        return native_metrics(found, _gpu_utilization(state), state.launch.cpu_count)
     shares = attribute(dumps)
     counted = len(dumps)
     utilization = _gpu_utilization(state)
@@ -60,6 +66,44 @@ def stack_metrics(state: RunState) -> tuple[Metrics, dict[str, float]]:
     return metrics, breakdown
 
 
+def native_metrics(
+    found: StackShares, utilization: float | None, cpu_count: int | None
+) -> tuple[Metrics, dict[str, float]]:
+    """Metrics from native dumps: copies, collectives and OpenMP waits seen inside libtorch,
+    and Python itself (no compiled frame under the line) apart from operators."""
+    shares = found.shares
+    share = shares.get
+    dataloader, collective = share("dataloader", 0.0), share("collective", 0.0)
+    copy = share("copy", 0.0)
+    breakdown = {c: 0.0 for c in CATEGORIES}
+    breakdown.update(dataloader=dataloader, communication=collective, memcpy=copy)
+    stalls = dataloader + collective + copy
+    if utilization is not None:
+        kernel = max(0.0, min(utilization, 1.0 - stalls))
+        breakdown.update(kernel=kernel, cpu_exec=max(0.0, 1.0 - kernel - stalls))
+    else:
+        work = share(OP, 0.0) + share("openmp", 0.0)
+        breakdown.update(cpu_exec=work + sum(share(p, 0.0) for p in _HOST_WORK))
+    breakdown["other"] = max(0.0, 1.0 - sum(v for k, v in breakdown.items() if k != "other"))
+    metrics: Metrics = {f"{c}_share": v for c, v in breakdown.items()}
+    metrics.update(
+        {
+            "steps_count": None,
+            "stack_samples": found.samples,
+            "has_step_markers": False,
+            "has_gpu": utilization is not None,
+            "gpu_utilization": utilization,
+            "memcpy_share": copy if found.native else None,
+            "sync_share": share("sync", 0.0) if utilization is not None else None,
+            "openmp_wait_share": share("openmp", 0.0),
+            "interpreter_share": share(INTERPRETER, 0.0),
+            "torch_num_threads": found.intra_op_threads,
+            "host_cpu_count": cpu_count,
+        }
+    )
+    return metrics, breakdown
+
+
 def _gpu_utilization(state: RunState) -> float | None:
     """Mean utilisation of the GPUs the job's processes use, over recent samples."""
     readings = []
@@ -86,11 +130,7 @@ def assess_attached(
         steps=(),
         breakdown=breakdown,
         metrics=metrics,
-        notes=(
-            "no agent in this process: shares are of py-spy samples of the training thread, "
-            "not of measured step time; copies are not visible",
-            samples_note(metrics),
-        ),
+        notes=(_evidence_note(metrics), samples_note(metrics), *_native_notes(state)),
     )
     samples = int(metrics.get("stack_samples") or 0)
     # The rules' minimum evidence is counted in samples here: each is one look at the loop.
@@ -110,6 +150,26 @@ def assess_attached(
         pid=state.launch.pid,
         notes=tuple(f"{s} not measured: {r}" for s, r in state.unavailable.items()),
     )
+
+
+def _evidence_note(metrics: Metrics) -> str:
+    said = (
+        "no agent in this process: shares are of py-spy samples of the training thread, "
+        "not of measured step time"
+    )
+    if metrics.get("memcpy_share") is None:
+        return f"{said}; copies are not visible"
+    return f"{said}; copies, collectives and OpenMP waits read from its native (libtorch) frames"
+
+
+def _native_notes(state: RunState) -> tuple[str, ...]:
+    """Why the dumps fell back to Python frames, and the intra-op threads counted natively."""
+    notes: list[str] = []
+    for dump in list(state.samples.stacks)[-RECENT_DUMPS:]:
+        said = dump.python_only
+        if isinstance(said, str) and said not in notes:
+            notes.append(said)
+    return tuple(notes)
 
 
 def samples_note(metrics: Metrics) -> str:

@@ -31,10 +31,25 @@ from torchtop.assess.ranks import SINCE_WINDOWS, busy_matrix, culprit, judged_st
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.diagnosis.schema import RankPolicy
-from torchtop.model.analysis import RankAnalysis
+from torchtop.model.analysis import RankAnalysis, StepCost
 from torchtop.model.findings import Verdict
 from torchtop.model.report import RankStanding
 from torchtop.runs.state import ProcessState, StepRecord
+
+
+def evidence_steps(analysis: RankAnalysis, window: RankAnalysis | None) -> tuple[StepCost, ...]:
+    """The steps a rank's shares were measured over, each with its own split: its profiler
+    window's once it has one (the recent steps then carry the window's split, scaled), else
+    its recent steps (their DataLoader wait measured one by one)."""
+    return window.steps if window is not None and window.steps else analysis.steps
+
+
+def rank_verdict(entry: RankEntry, tree: RuleTree) -> Verdict:
+    """The rank's own verdict, its confidence read over the steps its shares come from."""
+    window = entry.refs[3]
+    units = evidence_steps(entry.analysis, window if isinstance(window, RankAnalysis) else None)
+    return diagnose(tree, entry.analysis.metrics, units)
+
 
 RankAnalyser = Callable[[ProcessState, RankAnalysis | None, int | None], RankAnalysis]
 """A process, its latest window's analysis and the machine's cores -> its `RankAnalysis`."""
@@ -106,7 +121,7 @@ class RankCache:
     def verdict(self, entry: RankEntry, tree: RuleTree) -> Verdict:
         """The rank's own verdict, diagnosed once per analysis."""
         if entry.verdict is None:
-            entry.verdict = diagnose(tree, entry.analysis.metrics)
+            entry.verdict = rank_verdict(entry, tree)
         return entry.verdict
 
     def _entry(

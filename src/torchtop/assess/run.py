@@ -30,7 +30,7 @@ from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis
 from torchtop.assess.nodes import node_reports
-from torchtop.assess.rank_cache import RankCache, RankEntry
+from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, rank_verdict
 from torchtop.assess.ranks import standings
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
@@ -190,7 +190,9 @@ def assess(
             # Like steps_count: what every rank's breakdown covers, not a mean of counts.
             covered = min(int(r.metrics.get("breakdown_steps") or 0) for r in ranks)
             job = replace(job, metrics={**job.metrics, "breakdown_steps": covered})
-    verdict = diagnose(tree, job.metrics)
+    # The job's figures are its slowest rank's steps; its shares, each rank's window's.
+    first = windows.get(processes[0].pid) if processes else None
+    verdict = diagnose(tree, job.metrics, evidence_steps(job, first))
     verdict = _resolved(verdict, state, job.metrics)
     steps = job.metrics.get("steps_count")
     needed = tree.settings.live_min_steps
@@ -243,7 +245,7 @@ def _rank_reports(
     return tuple(
         RankReport(
             e.analysis,
-            cache.verdict(e, tree) if cache is not None else diagnose(tree, e.analysis.metrics),
+            cache.verdict(e, tree) if cache is not None else rank_verdict(e, tree),
             node=p.node,
             standing=standing,
         )

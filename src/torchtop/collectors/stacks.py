@@ -5,6 +5,15 @@ side. Per pid because py-spy 0.4's `dump --json --subprocesses` prints the paren
 only (its text output has the children, but JSON is what we can read reliably). py-spy pauses
 each process for the few milliseconds of a dump, so this runs every few seconds, not faster.
 
+`native=True` (attach, Linux) samples the training processes with `py-spy record --native` in
+back-to-back chunks instead (`collectors.profiles`): a record per chunk, a thread entry per
+sample, each with its compiled frames (libtorch, gloo, libgomp) beside its Python frames, and
+every OS thread's name and CPU time read from /proc (`collectors.tasks`), since py-spy shows
+only threads that run Python. Where native sampling fails for a reason other than permission
+(a py-spy built without unwinding, an unwinder that cannot read the job) while a Python dump
+works, the collector falls back to Python-only dumps for good and says why in each record's
+`python_only`.
+
 When py-spy cannot read the job (no ptrace permission, not a Python process, py-spy missing),
 the collector writes one `unavailable` record with a one-line reason and stops trying. A pid
 that fails while others succeed is left out from then on, and its reason is shown once in the
@@ -32,6 +41,8 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
+from torchtop.collectors.profiles import ChunkedProfiler
+from torchtop.collectors.tasks import read_tasks
 from torchtop.collectors.tree import JobProcess, job_tree
 from torchtop.runs.records import StackFrame, StacksSample
 
@@ -60,19 +71,31 @@ class Dump:
     threads: list[dict[str, Any]] | None = None
     reason: str | None = None  # set when py-spy could not read it; None with no threads: gone
     final: bool = False  # the reason will not change by trying again (no permission, no py-spy)
+    extra: dict[str, Any] | None = None  # a native chunk's further fields (`tasks_start`)
 
 
 class StackCollector:
     """Dumps the Python stacks of the job's training processes and workers."""
 
     def __init__(
-        self, root_pid: int, py_spy: list[str] | None = None, timeout_s: float = 10.0
+        self,
+        root_pid: int,
+        py_spy: list[str] | None = None,
+        timeout_s: float = 10.0,
+        native: bool = False,
     ) -> None:
-        """`py_spy` is the command to run (default: `find_py_spy()`), arguments appended."""
+        """`py_spy` is the command to run (default: `find_py_spy()`), arguments appended;
+        `native`: dump compiled frames too, and every thread's CPU time (Linux only)."""
         self.root_pid = root_pid
         self.timeout_s = timeout_s
+        self.native = native and sys.platform.startswith("linux")
+        self.python_only: str | None = None
+        """Why native dumps were given up, once one failed where a Python dump worked."""
         found = find_py_spy()
         self._py_spy = py_spy if py_spy is not None else ([found] if found else None)
+        self._profiler = (
+            ChunkedProfiler(self._py_spy) if self.native and self._py_spy is not None else None
+        )
         self._given_up: set[int] = set()
         self._failures: dict[int, int] = {}
         self._unreported: list[dict[str, Any]] = []
@@ -93,7 +116,9 @@ class StackCollector:
             and member.pid not in self._given_up
             and (wanted is None or member.pid in wanted)
         ]
-        dumps = dump_all(self._py_spy, [member.pid for member in targets], self.timeout_s)
+        if self._profiler is not None and only is None:
+            return self._profiled([member for member in targets if member.role == "main"])
+        dumps = self._dump([member.pid for member in targets])
         self._count_failures(dumps)
         read = [(m, d) for m, d in zip(targets, dumps, strict=True) if d.threads is not None]
         if read:
@@ -101,6 +126,57 @@ class StackCollector:
         if self._unreported and all(member.pid in self._given_up for member in targets):
             return self._unavailable(self._unreported[0]["reason"])
         return None
+
+    def close(self) -> None:
+        """Stop the native chunks in flight (py-spy would sample on to the chunk's end)."""
+        if self._profiler is not None:
+            self._profiler.stop()
+
+    def _dump(self, pids: list[int]) -> list[Dump]:
+        assert self._py_spy is not None
+        return dump_all(self._py_spy, pids, self.timeout_s)
+
+    def _profiled(self, mains: list[JobProcess]) -> dict[str, Any] | None:
+        """The training processes' finished native chunks, each restarted at once."""
+        profiler = self._profiler
+        assert profiler is not None
+        read: list[tuple[JobProcess, Dump]] = []
+        failed: list[tuple[JobProcess, Dump]] = []
+        for member in mains:
+            if not profiler.running(member.pid):
+                profiler.start(member.pid)
+                continue
+            entry, stderr = profiler.finished(member.pid)
+            if entry is not None:
+                profiler.start(member.pid)
+                read.append((member, Dump(member.pid, threads=entry["threads"], extra=entry)))
+            elif stderr is not None:
+                failed.append((member, _failed(member.pid, stderr)))
+        self._count_failures([dump for _, dump in failed])
+        retry = [(m, d) for m, d in failed if d.reason is not None and not d.final]
+        if retry and not read:
+            return self._python_only(retry)
+        if read:
+            return self._stacks(read)
+        if self._unreported and all(member.pid in self._given_up for member in mains):
+            return self._unavailable(self._unreported[0]["reason"])
+        return None
+
+    def _python_only(self, failed: list[tuple[JobProcess, Dump]]) -> dict[str, Any] | None:
+        """Where py-spy reads Python frames but not native ones, Python frames from now on."""
+        assert self._py_spy is not None and self._profiler is not None
+        dumps = dump_all(self._py_spy, [member.pid for member, _ in failed], self.timeout_s)
+        read = [(m, d) for (m, _), d in zip(failed, dumps, strict=True) if d.threads is not None]
+        if not read:
+            return None
+        self._profiler.stop()
+        self._profiler, self.native = None, False
+        self.python_only = f"py-spy --native failed, Python frames only ({failed[0][1].reason})"
+        for member, _ in read:  # the failure was the mode's, not the process's
+            self._given_up.discard(member.pid)
+            self._failures.pop(member.pid, None)
+        self._unreported = [u for u in self._unreported if u["pid"] not in {m.pid for m, _ in read}]
+        return self._stacks(read)
 
     def _count_failures(self, dumps: list[Dump]) -> None:
         """Give up on a pid after a failure that will not change, or a few in a row."""
@@ -117,8 +193,12 @@ class StackCollector:
         record: dict[str, Any] = {
             "kind": "stacks",
             "t": time.time(),
-            "processes": [_process_entry(member, dump) for member, dump in read],
+            "processes": [_process_entry(member, dump, self.native) for member, dump in read],
         }
+        if self.native:
+            record["native"] = True
+        if self.python_only is not None:
+            record["python_only"] = self.python_only
         if self._unreported:
             record["unreadable"], self._unreported = self._unreported, []
         return record
@@ -170,6 +250,12 @@ def _collect(pid: int, child: subprocess.Popen[bytes], deadline_s: float) -> Dum
     return Dump(pid, reason=failure_reason(pid, stderr), final=_no_permission(stderr))
 
 
+def _failed(pid: int, stderr: str) -> Dump:
+    if not psutil.pid_exists(pid):
+        return Dump(pid)
+    return Dump(pid, reason=failure_reason(pid, stderr), final=_no_permission(stderr))
+
+
 def failure_reason(pid: int, stderr: str) -> str:
     """One line saying why py-spy could not read `pid`, from what it printed on stderr."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
@@ -199,8 +285,14 @@ def _thread(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _process_entry(member: JobProcess, dump: Dump) -> dict[str, Any]:
-    return {"pid": member.pid, "role": member.role, "threads": dump.threads}
+def _process_entry(member: JobProcess, dump: Dump, native: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {"pid": member.pid, "role": member.role, "threads": dump.threads}
+    tasks = read_tasks(member.pid) if native else None
+    if tasks is not None:
+        entry["tasks"] = [{"tid": t.tid, "name": t.name, "cpu_s": t.cpu_s} for t in tasks]
+    if dump.extra and "tasks_start" in dump.extra:
+        entry["tasks_start"] = dump.extra["tasks_start"]
+    return entry
 
 
 # Where a thread can be, most specific first when frames of several are on one stack.

@@ -6,21 +6,22 @@ each class that held says what share of the step its fixes could recover at most
 is exclusive, so a stall's share is time the device, or the CPU's math, is not working), and
 `1 / (1 - share)` bounds the gain. The stall that could recover the most is the verdict when it
 recovers at least `min_recoverable_share`; else the job is bound by its work itself (`gpu`, or
-`cpu` on a CPU-only job). Confidence is how far the deciding share is from the next decision
-(the runner-up stall, or the threshold), lowered when evidence is thin (few steps, no step
-markers, a truncated file: the factors of `[confidence]` in `rules/_verdict.toml`). With no
+`cpu` on a CPU-only job). Confidence is the chance that much more evidence of the same job
+keeps the verdict: the margin to the next decision (the runner-up stall, or the threshold)
+against its uncertainty over the evidence units (`diagnosis/confidence.py`), lowered for a
+truncated trace (`[confidence]` in `rules/_verdict.toml`). With no
 usable evidence it is `unknown`, with the reason.
 """
 
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from torchtop.diagnosis.confidence import margin_confidence
 from torchtop.diagnosis.rules import Rule, RuleTree, offered_fixes
-from torchtop.diagnosis.schema import Confidence
-from torchtop.model.analysis import Metrics
+from torchtop.model.analysis import Metrics, StepCost
 from torchtop.model.findings import Finding, Verdict, gain_bound
 
 _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
@@ -38,7 +39,10 @@ def fired_rules(tree: RuleTree, metrics: Mapping[str, object]) -> list[str]:
     return fired
 
 
-def diagnose(tree: RuleTree, metrics: Metrics) -> Verdict:
+def diagnose(tree: RuleTree, metrics: Metrics, units: Sequence[StepCost] = ()) -> Verdict:
+    """The verdict on `metrics`. `units`: the steps the shares were measured over, each with
+    its own split, so the confidence reads their spread; without them the evidence count is
+    `steps_count` single samples (a job attached without an agent counts its stack samples)."""
     fired = fired_rules(tree, metrics)
     shares = recoverable_shares(tree, fired, metrics)
     scores = {cls: share or 0.0 for cls, share in shares.items()}
@@ -48,7 +52,8 @@ def diagnose(tree: RuleTree, metrics: Metrics) -> Verdict:
         for cls, share in shares.items()
         if cls != work or all(r.competes for r in tree.roots if r.bottleneck_class == cls)
     }
-    bottleneck, confidence, reason = _decide(tree, competing, work, metrics)
+    evidence = _UnitShares(tree, fired, metrics, units)
+    bottleneck, confidence, reason = _decide(tree, competing, work, metrics, evidence)
     if bottleneck == "unknown":
         # Findings built on evidence too thin for a verdict would be guesses too.
         return Verdict(bottleneck, confidence, scores, reason, (), shares, None)
@@ -102,7 +107,11 @@ def _work_class(tree: RuleTree, fired: list[str], metrics: Metrics) -> str | Non
 
 
 def _decide(
-    tree: RuleTree, shares: dict[str, float | None], work: str | None, metrics: Metrics
+    tree: RuleTree,
+    shares: dict[str, float | None],
+    work: str | None,
+    metrics: Metrics,
+    units: _UnitShares,
 ) -> tuple[str, float, str]:
     settings = tree.settings
     steps = metrics.get("steps_count")
@@ -119,15 +128,21 @@ def _decide(
     )
     threshold = settings.min_recoverable_share
     top_class, top = stalls[0] if stalls else ("", 0.0)
-    factor = _evidence_factor(settings.confidence, step_count, metrics)
+    # Device events come last in a Kineto file, so a cut-off file loses them first.
+    factor = settings.confidence.truncated_trace if metrics.get("trace_truncated") else 1.0
     if top >= threshold:
         # The nearest other decision: the runner-up stall, or the work class at the threshold.
         runner_class, runner_up = stalls[1] if len(stalls) > 1 else ("", 0.0)
-        separation = (top - max(runner_up, threshold)) / top
+        # The verdict changes if the runner-up overtakes it, or if the top share falls under
+        # the threshold, unless the work class is the top stall itself (then it stays).
+        if runner_up > threshold or top_class == work:
+            sure = units.confidence(top - runner_up, (top_class, top), (runner_class, runner_up))
+        else:
+            sure = units.confidence(top - threshold, (top_class, top), ("", threshold))
         reason = f"{top_class} could recover {top:.0%} of the step (up to {gain_bound(top)}x)"
         if runner_up >= 0.005:
             reason += f"; next is {runner_class} at {runner_up:.0%}"
-        return top_class, round((0.5 + 0.5 * separation) * factor, 2), reason
+        return top_class, round(sure * factor, 2), reason
     unsettled = _unmeasured(tree, shares, work, metrics)
     if unsettled or work is None:
         # The work is the verdict only once every stall is ruled out, not merely unmeasured.
@@ -137,12 +152,15 @@ def _decide(
             else "whether the job's work runs on a GPU or the CPU not known"
         )
         return "unknown", 0.0, f"no stall could recover {threshold:.0%} of the step; {missing}"
-    separation = (threshold - top) / threshold
+    # Only another class's stall reaching the threshold changes a work verdict.
+    # None seen is a share of 0 seen, not certainty: it is smoothed like any other.
+    other_class, other = next(((c, v) for c, v in stalls if c != work), ("any other", 0.0))
+    sure = units.confidence(threshold - other, ("", threshold), (other_class, other))
     reason = f"no stall could recover {threshold:.0%} of the step"
     if top >= 0.005:
         reason += f" (the largest, {top_class}, {top:.0%})"
     reason += f": the {work} work itself fills it"
-    return work, round((0.5 + 0.5 * separation) * factor, 2), reason
+    return work, round(sure * factor, 2), reason
 
 
 def _unmeasured(
@@ -160,14 +178,35 @@ def _unmeasured(
     ]
 
 
-def _evidence_factor(thin: Confidence, step_count: int, metrics: Metrics) -> float:
-    factor = 1.0 if step_count >= 3 else thin.two_steps if step_count == 2 else thin.one_step
-    if metrics.get("has_step_markers") is False:
-        factor *= thin.no_step_markers
-    if metrics.get("trace_truncated"):
-        # Device events come last in a Kineto file, so a cut-off file loses them first.
-        factor *= thin.truncated_trace
-    return factor
+class _UnitShares:
+    """The evidence units (steps with their own split, if any) and their count, for the spread
+    of a margin: each unit's share of a class is its root's recoverable share over the unit's
+    split, every other metric the job's."""
+
+    def __init__(
+        self, tree: RuleTree, fired: list[str], metrics: Metrics, units: Sequence[StepCost]
+    ) -> None:
+        self.roots = [r for r in tree.roots if r.id in fired]
+        self.metrics = metrics
+        self.units = [u for u in units if u.duration_us > 0]
+        self.policy = tree.settings.confidence
+        steps = metrics.get("steps_count")
+        self.count = len(self.units) or (int(steps) if isinstance(steps, int | float) else 0)
+
+    def confidence(self, margin: float, high: tuple[str, float], low: tuple[str, float]) -> float:
+        """How sure `high` stands above `low` (a class and its share, or "" and the threshold)."""
+        per_unit = [self._share(u, high) - self._share(u, low) for u in self.units]
+        shares = [share for cls, share in (high, low) if cls]
+        return margin_confidence(margin, shares, per_unit, self.count, self.policy)
+
+    def _share(self, unit: StepCost, side: tuple[str, float]) -> float:
+        cls, fixed = side
+        if not cls:
+            return fixed
+        split = {f"{c}_share": t / unit.duration_us for c, t in unit.parts_us.items()}
+        unit_metrics = {**self.metrics, **split}
+        values = [_share(r, unit_metrics) for r in self.roots if r.bottleneck_class == cls]
+        return max((v for v in values if v is not None), default=0.0)
 
 
 def _finding(

@@ -112,6 +112,11 @@ def default_rules_dir() -> Path:
     env = os.environ.get("TORCHTOP_RULES")
     if env:
         return Path(env)
+    return shipped_rules_dir()
+
+
+def shipped_rules_dir() -> Path:
+    """The checkout's `rules/`, else the installed copy."""
     checkout = Path(__file__).resolve().parents[3] / "rules"
     if checkout.is_dir():
         return checkout

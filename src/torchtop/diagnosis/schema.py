@@ -71,12 +71,13 @@ _Count = Annotated[int, msgspec.Meta(ge=0)]
 
 
 class Confidence(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The factors (0-1) a verdict's confidence is multiplied by where evidence is thin."""
+    """`[confidence]`: how the chance that more evidence keeps the verdict is computed
+    (`diagnosis/confidence.py`), and the factor for evidence known to be damaged."""
 
-    one_step: _Share = 0.65
-    two_steps: _Share = 0.8
-    """Three steps or more: 1."""
-    no_step_markers: _Share = 0.85
+    pseudo_count: Annotated[float, msgspec.Meta(gt=0.0)] = 0.5
+    """Jeffreys' pseudo-count added to a share seen in single samples."""
+    min_unit_spread: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.02
+    """The least spread per step assumed of a margin measured over steps."""
     truncated_trace: _Share = 0.7
 
 

@@ -37,10 +37,13 @@ class Collectors:
     samplers: list[Sampler] = field(default_factory=list)
     writers: list[JournalWriter] = field(default_factory=list)
     nvml: NvmlCollector | None = None
+    stacks: StackCollector | None = None
 
     def stop(self) -> None:
         for sampler in self.samplers:
             sampler.stop()
+        if self.stacks is not None:
+            self.stacks.close()  # a native chunk in flight would go on sampling the job
         if self.nvml is not None:
             self.nvml.stop()
         for writer in self.writers:
@@ -52,7 +55,9 @@ def start_collectors(layout: RunLayout, root_pid: int, with_agent: bool) -> Coll
     collectors = Collectors(nvml=NvmlCollector())
     nvml = collectors.nvml
     assert nvml is not None
-    stacks: SampleFn = StackCollector(root_pid).sample
+    # Without an agent the stacks are the evidence: native frames say what libtorch does.
+    collectors.stacks = StackCollector(root_pid, native=not with_agent)
+    stacks: SampleFn = collectors.stacks.sample
     if with_agent:
         silence = SilenceWatch(layout.events_dir, SILENT_AFTER_S, lambda: _peer_events(layout))
         stacks = StacksSchedule(StackCollector(root_pid), silence, STACKS_INTERVAL_WITH_AGENT_S)

@@ -200,18 +200,48 @@ class StackFrame(Part):
     line: int | None = None
 
 
+class NativeFrame(Part):
+    """A frame of compiled code (libtorch, gloo, libgomp, libc) under a Python frame."""
+
+    function: str
+    """The symbol py-spy resolved (cut to `NATIVE_NAME_CHARS`), or the bare address."""
+    library: str | None = None
+    """The shared object's file name (`libtorch_cpu.so`)."""
+
+
+NATIVE_NAME_CHARS = 200
+"""Longer symbols (a kernel functor's template arguments run to 1,000 characters) are cut:
+the frame patterns match their start, and every dump is written once a second."""
+
+
 class StackThread(Part):
     tid: int | None = None
     name: str | None = None
     active: bool | None = None
     frames: list[StackFrame] = []
     """Innermost first."""
+    native: list[NativeFrame] | msgspec.UnsetType = msgspec.UNSET
+    """The compiled frames of the same stack, innermost first (only from a native dump)."""
+
+
+class TaskTime(Part):
+    """One OS thread of a process (every thread, Python or not), from /proc/PID/task."""
+
+    tid: int
+    name: str
+    cpu_s: float
+    """User and system CPU time the thread has used since it started."""
 
 
 class StackProcess(Part):
     pid: int
     role: str | None = None
     threads: list[StackThread] = []
+    tasks: list[TaskTime] | msgspec.UnsetType = msgspec.UNSET
+    """All the process's OS threads (where /proc could be read): the OpenMP, gloo and autograd
+    threads py-spy cannot show, by name and CPU time, as the samples of this record ended."""
+    tasks_start: list[TaskTime] | msgspec.UnsetType = msgspec.UNSET
+    """The same as this record's samples began (a native chunk): CPU used between the two."""
 
 
 class Unreadable(Part):
@@ -226,6 +256,11 @@ class StacksSample(JournalRecord, tag="stacks"):
     processes: list[StackProcess] = []
     unreadable: list[Unreadable] | msgspec.UnsetType = msgspec.UNSET
     """The processes given up on since the last record (only when there are some)."""
+    native: bool | msgspec.UnsetType = msgspec.UNSET
+    """True for a `py-spy dump --native` (`torchtop attach`): threads carry their compiled
+    frames and processes their OS threads."""
+    python_only: str | msgspec.UnsetType = msgspec.UNSET
+    """Why this dump has no native frames, where native dumps were tried and failed."""
 
 
 class Unavailable(JournalRecord, tag="unavailable"):

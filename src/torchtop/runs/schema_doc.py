@@ -37,6 +37,8 @@ SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
             r.StackProcess,
             r.StackThread,
             r.StackFrame,
+            r.NativeFrame,
+            r.TaskTime,
             r.Unreadable,
             FixEntry,
             SinceRelaunch,

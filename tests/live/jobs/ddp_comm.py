@@ -13,7 +13,7 @@ dist.init_process_group("gloo")
 torch.manual_seed(0)
 model = DistributedDataParallel(nn.Sequential(*(nn.Linear(1024, 1024) for _ in range(12))))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-for _ in range(20):
+for _ in range(int(os.environ.get("STEPS", "20"))):
     loss = model(torch.randn(2, 1024)).sum()
     optimizer.zero_grad()
     loss.backward()

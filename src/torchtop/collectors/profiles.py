@@ -1,0 +1,145 @@
+"""Native stack samples of a job's training processes, by `py-spy record --native` in chunks.
+
+A native `py-spy dump` spends 2-6 s on this 2-core machine loading libtorch's symbols before
+it reads one stack, so a dump loop gave attach one look every few seconds. `py-spy record`
+loads them once per chunk and then samples at `rate_per_s`: each chunk of `chunk_s` seconds is
+one `stacks` record holding every sample of every Python thread (a thread appears once per
+sample, innermost frame first, as a dump's thread does). Chunks run back to back in the
+background: `finished()` gives a finished chunk's process entry, and the caller starts the next.
+
+The speedscope output keeps each thread's samples in time order with their frames; py-spy
+writes a compiled frame with line 0 and its shared object as the file. Idle samples are kept
+(`--idle`): a thread blocked in a collective is the evidence. py-spy's speedscope output does
+not say which samples were idle, so a sample is active unless its innermost compiled frames
+are the C library's waits (`WAITS`): futexes, condition variables, sleeps, polls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from torchtop.collectors.tasks import read_tasks
+from torchtop.runs.records import NATIVE_NAME_CHARS, TaskTime
+
+CHUNK_S = 4
+RATE_PER_S = 4
+"""Each native sample stops every thread of the job while py-spy unwinds it (a few ms on this
+2-core machine, more under load; docs/benchmarks.md): 4 a second bounds that to a few percent,
+and 16 samples a chunk are three times the 5 looks a verdict needs."""
+WAITS = re.compile(
+    r"^(pthread_cond_(timed)?wait|__futex|futex|syscall|clock_nanosleep|nanosleep|epoll_wait|"
+    r"poll|ppoll|select|pselect|sem_(timed)?wait|__lll_lock_wait|read|recv|recvfrom|accept|0x)"
+)
+"""Innermost C-library frames of a thread that waits (a bare address in libc is where a
+futex or a read blocks: their symbols are internal)."""
+_C_LIBRARY = re.compile(r"^(libc\.so|libpthread)")
+_THREAD = re.compile(r'Thread (?:0x)?([0-9a-fA-F]+) "(.*)"$')
+
+
+@dataclass
+class Chunk:
+    pid: int
+    process: subprocess.Popen[bytes]
+    output: Path
+    tasks_start: list[TaskTime] | None
+
+
+class ChunkedProfiler:
+    """Back-to-back `py-spy record --native` chunks of each training process."""
+
+    def __init__(self, py_spy: list[str], chunk_s: int = CHUNK_S, rate_per_s: int = RATE_PER_S):
+        self.py_spy, self.chunk_s, self.rate_per_s = py_spy, chunk_s, rate_per_s
+        self._running: dict[int, Chunk] = {}
+        self._folder = Path(tempfile.mkdtemp(prefix="torchtop-stacks-"))
+        weakref.finalize(self, shutil.rmtree, self._folder, True)
+
+    def start(self, pid: int) -> None:
+        output = self._folder / f"{pid}-{time.monotonic_ns()}.json"
+        command = [
+            *self.py_spy, "record", "--native", "--idle", "--threads", "--format", "speedscope",
+            "--rate", str(self.rate_per_s), "--duration", str(self.chunk_s),
+            "--pid", str(pid), "--output", str(output),
+        ]  # fmt: skip
+        env = {**os.environ, "RUST_BACKTRACE": "0"}
+        child = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        )
+        self._running[pid] = Chunk(pid, child, output, read_tasks(pid))
+
+    def running(self, pid: int) -> bool:
+        return pid in self._running
+
+    def finished(self, pid: int) -> tuple[dict[str, Any] | None, str | None]:
+        """A finished chunk's process entry (`threads`, `tasks_start`; None while it runs),
+        or why it failed (what py-spy said)."""
+        chunk = self._running.get(pid)
+        if chunk is None or chunk.process.poll() is None:
+            return None, None
+        del self._running[pid]
+        err = chunk.process.communicate()[1].decode(errors="replace")
+        try:
+            if chunk.process.returncode != 0:
+                return None, err or f"py-spy record exited with status {chunk.process.returncode}"
+            entry: dict[str, Any] = {"threads": threads_of(json.loads(chunk.output.read_text()))}
+            if chunk.tasks_start is not None:
+                entry["tasks_start"] = [msgspec.to_builtins(t) for t in chunk.tasks_start]
+            return entry, None
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            return None, f"py-spy record wrote no profile ({error})"
+        finally:
+            chunk.output.unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        for chunk in self._running.values():
+            chunk.process.kill()
+            chunk.process.communicate()
+            chunk.output.unlink(missing_ok=True)
+        self._running.clear()
+
+
+def threads_of(profile: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each sample of each thread of a speedscope profile, as a dump's thread entries."""
+    frames = profile["shared"]["frames"]
+    threads: list[dict[str, Any]] = []
+    for thread in profile["profiles"]:
+        match = _THREAD.search(str(thread.get("name", "")))
+        tid = int(match.group(1), 16 if "0x" in thread["name"] else 10) if match else None
+        name = match.group(2) if match else None
+        for sample in thread["samples"]:
+            stack = [frames[index] for index in reversed(sample)]  # innermost first
+            threads.append(_sample(tid, name, stack))
+    return threads
+
+
+def _waits(frame: dict[str, str]) -> bool:
+    return bool(_C_LIBRARY.search(frame["library"]) and WAITS.search(frame["function"]))
+
+
+def _sample(tid: int | None, name: str | None, stack: list[dict[str, Any]]) -> dict[str, Any]:
+    python = [f for f in stack if f.get("line")]
+    inner = next((i for i, f in enumerate(stack) if f.get("line")), len(stack))
+    native = [
+        {"function": str(f["name"])[:NATIVE_NAME_CHARS], "library": Path(str(f["file"])).name}
+        for f in stack[:inner]
+    ]
+    entry: dict[str, Any] = {
+        "tid": tid,
+        "name": name,
+        "active": not (native and _waits(native[0])),
+        "frames": [{"function": f["name"], "file": f["file"], "line": f["line"]} for f in python],
+    }
+    if native:
+        entry["native"] = native
+    return entry

@@ -1,0 +1,1 @@
+"""Planted CPU jobs, one per bottleneck class, started without torchtop (see `catalog`)."""
