@@ -44,6 +44,14 @@ MEAN_AT_THE_BARRIER = [
     ("at::native::(anonymous namespace)::sum_kernel_impl", "libtorch_cpu.so"),
     ("torch::autograd::THPVariable_mean", "libtorch_python.so"),
 ]
+BIAS_COPIED_BY_ADDMM = [
+    ("at::native::AVX2::direct_copy_kernel", "libtorch_cpu.so"),
+    ("at::native::copy_impl", "libtorch_cpu.so"),
+    ("at::native::copy_", "libtorch_cpu.so"),
+    ("at::_ops::copy_::call", "libtorch_cpu.so"),
+    ("at::native::addmm_impl_cpu_", "libtorch_cpu.so"),
+    ("at::_ops::addmm::call", "libtorch_cpu.so"),
+]
 MATMUL_WORKING = [
     ("mkl_blas_avx512_sgemm_kernel_0_b0", "libtorch_cpu.so"),
     ("GOMP_parallel", "libgomp.so.1"),
@@ -70,6 +78,7 @@ def test_the_shipped_patterns_name_copies_collectives_openmp_waits_and_operators
     assert patterns.place(DDP_RANK0_IN_BACKWARD) == "collective"
     assert patterns.place(MEAN_AT_THE_BARRIER) == "openmp"
     assert patterns.place(MATMUL_WORKING) == OP, "GOMP_parallel below a kernel is work"
+    assert patterns.place(BIAS_COPIED_BY_ADDMM) == OP, "a copy inside addmm is addmm's"
     assert patterns.place(ARGUMENTS_PARSED) == BETWEEN, "Python's bindings are outside ops"
     assert patterns.place(ENGINE_BETWEEN_NODES) == "backward"
     assert patterns.place(FREED_BY_PYTHON) is None, "the C library alone is no operator"

@@ -6,6 +6,7 @@ The records are built as the native collector writes them; the frames are those 
 
 from __future__ import annotations
 
+from torchtop.assess.attached import native_metrics
 from torchtop.assess.stack_shares import INTERPRETER, shares_of
 from torchtop.diagnosis.frames import BETWEEN, OP, load_frame_patterns
 from torchtop.runs.records import (
@@ -90,3 +91,14 @@ def test_one_process_shares_are_those_of_its_own_records() -> None:
     patterns = load_frame_patterns()
     assert shares_of(records, patterns, pid=PID).shares == {"copy": 1.0}
     assert shares_of(records, patterns, pid=PID + 100).shares == {OP: 1.0}
+
+
+def test_native_shares_become_the_rules_metrics_copies_measured_and_the_breakdown_whole() -> None:
+    records = [dump(LOOP, TO_COPY), dump(LOOP, TO_COPY), dump(LOOP, ADDMM), dump(LOOP, None)]
+    metrics, breakdown = native_metrics(shares_of(records, load_frame_patterns()), None, 2)
+    assert metrics["memcpy_share"] == 0.5, "measured from the frames, no longer None"
+    assert breakdown["memcpy"] == 0.5 and breakdown["cpu_exec"] == 0.25
+    assert breakdown["other"] == 0.25, "Python with no compiled frame is between operators"
+    assert abs(sum(breakdown.values()) - 1.0) < 1e-9
+    assert metrics["stack_samples"] == 4 and metrics["steps_count"] is None
+    assert metrics["host_cpu_count"] == 2 and metrics["has_gpu"] is False

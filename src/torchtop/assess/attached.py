@@ -25,14 +25,18 @@ from torchtop.model.report import Report
 from torchtop.runs.state import RunState
 
 RECENT_DUMPS = 60
+RECENT_CHUNKS = 15
 _HOST_WORK = ("forward", "backward", "optimizer", "python", "sync")
 
 
-def stack_metrics(state: RunState) -> tuple[Metrics, dict[str, float]]:
-    """The metrics and breakdown of the job's recent stack dumps."""
+def stack_metrics(state: RunState, pid: int | None = None) -> tuple[Metrics, dict[str, float]]:
+    """The metrics and breakdown of the job's recent stack records (of one process's samples
+    where `pid` is given: native records only)."""
     dumps = list(state.samples.stacks)[-RECENT_DUMPS:]
     if any(dump.native is True for dump in dumps):
-        found = shares_of(dumps, load_frame_patterns())
+        # A native record is a chunk of samples: the newest chunks are about the last minute.
+        chunks = dumps[-RECENT_CHUNKS:]
+        found = shares_of(chunks, load_frame_patterns(), pid)
         return native_metrics(found, _gpu_utilization(state), state.launch.cpu_count)
     shares = attribute(dumps)
     counted = len(dumps)

@@ -40,6 +40,7 @@ class PatternEntry(msgspec.Struct, forbid_unknown_fields=True):
     example: ExampleFrame
     library: str | None = None
     innermost: bool = False
+    not_under: str | None = None
 
 
 class ThreadEntry(msgspec.Struct, forbid_unknown_fields=True):
@@ -61,6 +62,9 @@ class Pattern(msgspec.Struct, frozen=True):
     function: re.Pattern[str]
     library: re.Pattern[str] | None
     innermost: bool
+    not_under: re.Pattern[str] | None = None
+    """A frame it must not run under (outer to it): a copy inside another operator's
+    implementation (addmm copying its bias into the output) is that operator's."""
 
     def matches(self, function: str, library: str | None) -> bool:
         if self.function.search(function) is None:
@@ -87,9 +91,15 @@ class FramePatterns(msgspec.Struct, frozen=True):
             pattern.place
             for index, (function, library) in enumerate(frames)
             for pattern in self.patterns
-            if (index == 0 or not pattern.innermost) and pattern.matches(function, library)
+            if (index == 0 or not pattern.innermost)
+            and pattern.matches(function, library)
+            and not _under(pattern.not_under, frames[index + 1 :])
         }
         return next((place for place in self.places if place in found), BETWEEN)
+
+
+def _under(outer: re.Pattern[str] | None, frames: Sequence[tuple[str, str | None]]) -> bool:
+    return outer is not None and any(outer.search(function) for function, _ in frames)
 
 
 def load_frame_patterns(directory: Path | None = None) -> FramePatterns:
@@ -140,6 +150,9 @@ def _pattern(path: Path, index: int, entry: PatternEntry, places: list[str]) -> 
         function=_regex(path, f"{where}.function", entry.function),
         library=None if library is None else _regex(path, f"{where}.library", library),
         innermost=entry.innermost,
+        not_under=None
+        if entry.not_under is None
+        else _regex(path, f"{where}.not_under", entry.not_under),
     )
     if not pattern.matches(entry.example.function, entry.example.library):
         example = f"{entry.example.function} ({entry.example.library})"

@@ -54,7 +54,7 @@ PLANTED = (
         {"STEPS": LONG},
         "cpu",
         "other (between operators) 45%, cpu_exec 47%, memcpy 9% over 58 steps; python-overhead",
-        # attach read 27-38% between operators (3 runs) against run's 45%; python-overhead
+        # attach read 27-47% between operators (4 runs) against run's 45%; python-overhead
         # fires at 25%: too close to ask of 30 samples.
         None,
         {"other": 0.15},
