@@ -94,7 +94,15 @@ def test_attach_names_the_class_of_a_planted_job_started_without_torchtop(
     finally:
         end_tree(started)  # torchrun's ranks included: they leave its process group
     said = (report["verdict"], report["breakdown"], [f["rule"] for f in report["findings"]])
-    assert report["source"]["pid"] == target
+    if job.torchrun:
+        # Given rank 0, attach watches its whole job: the report is the launcher's, naming
+        # the rank it was given (each rank also has its own entry).
+        attached = report["source"]["attached"]
+        assert (attached["pid"], attached["role"]) == (target, "rank")
+        assert report["source"]["pid"] == started.pid == attached["root_pid"]
+        assert sorted(r["rank"] for r in report["ranks"]) == [0, 1]
+    else:
+        assert report["source"]["pid"] == target
     assert report["bottleneck"] == job.bottleneck, said
     if job.finding is not None:
         assert job.finding in [f["rule"] for f in report["findings"]], said

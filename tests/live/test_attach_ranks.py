@@ -12,6 +12,7 @@ import queue
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -198,24 +199,46 @@ def attach(pid: int, for_s: str, run_dir: Path) -> tuple[str, Any]:
 
 
 @contextmanager
-def started(command: list[str]) -> Iterator[Job]:
+def started(command: list[str], tries: int = 2) -> Iterator[Job]:
     """`command` in its own session; each rank's `rank R pid P` line read from its stdout
-    (within a minute); it and every process under it killed after."""
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        start_new_session=True,
-    )  # fmt: skip
+    (within a minute); it and every process under it killed after. A job whose ranks never
+    tell (its launcher gone, a rendezvous that never completes on a loaded machine) is
+    started once more, on a fresh port where the command names one; its stderr is kept for
+    the failure's message."""
+    for attempt in range(tries):
+        if attempt:
+            command = [str(free_port()) if a.isdigit() and command[i - 1] == "--master-port"
+                       else a for i, a in enumerate(command)]  # fmt: skip
+        with tempfile.TemporaryFile("w+") as errors:
+            process = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=errors, text=True, start_new_session=True,
+            )  # fmt: skip
+            try:
+                ranks = _told_ranks(process)
+                if ranks is None:
+                    errors.seek(0)
+                    said = errors.read()[-2000:]
+                    if attempt + 1 < tries:
+                        continue
+                    raise AssertionError(f"the ranks never told who they are; stderr:\n{said}")
+                yield Job(process, ranks)
+                return
+            finally:
+                end_all(process)
+
+
+def _told_ranks(process: subprocess.Popen[str]) -> dict[int, int] | None:
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_pump, args=(process, lines), daemon=True).start()
-    try:
-        ranks: dict[int, int] = {}
-        while len(ranks) < 2:
+    ranks: dict[int, int] = {}
+    while len(ranks) < 2:
+        try:
             told = TOLD.match(lines.get(timeout=60).strip())
-            if told:
-                ranks[int(told[1])] = int(told[2])
-        yield Job(process, ranks)
-    finally:
-        end_all(process)
+        except queue.Empty:
+            return None
+        if told:
+            ranks[int(told[1])] = int(told[2])
+    return ranks
 
 
 def end_all(process: subprocess.Popen[Any]) -> None:
