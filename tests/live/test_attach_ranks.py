@@ -10,6 +10,7 @@ import contextlib
 import json
 import queue
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,7 +36,7 @@ from torchtop.tui.widgets.panel import Panel
 
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 JOB = Path(__file__).parent / "jobs" / "ddp_ranks_told.py"
-TOLD = re.compile(r"^rank (\d+) pid (\d+)$")
+TOLD = re.compile(r"rank (\d+) pid (\d+)")
 
 
 @dataclass
@@ -185,7 +186,9 @@ def test_attach_on_a_rank_of_a_torchtop_run_job_follows_its_agents_folder(
     assert not (tmp_path / "unused").exists(), "with an agent, attach records nothing itself"
     attached = report["source"]["attached"]
     assert {r["rank"]: r["pid"] for r in attached["ranks"]} == running.ranks
-    assert sorted((r["rank"], r["pid"]) for r in report["ranks"]) == sorted(running.ranks.items())
+    assert sorted((r["rank"], r["pid"]) for r in report["ranks"]) == sorted(
+        running.ranks.items()
+    ), [(r["rank"], r["pid"], r["label"], r["ended"]) for r in report["ranks"]]
     assert report["steps"]["count"] >= 1, "the agent's steps, not stack samples"
 
 
@@ -203,12 +206,14 @@ def started(command: list[str], tries: int = 2) -> Iterator[Job]:
     """`command` in its own session; each rank's `rank R pid P` line read from its stdout
     (within a minute); it and every process under it killed after. A job whose ranks never
     tell (its launcher gone, a rendezvous that never completes on a loaded machine) is
-    started once more, on a fresh port where the command names one; its stderr is kept for
-    the failure's message."""
+    started once more, on a fresh port where the command names one and in an emptied run
+    folder; its stderr is kept for the failure's message."""
     for attempt in range(tries):
         if attempt:
             command = [str(free_port()) if a.isdigit() and command[i - 1] == "--master-port"
                        else a for i, a in enumerate(command)]  # fmt: skip
+            if "--run-dir" in command:  # the first try's records are not this job's
+                shutil.rmtree(command[command.index("--run-dir") + 1], ignore_errors=True)
         with tempfile.TemporaryFile("w+") as errors:
             process = subprocess.Popen(
                 command, stdout=subprocess.PIPE, stderr=errors, text=True, start_new_session=True,
@@ -233,11 +238,11 @@ def _told_ranks(process: subprocess.Popen[str]) -> dict[int, int] | None:
     ranks: dict[int, int] = {}
     while len(ranks) < 2:
         try:
-            told = TOLD.match(lines.get(timeout=60).strip())
+            line = lines.get(timeout=60)
         except queue.Empty:
             return None
-        if told:
-            ranks[int(told[1])] = int(told[2])
+        for rank, pid in TOLD.findall(line):
+            ranks[int(rank)] = int(pid)
     return ranks
 
 

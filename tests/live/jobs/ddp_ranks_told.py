@@ -9,6 +9,7 @@ With `DDP=0` the ranks train apart (no process group): one can die while the oth
 
 import atexit
 import os
+import sys
 import time
 
 import torch
@@ -36,7 +37,10 @@ if together:
     dist.init_process_group("gloo")
     model = DistributedDataParallel(model)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-print(f"rank {os.environ['RANK']} pid {os.getpid()}", flush=True)
+# One write: print() writes the text and its newline apart, and two ranks unbuffered (torchrun
+# runs them with -u) can interleave between the two on the shared pipe.
+sys.stdout.write(f"rank {os.environ['RANK']} pid {os.getpid()}\n")
+sys.stdout.flush()
 steps = int(os.environ.get("STEPS", "1000000"))
 for step, (inputs, labels) in enumerate(DataLoader(Slow(), batch_size=2)):
     if step == steps:
