@@ -30,17 +30,7 @@ from typing import Any
 
 from torchtop.agent import api, main_thread
 from torchtop.agent.agent import Agent
-from torchtop.agent.hooks import (
-    Installer,
-    Undo,
-    time_backward,
-    time_dataloaders,
-    watch_autocast,
-    watch_compile,
-    watch_exit_status,
-    watch_job_profilers,
-    watch_optimizers,
-)
+from torchtop.agent.hooks import INSTALLERS, Installer, Undo, watch_optimizers
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import Bye
@@ -50,14 +40,11 @@ THREAD_NAME = "torchtop-inject"
 # that lands in the optimizer's hook loop does nothing, and each costs the job a little).
 KICK_EVERY_S = 0.05
 
+RUN_ONLY = ("knob overrides", "argparse watch", "child exit watch")
+"""`run`'s installers that have no after-the-fact form: knob overrides apply at start-up,
+argparse has parsed already, and the child exit watcher belongs to a launcher."""
 INJECTED_INSTALLERS: list[tuple[str, Installer]] = [
-    ("optimizer step hook", watch_optimizers),
-    ("backward timing", time_backward),
-    ("DataLoader timing", time_dataloaders),
-    ("autocast watch", watch_autocast),
-    ("torch.compile watch", watch_compile),
-    ("profiler guard", watch_job_profilers),
-    ("exit status watch", watch_exit_status),
+    (name, install) for name, install in INSTALLERS if name not in RUN_ONLY
 ]
 
 

@@ -102,12 +102,7 @@ class LiveMonitor:
                 or (self.alive is not None and not self.alive())
                 or (self.for_s is not None and elapsed - self._held_s(now) >= self.for_s)
             )
-            snapshot = Snapshot(
-                report, self.tracker.update(report.verdict), state, elapsed, finished
-            )
-            if self.on_tick is not None:
-                self.on_tick(snapshot)
-            return snapshot
+            return self._publish(report, state, elapsed, finished)
 
     def read(self, reader: Callable[[RunState], T]) -> T:
         """`reader` applied to the run state as it stands, while no tick is changing it."""
@@ -145,10 +140,15 @@ class LiveMonitor:
             if self.on_tick is not None:
                 # The observers (event files, metrics) get what the last tick had not read
                 # yet: a job that ended between ticks, a mirror that caught up at the end.
-                elapsed = self.clock() - self.started
-                shown = self.tracker.update(report.verdict)
-                self.on_tick(Snapshot(report, shown, state, elapsed, True))
+                self._publish(report, state, self.clock() - self.started, True)
             return report
+
+    def _publish(self, report: Report, state: RunState, elapsed: float, finished: bool) -> Snapshot:
+        """The snapshot of `report`, its verdict held by the tracker, given to `on_tick`."""
+        snapshot = Snapshot(report, self.tracker.update(report.verdict), state, elapsed, finished)
+        if self.on_tick is not None:
+            self.on_tick(snapshot)
+        return snapshot
 
     def _assess(self, state: RunState, final: bool = False) -> Report:
         windows = self.windows.latest(state)
