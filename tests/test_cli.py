@@ -391,3 +391,56 @@ def test_ctrl_c_during_analyze_is_one_line_and_status_130(
     status, out, err = run_main(capsys, "analyze", str(loop_trace))
     assert status == 130
     assert out == "" and err == "torchtop: interrupted\n"
+
+
+@pytest.mark.parametrize(
+    "verb", ["analyze", "run", "demo", "attach", "tune", "watch", "view", "rules"]
+)
+def test_every_verbs_help_ends_with_an_example_of_that_verb(
+    capsys: pytest.CaptureFixture[str], verb: str
+) -> None:
+    with pytest.raises(SystemExit):
+        main([verb, "--help"])
+    shown = capsys.readouterr().out
+    examples = shown.split("examples:", 1)
+    assert len(examples) == 2, shown
+    assert f"torchtop {verb} " in examples[1]
+
+
+@pytest.mark.parametrize("verb", [["attach", "1"], ["watch", "x"]])
+def test_for_says_that_watching_stops_not_the_job_where_the_job_goes_on(
+    capsys: pytest.CaptureFixture[str], verb: list[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main([verb[0], "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    said = shown.split("--for SECONDS", 2)[2].strip()
+    assert said.startswith("stop watching after this long;"), said[:80]
+    assert "goes on" in said[:80]
+
+
+def test_analyse_is_the_same_verb_as_analyze(
+    capsys: pytest.CaptureFixture[str], shared: Path
+) -> None:
+    assert main(["analyse", str(shared / RESNET_NW0), "--format", "json"]) == 0
+    british = json.loads(capsys.readouterr().out)
+    assert main(["analyze", str(shared / RESNET_NW0), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == british
+
+
+@pytest.mark.parametrize(
+    ("word", "hint"), [("anaylze", "did you mean 'analyze'?"), ("atach", "did you mean 'attach'?")]
+)
+def test_a_misspelt_verb_is_one_line_with_the_nearest_verb(
+    capsys: pytest.CaptureFixture[str], word: str, hint: str
+) -> None:
+    assert main([word, "x"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"torchtop: '{word}' is not a verb; {hint}"]
+
+
+def test_a_word_far_from_every_verb_lists_the_verbs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["frobnicate"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("torchtop: 'frobnicate' is not a verb (the verbs: analyze, run")
+    assert "analyse" not in err

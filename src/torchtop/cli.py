@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import os
 import sys
@@ -24,6 +25,42 @@ DEMO_FOR_S = 30.0
 """`demo --headless` stops after this long unless `--for` says otherwise; its dashboard stays
 until `q`."""
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+VERB_ALIASES = {"analyse": "analyze"}
+"""Other spellings a verb answers to (the help's own British spelling among them)."""
+
+EXAMPLES = {
+    "analyze": """examples:
+  torchtop analyze trace.json.gz               one Kineto trace
+  torchtop analyze traces/                     a folder of them, one per rank
+  torchtop analyze torchtop-runs/20261127-0149 a run recorded by `torchtop run`
+  torchtop analyze trace.json --format json > report.json""",
+    "run": """examples:
+  torchtop run -- python train.py --lr 3e-4
+  torchtop run --headless --for 120 --report r.json -- torchrun --nproc_per_node 8 train.py
+  torchtop run --metrics 9400 -- python train.py  (Prometheus on 127.0.0.1:9400)""",
+    "demo": """examples:
+  torchtop demo                       the dashboard; `a` tries the fix, `q` quits
+  torchtop demo --headless --for 20   progress on stderr, the report at the end
+  torchtop demo -- --num-workers 4    the demo job with other options""",
+    "attach": """examples:
+  torchtop attach 4242                 stack samples from outside; the job is not touched
+  torchtop attach 4242 --for 60 --headless --format json
+  torchtop attach 4242 --inject        load the agent for steps and profiler windows""",
+    "tune": """examples:
+  torchtop tune -- python train.py                  trials within 300 s; writes torchtop.toml
+  torchtop tune --for 600 --allow batch-size -- python train.py
+  torchtop run -- python train.py                   later runs apply torchtop.toml""",
+    "watch": """examples:
+  torchtop watch torchtop-runs/shared          a run folder several nodes' launchers share
+  torchtop watch http://node1:9500 http://node2:9500 --token $TOKEN""",
+    "view": """examples:
+  torchtop view trace.json.gz
+  torchtop view torchtop-runs/20261127-0149""",
+    "rules": """examples:
+  torchtop rules                     the rule tree
+  torchtop rules dataloader-starved  one rule: when it fires, why, its fixes""",
+}
+"""One example block per verb, shown at the end of its `--help`."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,11 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action=_VersionAction, help="show the installed version and exit"
     )
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-    verbs.required = True
+    verbs = _Verbs(parser.add_subparsers(dest="verb", metavar="VERB"))
+    verbs.action.required = True
 
     analyze = verbs.add_parser(
         "analyze",
+        aliases=["analyse"],
         help="analyse Kineto traces (a file or a folder of ranks) and name the bottleneck",
     )
     analyze.add_argument(
@@ -65,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = verbs.add_parser(
         "run", help="launch a training command with the agent inside and watch it live"
     )
-    _watch_options(run)
+    _watch_options(run, for_help="stop the job after this long, then report")
     _serve_option(run)
     run.add_argument(
         "--config",
@@ -81,7 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="run a small built-in CPU training job with a planted bottleneck, watched"
     )
     _watch_options(
-        demo, for_help=f" (default with --headless: {DEMO_FOR_S:g}; the dashboard stays until q)"
+        demo,
+        for_help="stop the demo job after this long "
+        f"(default with --headless: {DEMO_FOR_S:g}; the dashboard stays until q)",
     )
     _serve_option(demo)
     demo.add_argument(
@@ -95,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         "attach", help="watch a running training process that torchtop did not start"
     )
     attach.add_argument("pid", type=int, metavar="PID")
-    _watch_options(attach)
+    _watch_options(attach, for_help="stop watching after this long; the job goes on")
     attach.add_argument(
         "--inject",
         action="store_true",
@@ -151,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
         "watch", help="watch a run another process launched (a run folder shared by its nodes)"
     )
     watch.add_argument("targets", nargs="+", metavar="RUN_DIR|URL")
-    _watch_options(watch)
+    _watch_options(watch, for_help="stop watching after this long; the run goes on")
     watch.add_argument(
         "--token",
         help="the bearer token of the nodes' --serve streams (default: TORCHTOP_SERVE_TOKEN)",
@@ -166,6 +206,35 @@ def build_parser() -> argparse.ArgumentParser:
     rules.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
     _format_option(rules, "the tree (or the rule) as text, or as JSON")
     return parser
+
+
+class _Verbs:
+    """The sub-command table: every verb's parser ends its help with the verb's examples."""
+
+    def __init__(self, action: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+        self.action = action
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:
+        return self.action.add_parser(
+            name,
+            epilog=EXAMPLES.get(name),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+    def names(self) -> list[str]:
+        return list(self.action.choices)
+
+
+def unknown_verb(argv: Sequence[str], verbs: Sequence[str]) -> str | None:
+    """One line for a first word that is no verb, with the nearest verb when one is close
+    (`torchtop analyse` was once refused without a hint); None when the words parse."""
+    word = next((w for w in argv if not w.startswith("-")), None)
+    if word is None or word in verbs or word in VERB_ALIASES or argv[: argv.index(word)]:
+        return None
+    close = difflib.get_close_matches(word, verbs, n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else f" (the verbs: {', '.join(verbs)})"
+    return f"torchtop: '{word}' is not a verb{hint}"
 
 
 class _VersionAction(argparse.Action):
@@ -197,16 +266,9 @@ def _format_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text", help=what)
 
 
-def _watch_options(
-    parser: argparse.ArgumentParser, for_help: str = "", run_dir: bool = True
-) -> None:
+def _watch_options(parser: argparse.ArgumentParser, for_help: str, run_dir: bool = True) -> None:
     parser.add_argument("--headless", action="store_true", help="no dashboard; progress on stderr")
-    parser.add_argument(
-        "--for",
-        dest="for_s",
-        metavar="SECONDS",
-        help="stop watching (and stop the job) after this long" + for_help,
-    )
+    parser.add_argument("--for", dest="for_s", metavar="SECONDS", help=for_help)
     _format_option(parser, "the final report on stdout as text, or as the JSON report")
     parser.add_argument("--report", metavar="FILE", help="write the JSON report here when done")
     if run_dir:
@@ -247,7 +309,7 @@ def entry() -> NoReturn:
     without Python's finalization, which spent ~35 ms tearing down numpy and the trace's
     objects after the report was out (7% of analysing the 35 MB sample)."""
     status = main()
-    if sys.argv[1:2] == ["analyze"]:
+    if sys.argv[1:2] in (["analyze"], ["analyse"]):
         _exit_now(status)
     raise SystemExit(status)
 
@@ -265,7 +327,14 @@ def _exit_now(status: int) -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    refused = unknown_verb(words, _verb_names(parser))
+    if refused is not None:
+        print(refused, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    args = parser.parse_args(words)
+    args.verb = VERB_ALIASES.get(args.verb, args.verb)
     try:
         if args.verb == "analyze":
             return _analyze(args)
@@ -283,6 +352,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     return EXIT_BAD_INPUT
+
+
+def _verb_names(parser: argparse.ArgumentParser) -> list[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return [name for name in action.choices if name not in VERB_ALIASES]
+    return []
 
 
 def _load_tree(folder: str | None):  # type: ignore[no-untyped-def]

@@ -83,3 +83,32 @@ def test_attach_to_a_process_that_is_not_python_is_refused(tmp_path: Path) -> No
     assert len(result.stderr.strip().splitlines()) == 1
     assert "not a Python process" in result.stderr
     assert result.stderr.rstrip().endswith("start it watched: `torchtop run -- python train.py`")
+
+
+def test_attach_on_a_python_process_that_is_not_training_says_so_not_trace_advice(
+    tmp_path: Path,
+) -> None:
+    idle = "import time, torch\nprint('ready', flush=True)\nwhile True:\n    time.sleep(0.05)\n"
+    job = subprocess.Popen(
+        [sys.executable, "-c", idle], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert job.stdout is not None
+        assert job.stdout.readline().strip() == "ready"
+        options = ["--run-dir", str(tmp_path / "r"), "--report", str(tmp_path / "report.json")]
+        result = subprocess.run(
+            [*TORCHTOP, "attach", str(job.pid), "--headless", "--for", "10", *options],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert job.poll() is None, "attach must never stop the job it watches"
+    finally:
+        job.kill()
+        job.wait()
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["bottleneck"] == "unknown"
+    said = report["verdict"]["reason"]
+    assert "not look like a training loop" in said, said
+    assert "CUDA activities" not in said and "CUDA activities" not in result.stdout

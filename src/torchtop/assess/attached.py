@@ -140,6 +140,10 @@ def assess_attached(
     # The rules' minimum evidence is counted in samples here: each is one look at the loop.
     verdict = diagnose(tree, {**metrics, "steps_count": samples})
     needed = tree.settings.live_min_steps
+    if verdict.bottleneck == "unknown" and verdict.reason == tree.settings.evidence_reason:
+        # The rules' reason speaks of saved traces (profile more steps, with more activities);
+        # from outside, the samples only say the process was rarely in training work.
+        verdict = replace(verdict, reason=idle_reason(metrics, state.launch.pid))
     if samples < needed:
         reason = f"{samples} of the {needed} stack samples needed seen so far"
         if "stacks" in state.unavailable:
@@ -153,6 +157,17 @@ def assess_attached(
         command=tuple(state.launch.command) or None,
         pid=state.launch.pid,
         notes=tuple(f"{s} not measured: {r}" for s, r in state.unavailable.items()),
+    )
+
+
+def idle_reason(metrics: Metrics, pid: int | None) -> str:
+    """Why attach names no bottleneck when most samples show no training work."""
+    other = metrics.get("other_share")
+    seen = f"{other:.0%} of the stack samples" if isinstance(other, float) else "most samples"
+    return (
+        f"{seen} show PID {pid} outside any operator, DataLoader, copy or collective: it does "
+        "not look like a training loop right now (idle, evaluating, or not a PyTorch job); "
+        "attach --inject would time its steps"
     )
 
 
