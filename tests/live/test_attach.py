@@ -17,30 +17,7 @@ def test_attach_names_a_starved_job_not_started_by_torchtop_dataloader(tmp_path:
         stderr=subprocess.DEVNULL,
         text=True,
     )
-    try:
-        assert job.stdout is not None
-        assert job.stdout.readline().startswith("training:"), "the job reached its loop"
-        result = subprocess.run(
-            [
-                *TORCHTOP,
-                "attach",
-                str(job.pid),
-                "--headless",
-                "--for",
-                "14",
-                "--run-dir",
-                str(tmp_path / "r"),
-                "--report",
-                str(tmp_path / "report.json"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=90,
-        )
-        assert job.poll() is None, "attach must never stop the job it watches"
-    finally:
-        job.kill()
-        job.wait()
+    result = _attach_for(job, 14, tmp_path, ready="training:")
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["source"]["kind"] == "attach"
@@ -92,12 +69,26 @@ def test_attach_on_a_python_process_that_is_not_training_says_so_not_trace_advic
     job = subprocess.Popen(
         [sys.executable, "-c", idle], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
+    result = _attach_for(job, 10, tmp_path, ready="ready")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["bottleneck"] == "unknown"
+    said = report["verdict"]["reason"]
+    assert "not look like a training loop" in said, said
+    assert "CUDA activities" not in said and "CUDA activities" not in result.stdout
+
+
+def _attach_for(
+    job: subprocess.Popen[str], seconds: int, tmp_path: Path, ready: str
+) -> subprocess.CompletedProcess[str]:
+    """`attach --headless` on `job` for `seconds` once its first line starts with `ready`, the
+    report in tmp_path; the job is ended after, and must have outlived the attach."""
+    options = ["--run-dir", str(tmp_path / "r"), "--report", str(tmp_path / "report.json")]
     try:
         assert job.stdout is not None
-        assert job.stdout.readline().strip() == "ready"
-        options = ["--run-dir", str(tmp_path / "r"), "--report", str(tmp_path / "report.json")]
+        assert job.stdout.readline().startswith(ready), "the job reached its loop"
         result = subprocess.run(
-            [*TORCHTOP, "attach", str(job.pid), "--headless", "--for", "10", *options],
+            [*TORCHTOP, "attach", str(job.pid), "--headless", "--for", str(seconds), *options],
             capture_output=True,
             text=True,
             timeout=90,
@@ -106,9 +97,4 @@ def test_attach_on_a_python_process_that_is_not_training_says_so_not_trace_advic
     finally:
         job.kill()
         job.wait()
-    assert result.returncode == 0, result.stderr
-    report = json.loads((tmp_path / "report.json").read_text())
-    assert report["bottleneck"] == "unknown"
-    said = report["verdict"]["reason"]
-    assert "not look like a training loop" in said, said
-    assert "CUDA activities" not in said and "CUDA activities" not in result.stdout
+    return result
