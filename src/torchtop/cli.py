@@ -56,6 +56,11 @@ EXAMPLES = {
     "view": """examples:
   torchtop view trace.json.gz
   torchtop view torchtop-runs/20261127-0149""",
+    "diff": """examples:
+  torchtop diff before.json.gz after.json.gz    two traces (or folders of ranks)
+  torchtop diff torchtop-runs/0101 torchtop-runs/0102 --format markdown
+  torchtop diff RUN/baseline RUN/trials/01/after-1     a tune trial: before, after
+  torchtop diff yesterday-report.json today-report.json --format json""",
     "rules": """examples:
   torchtop rules                     the rule tree
   torchtop rules dataloader-starved  one rule: when it fires, why, its fixes""",
@@ -200,6 +205,18 @@ def build_parser() -> argparse.ArgumentParser:
     view = verbs.add_parser("view", help="the dashboard on saved traces or a recorded run folder")
     view.add_argument("paths", nargs="+", metavar="PATH", help="traces, a folder of them, or a run")
     view.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+
+    diff = verbs.add_parser(
+        "diff", help="compare two traces, run folders or JSON reports: what changed from A to B"
+    )
+    diff.add_argument("a", metavar="A", help="trace, folder of ranks, run folder or JSON report")
+    diff.add_argument("b", metavar="B", help="the same kinds: compared with A (ratios are B/A)")
+    diff.add_argument(
+        "--format",
+        choices=("text", "json", "markdown"),
+        help="print the comparison (default: side by side in a terminal, else text)",
+    )
+    diff.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
 
     rules = verbs.add_parser("rules", help="list the rule tree, or show one rule")
     rules.add_argument("rule_id", nargs="?", metavar="ID")
@@ -346,6 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _view(args)
         if args.verb == "tune":
             return _tune(args)
+        if args.verb == "diff":
+            from torchtop.sessions.diff import diff_session
+
+            return diff_session(args.a, args.b, args.format, _load_tree(args.rules))
     except InputError as exc:
         print(f"torchtop: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -101,7 +101,7 @@ def top_ops(trace: TraceData) -> tuple[NamedTime, ...]:
     ops = trace.ops
     if len(ops) == 0:
         return ()
-    self_us = _self_times(ops)
+    self_us = self_times(ops)
     sums = np.bincount(ops.name, weights=self_us, minlength=len(trace.names))
     counts = np.bincount(ops.name, minlength=len(trace.names))
     total = float(self_us.sum()) or 1.0
@@ -113,7 +113,7 @@ def top_ops(trace: TraceData) -> tuple[NamedTime, ...]:
     )
 
 
-def _self_times(ops: Spans) -> Floats:
+def self_times(ops: Spans) -> Floats:
     """Each operator's time minus its direct children's, for properly nested ops per thread.
 
     Vectorised: threads are laid end to end on one time axis, each op's nesting depth is the

@@ -31,7 +31,7 @@ class StepWindows(msgspec.Struct, frozen=True):
 
 
 def find_steps(trace: TraceData) -> StepWindows:
-    start, end, numbers, has_markers = _host_steps(trace)
+    start, end, numbers, has_markers = host_steps(trace)
     device_start, device_end, device_step = _device_work(trace, start, end)
     matched = device_step >= 0
     if not matched.any():
@@ -54,7 +54,7 @@ def find_steps(trace: TraceData) -> StepWindows:
     )
 
 
-def _host_steps(trace: TraceData) -> tuple[Floats, Floats, list[int], bool]:
+def host_steps(trace: TraceData) -> tuple[Floats, Floats, list[int], bool]:
     steps = trace.steps
     if len(steps):
         order = np.argsort(steps.start_us, kind="stable")

@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from msgspec.structs import replace
 
-from torchtop.analysis import comm_overlap, comm_sizes, comms, device, host
+from torchtop.analysis import comm_overlap, comm_sizes, comms, device, host, name_totals
 from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs
 from torchtop.analysis.steps import find_steps
 from torchtop.analysis.vocabulary import median, percentile
@@ -73,6 +73,7 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         notes=_notes(trace, steps.has_markers, steps.dropped_tail),
         python_calls=() if trace.python is None else (trace.python,),
         communication=communication,
+        totals=name_totals.name_totals(trace, steps),
     )
 
 
@@ -171,6 +172,7 @@ def merge_rank(parts: Sequence[RankAnalysis]) -> RankAnalysis:
         notes=tuple(dict.fromkeys(n for p in parts for n in p.notes)),
         python_calls=tuple(c for p in parts for c in p.python_calls),
         communication=comms.pooled([p.communication for p in parts], weights),
+        totals=name_totals.pooled([p.totals for p in parts]),
     )
 
 
@@ -182,7 +184,7 @@ def job_analysis(
     pool_sources: bool = True,
 ) -> RankAnalysis:
     """The job seen through its ranks (at least one; one rank is the job): the mean breakdown
-    and metrics, the spread of step times, and the slowest rank's steps and top lists.
+    and metrics, the spread of step times, and the slowest rank's steps, top lists and name totals.
 
     `steps_count_from`: the fewest steps of any rank, counted in its step list (traces), or as
     its `steps_count` metric says (live step timing). `shares_measured`: whether the mean

@@ -309,6 +309,7 @@ def _rank_analysis(
         copies=window.copies if window else (),
         notes=tuple(notes) + tuple(process.notes),
         communication=window.communication if window else (),
+        totals=window.totals if window else None,
     )
 
 

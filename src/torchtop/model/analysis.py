@@ -85,6 +85,27 @@ class PythonCalls(msgspec.Struct, frozen=True):
     parent: npt.NDArray[np.int64]
 
 
+class NameTotal(msgspec.Struct, frozen=True):
+    """One operator or kernel name's calls within the steps: how many, their summed duration,
+    and (operators) their summed self time, the time not spent in operators nested inside."""
+
+    name: str
+    count: int
+    total_us: float
+    self_us: float | None = None
+
+
+class NameTotals(msgspec.Struct, frozen=True):
+    """Every operator and kernel name with its calls in the steps, for `diff`: counted as HTA's
+    TraceDiff counts an iteration's events (an operator by its start inside the host step, a
+    kernel by the runtime call that launched it)."""
+
+    steps: int
+    """The steps these totals cover, to put them per step."""
+    operators: tuple[NameTotal, ...] = ()
+    kernels: tuple[NameTotal, ...] = ()
+
+
 class RankAnalysis(msgspec.Struct, frozen=True):
     """Everything measured for one rank (one or several trace files of the same worker)."""
 
@@ -103,3 +124,5 @@ class RankAnalysis(msgspec.Struct, frozen=True):
     """Each file's Python calls, for locating code fixes; () where the traces have none."""
     communication: tuple[CommStat, ...] = ()
     """Collectives by kind; () where the traces have none."""
+    totals: NameTotals | None = None
+    """Every operator and kernel name's calls in the steps; None where no trace was read."""

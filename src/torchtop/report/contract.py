@@ -15,6 +15,7 @@ from torchtop.model.report import LastStack, NodeReport, RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
 from torchtop.report.relaunch import relaunch_json
+from torchtop.report.totals import totals_json
 
 SCHEMA = "torchtop.report/1"
 BREAKDOWN_KEYS = (
@@ -51,6 +52,8 @@ def report_to_json(report: Report) -> dict[str, Any]:
     }
     if job.communication:
         document["communication"] = communication_json(job)
+    if job.totals is not None:
+        document["totals"] = totals_json(job.totals)
     if report.ranks:
         document["ranks"] = [
             {

@@ -1,0 +1,142 @@
+"""`torchtop diff A B`: the changes between two JSON reports (`torchtop.diff/1`).
+
+Pure: two reports in the contract's JSON shape in, the `changes` out. Working on the JSON
+shape, not on `Report` values, lets a saved report (`--report FILE`, `analyze --format json`) be
+compared exactly as a trace analysed now. Ratios are B over A and are taken from the reports'
+own rounded figures, so a reader dividing the two reports' numbers gets the same ratio.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchtop.model.diff import DiffSide
+from torchtop.report.diff_names import names_change
+
+SCHEMA = "torchtop.diff/1"
+Document = dict[str, Any]
+STEP_KEYS = ("count", "mean_ms", "p50_ms", "p95_ms", "steps_per_s")
+
+
+def diff_document(a: DiffSide, b: DiffSide) -> Document:
+    """The whole `diff --format json` document: both reports and the changes."""
+    return {"schema": SCHEMA, "a": a.report, "b": b.report, "changes": changes(a, b)}
+
+
+def changes(a: DiffSide, b: DiffSide) -> Document:
+    ra, rb = a.report, b.report
+    return {
+        "inputs": {"a": _input(a), "b": _input(b)},
+        "steps": steps_change(ra, rb),
+        "breakdown": breakdown_change(ra, rb),
+        "verdict": verdict_change(ra, rb),
+        "operators": names_change(a, b, "operators"),
+        "kernels": names_change(a, b, "kernels"),
+        "memory": memory_change(ra, rb),
+        "communication": communication_change(ra, rb),
+    }
+
+
+def _input(side: DiffSide) -> Document:
+    source = side.report.get("source", {})
+    return {"path": side.label, "kind": source.get("kind"), "json_report": side.from_json}
+
+
+def ratio(b: float | None, a: float | None) -> float | None:
+    """B over A; None where either is missing or A is zero."""
+    if a is None or b is None or a == 0:
+        return None
+    return b / a
+
+
+def steps_change(a: Document, b: Document) -> Document:
+    """Each side's step figures, and B over A for the rate and the mean step time."""
+    sa, sb = a.get("steps", {}), b.get("steps", {})
+    return {
+        "a": {key: sa.get(key) for key in STEP_KEYS},
+        "b": {key: sb.get(key) for key in STEP_KEYS},
+        "steps_per_s_ratio": ratio(sb.get("steps_per_s"), sa.get("steps_per_s")),
+        "mean_ms_ratio": ratio(sb.get("mean_ms"), sa.get("mean_ms")),
+    }
+
+
+def breakdown_change(a: Document, b: Document) -> Document:
+    """Per category: A's and B's share of step time and B's minus A's."""
+    ba, bb = a.get("breakdown", {}), b.get("breakdown", {})
+    keys = list(dict.fromkeys([*ba, *bb]))
+    return {
+        key: {
+            "a": ba.get(key, 0.0),
+            "b": bb.get(key, 0.0),
+            "change": round(bb.get(key, 0.0) - ba.get(key, 0.0), 4),
+        }
+        for key in keys
+    }
+
+
+def verdict_change(a: Document, b: Document) -> Document:
+    """The bottleneck on each side, whether it changed, and the findings that came or went."""
+    rules_a = [f["rule"] for f in a.get("findings", [])]
+    rules_b = [f["rule"] for f in b.get("findings", [])]
+    return {
+        "a": a.get("bottleneck"),
+        "b": b.get("bottleneck"),
+        "changed": a.get("bottleneck") != b.get("bottleneck"),
+        "a_confidence": a.get("confidence"),
+        "b_confidence": b.get("confidence"),
+        "findings_new": [r for r in rules_b if r not in rules_a],
+        "findings_gone": [r for r in rules_a if r not in rules_b],
+    }
+
+
+def memory_change(a: Document, b: Document) -> Document:
+    """The peak device memory allocated on each side, where both reports measured it."""
+    peak_a = a.get("metrics", {}).get("memory_peak_bytes")
+    peak_b = b.get("metrics", {}).get("memory_peak_bytes")
+    if peak_a is None or peak_b is None:
+        missing = " and ".join(s for s, p in (("A", peak_a), ("B", peak_b)) if p is None)
+        return {
+            "available": False,
+            "why": f"no memory peak in {missing} (traces recorded with profile_memory=True "
+            "have one)",
+        }
+    return {
+        "available": True,
+        "a_peak_bytes": peak_a,
+        "b_peak_bytes": peak_b,
+        "change_bytes": peak_b - peak_a,
+        "ratio": ratio(peak_b, peak_a),
+    }
+
+
+def communication_change(a: Document, b: Document) -> Document:
+    """Collectives by kind on each side (count, time, share) and the change in time."""
+    ca, cb = a.get("communication", {}), b.get("communication", {})
+    share_a = a.get("breakdown", {}).get("communication", 0.0)
+    share_b = b.get("breakdown", {}).get("communication", 0.0)
+    document: Document = {
+        "available": bool(ca or cb),
+        "share": {"a": share_a, "b": share_b, "change": round(share_b - share_a, 4)},
+    }
+    if not (ca or cb):
+        document["why"] = "no collectives in either"
+        return document
+    document["kinds"] = {
+        kind: {
+            "a": _collective(ca.get(kind)),
+            "b": _collective(cb.get(kind)),
+            "change_ms": round(
+                (cb.get(kind) or {}).get("total_ms", 0.0)
+                - (ca.get(kind) or {}).get("total_ms", 0.0),
+                3,
+            ),
+        }
+        for kind in dict.fromkeys([*ca, *cb])
+    }
+    return document
+
+
+def _collective(stat: Document | None) -> Document | None:
+    if stat is None:
+        return None
+    return {key: stat.get(key) for key in ("count", "total_ms", "share", "bytes")}

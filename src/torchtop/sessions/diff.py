@@ -1,0 +1,70 @@
+"""`torchtop diff A B`: each side read into its JSON report, the changes worked out, then the
+side-by-side screen in a terminal, or the text, Markdown or JSON on stdout.
+
+A side is a trace, a folder of ranks, a run folder (a trial's `before-1`/`after-1` among them),
+or a JSON report written by `--report`/`--format json`: told apart by the report's opening
+`"schema": "torchtop.report/1"`, read from the file's first bytes (a trace can be large).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from torchtop.diagnosis.rules import RuleTree
+from torchtop.errors import InputError
+from torchtop.model.diff import DiffSide
+from torchtop.offline import analyze_paths
+from torchtop.report.contract import report_to_json
+from torchtop.report.diff import diff_document
+from torchtop.report.diff_text import render_diff_markdown, render_diff_text
+
+REPORT_START = re.compile(rb'^\s*\{\s*"schema"\s*:\s*"torchtop\.report/')
+PEEK_BYTES = 256
+
+
+def load_side(path: str, tree: RuleTree) -> DiffSide:
+    """One side of the diff: a saved JSON report as it is, anything else analysed now."""
+    target = Path(path)
+    if not target.exists():
+        raise InputError(path, "no such file or folder")
+    if target.is_file() and _is_json_report(target):
+        return DiffSide(_read_report(target), path, from_json=True)
+    return DiffSide(report_to_json(analyze_paths([path], rules=tree)), path)
+
+
+def _is_json_report(path: Path) -> bool:
+    if path.suffix != ".json":
+        return False
+    with path.open("rb") as file:
+        return REPORT_START.match(file.read(PEEK_BYTES)) is not None
+
+
+def _read_report(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(str(path), f"not a readable JSON report ({exc})") from None
+    if not isinstance(document, dict) or not isinstance(document.get("steps"), dict):
+        raise InputError(str(path), "not a torchtop JSON report (no `steps`)")
+    return document
+
+
+def diff_session(a: str, b: str, output_format: str | None, tree: RuleTree) -> int:
+    """`output_format` None: the screen when stdout is a terminal, else the text."""
+    document = diff_document(load_side(a, tree), load_side(b, tree))
+    if output_format is None and sys.stdout.isatty():
+        from torchtop.tui.diffscreen import run_diff
+
+        run_diff(document["changes"])
+        return 0
+    if output_format == "json":
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    elif output_format == "markdown":
+        sys.stdout.write(render_diff_markdown(document["changes"]))
+    else:
+        sys.stdout.write(render_diff_text(document["changes"]))
+    return 0

@@ -1,0 +1,114 @@
+"""`torchtop diff A B` in a terminal: the two runs side by side.
+
+Each side's step figures, verdict and breakdown (a bar per category, in the dashboard's letters
+and colours) in two columns, then the changes that matter (steps/s ratio, the top operator and
+kernel changes, memory and communication) below, in the same words as the text report
+(`report.diff_text`). Data in, nothing else: the session hands the finished `changes`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Footer, Static
+
+from torchtop.report.diff_text import DiffSection, diff_sections
+from torchtop.tui.palette import CATEGORY, MUTED, VERDICT_COLOUR, VERDICT_DEFAULT_COLOUR
+
+Document = dict[str, Any]
+BAR_CELLS = 20
+TOP_ROWS = 5
+
+CSS = """
+Screen { layout: vertical; }
+#sides { height: auto; }
+.side { width: 1fr; height: auto; border: round #5f87ff; padding: 0 1; }
+#changes { height: 1fr; border: round #7a7a7a; padding: 0 1; }
+"""
+
+
+class DiffApp(App[None]):
+    """A read-only screen: scroll the changes, `q` quits."""
+
+    CSS = CSS
+    TITLE = "torchtop diff"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "quit", "Quit")]
+
+    def __init__(self, changes: Document) -> None:
+        super().__init__()
+        self.changes = changes
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="sides"):
+            for which in ("a", "b"):
+                side = Static(side_view(self.changes, which), classes="side")
+                side.border_title = f"{which.upper()}  {self.changes['inputs'][which]['path']}"
+                yield side
+        changes = VerticalScroll(Static(changes_view(self.changes)), id="changes")
+        changes.border_title = "B against A"
+        yield changes
+        yield Footer()
+
+
+def side_view(changes: Document, which: str) -> RenderableType:
+    """One side: its steps, its verdict, its breakdown as bars."""
+    steps = changes["steps"][which]
+    verdict = changes["verdict"]
+    bottleneck = verdict[which] or "unknown"
+    head = Text()
+    head.append(bottleneck, style=VERDICT_COLOUR.get(bottleneck, VERDICT_DEFAULT_COLOUR))
+    confidence = verdict[f"{which}_confidence"]
+    if confidence is not None:
+        head.append(f" ({confidence:.2f})", style=MUTED)
+    mean_ms, rate = steps["mean_ms"], steps["steps_per_s"]
+    head.append(f"   {'-' if mean_ms is None else f'{mean_ms:.1f} ms'}/step")
+    head.append(f"   {'-' if rate is None else f'{rate:g}'} steps/s")
+    head.append(f"   {steps['count'] if steps['count'] is not None else '-'} steps", style=MUTED)
+    bars = Table.grid(padding=(0, 1))
+    for key, shares in changes["breakdown"].items():
+        share = float(shares[which])
+        category = CATEGORY.get(key)
+        colour = category.colour if category else MUTED
+        letter = category.letter if category else "?"
+        cells = round(share * BAR_CELLS)
+        bars.add_row(
+            Text(f"{letter} {category.label if category else key}", style=colour),
+            Text(f"{share:6.1%}"),
+            Text(letter * cells, style=colour) + Text("·" * (BAR_CELLS - cells), style=MUTED),
+        )
+    return Group(head, bars)
+
+
+def changes_view(changes: Document) -> RenderableType:
+    """The sections below the sides, steps first; the breakdown is above, side by side."""
+    parts: list[RenderableType] = []
+    for section in diff_sections(changes, top=TOP_ROWS):
+        if section.title.startswith("breakdown"):
+            continue
+        parts.append(section_table(section))
+    return Group(*parts)
+
+
+def section_table(section: DiffSection) -> RenderableType:
+    title = Text(section.title, style="bold")
+    if not section.rows:
+        return Group(title, Text(f"  {section.note or ''}", style=MUTED))
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style=MUTED)
+    for i, head in enumerate(section.header):
+        table.add_column(head, justify="left" if i == 0 else "right", no_wrap=True)
+    for row in section.rows:
+        table.add_row(*row)
+    lines: list[RenderableType] = [title, table]
+    if section.note:
+        lines.append(Text(f"  {section.note}", style=MUTED))
+    return Group(*lines)
+
+
+def run_diff(changes: Document) -> None:
+    DiffApp(changes).run()

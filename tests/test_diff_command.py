@@ -1,0 +1,97 @@
+"""`torchtop diff A B` from the command line: its JSON (`torchtop.diff/1`) holds the two full
+reports `analyze` writes, saved JSON reports compare as their traces do, the text and Markdown
+say the same ratio, and a missing input is one line and status 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RESNET_NW0, RESNET_NW4, analyze_json
+from torchtop.cli import main
+
+EXIT_BAD_INPUT = 2
+
+
+def diff(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(["diff", *argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def twin_paths(shared: Path) -> tuple[str, str]:
+    return str(shared / RESNET_NW0), str(shared / RESNET_NW4)
+
+
+def test_diff_json_holds_the_schema_both_full_reports_and_the_changes(
+    capsys: pytest.CaptureFixture[str], twin_paths: tuple[str, str]
+) -> None:
+    status, out, err = diff(capsys, *twin_paths, "--format", "json")
+    assert status == 0, err
+    document = json.loads(out)
+    assert list(document) == ["schema", "a", "b", "changes"]
+    assert document["schema"] == "torchtop.diff/1"
+    assert document["a"] == analyze_json(twin_paths[0])
+    assert document["b"] == analyze_json(twin_paths[1])
+    assert set(document["changes"]) >= {
+        "steps", "breakdown", "verdict", "operators", "kernels", "memory", "communication"
+    }  # fmt: skip
+
+
+def test_two_saved_json_reports_compare_as_their_traces_do(
+    capsys: pytest.CaptureFixture[str], twin_paths: tuple[str, str], tmp_path: Path
+) -> None:
+    saved = []
+    for name, path in zip(("a.json", "b.json"), twin_paths, strict=True):
+        saved.append(tmp_path / name)
+        saved[-1].write_text(json.dumps(analyze_json(path), indent=2))
+    _, from_traces, _ = diff(capsys, *twin_paths, "--format", "json")
+    status, from_reports, err = diff(capsys, *map(str, saved), "--format", "json")
+    assert status == 0, err
+    traces, reports = json.loads(from_traces)["changes"], json.loads(from_reports)["changes"]
+    assert reports["inputs"]["a"] == {"path": str(saved[0]), "kind": "trace", "json_report": True}
+    del traces["inputs"], reports["inputs"]
+    assert reports == traces
+
+
+def test_text_and_markdown_say_the_steps_per_s_ratio_of_the_two_reports(
+    capsys: pytest.CaptureFixture[str], twin_paths: tuple[str, str]
+) -> None:
+    a, b = (analyze_json(p)["steps"]["steps_per_s"] for p in twin_paths)
+    said = f"{b / a:.3f}"
+    for output_format in ("text", "markdown"):
+        status, out, err = diff(capsys, *twin_paths, "--format", output_format)
+        assert status == 0, err
+        line = next(line for line in out.splitlines() if "steps/s" in line)
+        assert said in line and f"{a:g}" in line and f"{b:g}" in line
+        assert "enumerate(DataLoader)#_SingleProcessDataLoade" in out
+
+
+def test_a_missing_input_is_one_line_naming_it_and_status_2(
+    capsys: pytest.CaptureFixture[str], twin_paths: tuple[str, str], tmp_path: Path
+) -> None:
+    missing = str(tmp_path / "nope.json")
+    status, out, err = diff(capsys, twin_paths[0], missing)
+    assert status == EXIT_BAD_INPUT and out == ""
+    assert err == f"torchtop: {missing}: no such file or folder\n"
+
+
+def test_a_broken_json_report_is_one_line_and_status_2(
+    capsys: pytest.CaptureFixture[str], twin_paths: tuple[str, str], tmp_path: Path
+) -> None:
+    broken = tmp_path / "cut.json"
+    broken.write_text('{\n  "schema": "torchtop.report/1",\n  "source": {')
+    status, _, err = diff(capsys, str(broken), twin_paths[1])
+    assert status == EXIT_BAD_INPUT
+    assert (
+        err.startswith(f"torchtop: {broken}: not a readable JSON report") and err.count("\n") == 1
+    )
+
+
+def test_diff_help_ends_with_its_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["diff", "--help"])
+    assert "RUN/baseline RUN/trials/01/after-1" in capsys.readouterr().out
