@@ -394,7 +394,7 @@ def test_ctrl_c_during_analyze_is_one_line_and_status_130(
 
 
 @pytest.mark.parametrize(
-    "verb", ["analyze", "run", "demo", "attach", "tune", "watch", "view", "rules"]
+    "verb", ["analyze", "run", "demo", "attach", "tune", "watch", "view", "rules", "diff"]
 )
 def test_every_verbs_help_ends_with_an_example_of_that_verb(
     capsys: pytest.CaptureFixture[str], verb: str

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RESNET_NW0, RESNET_NW4, analyze_json
+from tests.conftest import RESNET_NW0, RESNET_NW4, RULES_DIR, analyze_json
+from tests.relaunch.running import QUICK, job
 from torchtop.cli import main
+from torchtop.diagnosis.rules import load_rules
+from torchtop.sessions.tune import TuneCommand, tune_session
 
 EXIT_BAD_INPUT = 2
 
@@ -91,7 +94,33 @@ def test_a_broken_json_report_is_one_line_and_status_2(
     )
 
 
-def test_diff_help_ends_with_its_examples(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        main(["diff", "--help"])
-    assert "RUN/baseline RUN/trials/01/after-1" in capsys.readouterr().out
+@pytest.mark.slow
+def test_a_tune_trials_before_and_after_run_folders_diff_like_their_reports(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A planted DataLoader-starved job, before and after tune's `--num-workers` fix: each run
+    folder of the trial is a side; the ratio is the two run reports' own, and the fix shows."""
+    options = TuneCommand(
+        write=tmp_path / "torchtop.toml", run_dir=tmp_path / "run", steps=QUICK.steps,
+        warmup_steps=QUICK.warmup_steps, min_duration_s=QUICK.min_duration_s, max_trials=1,
+        output_format="json",
+    )  # fmt: skip
+    assert tune_session(job("starved_options"), options, load_rules(RULES_DIR)) == 0
+    capsys.readouterr()
+    trial = json.loads((tmp_path / "run" / "trials" / "01.json").read_text())
+    assert trial["kept"], trial["reason"]
+    before = trial["runs"]["before"][0]["run_dir"]  # the baseline stands for before-1
+    after = str(tmp_path / "run" / "trials" / "01" / "after-1")
+    status, out, err = diff(capsys, before, after, "--format", "json")
+    assert status == 0, err
+    document = json.loads(out)
+    a, b, found = document["a"], document["b"], document["changes"]
+    assert (a["source"]["kind"], a["bottleneck"]) == ("tune", "dataloader")
+    rate = found["steps"]["steps_per_s_ratio"]
+    assert rate == b["steps"]["steps_per_s"] / a["steps"]["steps_per_s"]
+    assert rate > 1.5  # the trial kept the fix for its speed-up; the runs' reports agree
+    assert found["breakdown"]["dataloader"]["change"] < 0
+    # tune records a profiler window in the baseline and in after-1: collation moved into the
+    # workers, its `aten::stack` is gone from the job's own process.
+    assert found["operators"]["available"], found["operators"]
+    assert "aten::stack" in found["operators"]["gone"]

@@ -22,8 +22,9 @@ from torchtop.report.diff_text import DiffSection, diff_sections
 from torchtop.tui.palette import CATEGORY, MUTED, VERDICT_COLOUR, VERDICT_DEFAULT_COLOUR
 
 Document = dict[str, Any]
-BAR_CELLS = 20
+BAR_CELLS = 12
 TOP_ROWS = 5
+SCREEN_ORDER = ("steps", "operators", "kernels", "verdict", "memory", "communication")
 
 CSS = """
 Screen { layout: vertical; }
@@ -34,7 +35,7 @@ Screen { layout: vertical; }
 
 
 class DiffApp(App[None]):
-    """A read-only screen: scroll the changes, `q` quits."""
+    """A read-only screen: the changes scroll (up, down, page keys), `q` quits."""
 
     CSS = CSS
     TITLE = "torchtop diff"
@@ -67,9 +68,9 @@ def side_view(changes: Document, which: str) -> RenderableType:
     if confidence is not None:
         head.append(f" ({confidence:.2f})", style=MUTED)
     mean_ms, rate = steps["mean_ms"], steps["steps_per_s"]
-    head.append(f"   {'-' if mean_ms is None else f'{mean_ms:.1f} ms'}/step")
-    head.append(f"   {'-' if rate is None else f'{rate:g}'} steps/s")
-    head.append(f"   {steps['count'] if steps['count'] is not None else '-'} steps", style=MUTED)
+    figures = Text(f"{'-' if mean_ms is None else f'{mean_ms:.1f}'} ms/step  ")
+    figures.append(f"{'-' if rate is None else f'{rate:g}'}/s  ")
+    figures.append(f"{steps['count'] if steps['count'] is not None else '-'} steps", style=MUTED)
     bars = Table.grid(padding=(0, 1))
     for key, shares in changes["breakdown"].items():
         share = float(shares[which])
@@ -82,26 +83,26 @@ def side_view(changes: Document, which: str) -> RenderableType:
             Text(f"{share:6.1%}"),
             Text(letter * cells, style=colour) + Text("·" * (BAR_CELLS - cells), style=MUTED),
         )
-    return Group(head, bars)
+    return Group(head, figures, bars)
 
 
 def changes_view(changes: Document) -> RenderableType:
-    """The sections below the sides, steps first; the breakdown is above, side by side."""
-    parts: list[RenderableType] = []
-    for section in diff_sections(changes, top=TOP_ROWS):
-        if section.title.startswith("breakdown"):
-            continue
-        parts.append(section_table(section))
-    return Group(*parts)
+    """The sections below the sides: steps, then the top changes, then the rest; the
+    breakdown is above, side by side."""
+    sections = {s.title.split()[0]: s for s in diff_sections(changes, top=TOP_ROWS)}
+    return Group(*(section_table(sections[name]) for name in SCREEN_ORDER))
 
 
 def section_table(section: DiffSection) -> RenderableType:
     title = Text(section.title, style="bold")
     if not section.rows:
         return Group(title, Text(f"  {section.note or ''}", style=MUTED))
-    table = Table(box=None, padding=(0, 1), show_edge=False, header_style=MUTED)
-    for i, head in enumerate(section.header):
-        table.add_column(head, justify="left" if i == 0 else "right", no_wrap=True)
+    names = section.title.endswith("changed most")
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style=MUTED, expand=names)
+    # The name gives way on a narrow screen; the figures keep their width.
+    table.add_column(section.header[0], no_wrap=True, overflow="ellipsis", ratio=1)
+    for head in section.header[1:]:
+        table.add_column(head, justify="right", no_wrap=True, min_width=len(head))
     for row in section.rows:
         table.add_row(*row)
     lines: list[RenderableType] = [title, table]

@@ -19,7 +19,11 @@ from __future__ import annotations
 import json
 import sys
 
-from hta.trace_diff import DeviceType, LabeledTrace, TraceDiff
+from hta.trace_diff import (  # type: ignore[import-not-found,unused-ignore]
+    DeviceType,
+    LabeledTrace,
+    TraceDiff,
+)
 
 PAIR = ("resnet50_num_workers_0", "resnet50_num_workers_4")
 CATEGORIES = {

@@ -1,0 +1,46 @@
+"""How `torchtop diff A B` looks in a terminal (SVG snapshots at 80x24 and 120x36): the shared
+ResNet-50 num_workers 0/4 twins side by side. Fixed traces, labelled by their folder names (not
+the machine's paths), so the snapshots are the same everywhere. Update with
+`pytest tests/tui/test_diff_snapshots.py --snapshot-update` only after reading the new SVGs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import RESNET_NW0, RESNET_NW4, analyze_json
+from torchtop.model.diff import DiffSide
+from torchtop.report.diff import changes
+from torchtop.tui.diffscreen import DiffApp
+
+SIZES = {"80x24": (80, 24), "120x36": (120, 36)}
+Compare = Callable[..., bool]
+
+
+@pytest.fixture(scope="module")
+def twin_changes(shared: Path) -> dict[str, Any]:
+    a = DiffSide(analyze_json(shared / RESNET_NW0), "resnet50_num_workers_0")
+    b = DiffSide(analyze_json(shared / RESNET_NW4), "resnet50_num_workers_4")
+    return changes(a, b)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_resnet_twins_side_by_side_look_right(
+    snap_compare: Compare, twin_changes: dict[str, Any], size: str
+) -> None:
+    assert snap_compare(DiffApp(twin_changes), terminal_size=SIZES[size])
+
+
+async def test_the_changes_scroll_down_at_80x24_and_q_quits(twin_changes: dict[str, Any]) -> None:
+    app = DiffApp(twin_changes)
+    async with app.run_test(size=(80, 24)) as pilot:
+        box = app.query_one("#changes")
+        assert box.max_scroll_y > 0  # more than fits at 80x24
+        await pilot.press("down", "down", "down")
+        await pilot.pause()
+        assert box.scroll_y == 3
+        await pilot.press("q")
+    assert app.return_code == 0
