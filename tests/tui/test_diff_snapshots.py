@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import RESNET_NW0, RESNET_NW4, analyze_json
 from torchtop.model.diff import DiffSide
 from torchtop.report.diff import changes
-from torchtop.tui.diffscreen import DiffApp
+from torchtop.tui.diffscreen import TITLE_WIDTH, DiffApp, tail
 
 SIZES = {"80x24": (80, 24), "120x36": (120, 36)}
 Compare = Callable[..., bool]
@@ -44,3 +44,10 @@ async def test_the_changes_scroll_down_at_80x24_and_q_quits(twin_changes: dict[s
         assert box.scroll_y == 3
         await pilot.press("q")
     assert app.return_code == 0
+
+
+def test_a_long_path_in_a_sides_title_keeps_its_end_which_tells_the_runs_apart() -> None:
+    path = "/work/shared/traces/kineto-tb-plugin/resnet50_num_workers_0"
+    shown = tail(path)
+    assert len(shown) == TITLE_WIDTH and shown == "…" + path[-(TITLE_WIDTH - 1) :]
+    assert tail("short/path") == "short/path"

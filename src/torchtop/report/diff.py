@@ -61,14 +61,15 @@ def steps_change(a: Document, b: Document) -> Document:
 
 
 def breakdown_change(a: Document, b: Document) -> Document:
-    """Per category: A's and B's share of step time and B's minus A's."""
+    """Per category: A's and B's share of step time and B's minus A's; None on a side whose
+    report has no breakdown (not measured, not 0)."""
     ba, bb = a.get("breakdown", {}), b.get("breakdown", {})
     keys = list(dict.fromkeys([*ba, *bb]))
     return {
         key: {
-            "a": ba.get(key, 0.0),
-            "b": bb.get(key, 0.0),
-            "change": round(bb.get(key, 0.0) - ba.get(key, 0.0), 4),
+            "a": ba.get(key),
+            "b": bb.get(key),
+            "change": None if key not in ba or key not in bb else round(bb[key] - ba[key], 4),
         }
         for key in keys
     }
@@ -112,11 +113,11 @@ def memory_change(a: Document, b: Document) -> Document:
 def communication_change(a: Document, b: Document) -> Document:
     """Collectives by kind on each side (count, time, share) and the change in time."""
     ca, cb = a.get("communication", {}), b.get("communication", {})
-    share_a = a.get("breakdown", {}).get("communication", 0.0)
-    share_b = b.get("breakdown", {}).get("communication", 0.0)
     document: Document = {
         "available": bool(ca or cb),
-        "share": {"a": share_a, "b": share_b, "change": round(share_b - share_a, 4)},
+        "share": breakdown_change(a, b).get(
+            "communication", {"a": None, "b": None, "change": None}
+        ),
     }
     if not (ca or cb):
         document["why"] = "no collectives in either"

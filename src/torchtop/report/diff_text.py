@@ -83,8 +83,7 @@ def verdict_section(verdict: Document) -> DiffSection:
 
 def breakdown_section(breakdown: Document) -> DiffSection:
     rows = tuple(
-        (key, f"{v['a']:.1%}", f"{v['b']:.1%}", f"{v['change'] * 100:+.1f} pts")
-        for key, v in breakdown.items()
+        (key, _share(v["a"]), _share(v["b"]), _points(v["change"])) for key, v in breakdown.items()
     )
     return DiffSection("breakdown (share of step time)", ("category", "A", "B", "change"), rows)
 
@@ -130,14 +129,7 @@ def memory_section(memory: Document) -> DiffSection:
 
 def communication_section(comm: Document) -> DiffSection:
     share = comm["share"]
-    rows = [
-        (
-            "share of step",
-            f"{share['a']:.1%}",
-            f"{share['b']:.1%}",
-            f"{share['change'] * 100:+.1f} pts",
-        )
-    ]
+    rows = [("share of step", _share(share["a"]), _share(share["b"]), _points(share["change"]))]
     for kind, v in comm.get("kinds", {}).items():
         rows.append((kind, _total_ms(v["a"]), _total_ms(v["b"]), f"{v['change_ms']:+.3f} ms"))
     return DiffSection("communication", ("", "A", "B", "change"), tuple(rows), comm.get("why"))
@@ -199,6 +191,15 @@ def _verdict(bottleneck: str | None, confidence: float | None) -> str:
     if bottleneck is None:
         return "-"
     return bottleneck if confidence is None else f"{bottleneck} ({confidence:.2f})"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _points(change: float | None) -> str:
+    """A change of share in percentage points."""
+    return "-" if change is None else f"{change * 100:+.1f} pts"
 
 
 def _ms(value: float | None) -> str:

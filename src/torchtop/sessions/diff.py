@@ -48,8 +48,8 @@ def _read_report(path: Path) -> dict[str, Any]:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(str(path), f"not a readable JSON report ({exc})") from None
-    if not isinstance(document, dict) or not isinstance(document.get("steps"), dict):
-        raise InputError(str(path), "not a torchtop JSON report (no `steps`)")
+    if not isinstance(document, dict) or not isinstance(document.get("source"), dict):
+        raise InputError(str(path), "not a torchtop JSON report (no `source`)")
     return document
 
 

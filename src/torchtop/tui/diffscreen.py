@@ -24,6 +24,7 @@ from torchtop.tui.palette import CATEGORY, MUTED, VERDICT_COLOUR, VERDICT_DEFAUL
 Document = dict[str, Any]
 BAR_CELLS = 12
 TOP_ROWS = 5
+TITLE_WIDTH = 30
 SCREEN_ORDER = ("steps", "operators", "kernels", "verdict", "memory", "communication")
 
 CSS = """
@@ -49,12 +50,18 @@ class DiffApp(App[None]):
         with Horizontal(id="sides"):
             for which in ("a", "b"):
                 side = Static(side_view(self.changes, which), classes="side")
-                side.border_title = f"{which.upper()}  {self.changes['inputs'][which]['path']}"
+                path = self.changes["inputs"][which]["path"]
+                side.border_title = f"{which.upper()}  {tail(path)}"
                 yield side
         changes = VerticalScroll(Static(changes_view(self.changes)), id="changes")
         changes.border_title = "B against A"
         yield changes
         yield Footer()
+
+
+def tail(path: str, width: int = TITLE_WIDTH) -> str:
+    """The end of a long path, which tells two runs apart (their folders share a start)."""
+    return path if len(path) <= width else "…" + path[-(width - 1) :]
 
 
 def side_view(changes: Document, which: str) -> RenderableType:
@@ -73,14 +80,14 @@ def side_view(changes: Document, which: str) -> RenderableType:
     figures.append(f"{steps['count'] if steps['count'] is not None else '-'} steps", style=MUTED)
     bars = Table.grid(padding=(0, 1))
     for key, shares in changes["breakdown"].items():
-        share = float(shares[which])
+        share = shares[which]
         category = CATEGORY.get(key)
         colour = category.colour if category else MUTED
         letter = category.letter if category else "?"
-        cells = round(share * BAR_CELLS)
+        cells = 0 if share is None else round(share * BAR_CELLS)
         bars.add_row(
             Text(f"{letter} {category.label if category else key}", style=colour),
-            Text(f"{share:6.1%}"),
+            Text("     -" if share is None else f"{share:6.1%}"),
             Text(letter * cells, style=colour) + Text("·" * (BAR_CELLS - cells), style=MUTED),
         )
     return Group(head, figures, bars)
