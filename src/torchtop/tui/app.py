@@ -450,6 +450,10 @@ def run_live(
     return monitor.finish()
 
 
-def run_view(report: Report, state: RunState | None = None) -> None:
-    """The dashboard over saved traces, or a recorded run folder (`state` adds its samples)."""
-    Dashboard(frame=offline_frame(report, state)).run()
+def run_view(report: Report, state: RunState | None = None, aside: str | None = None) -> None:
+    """The dashboard over saved traces, or a recorded run folder (`state` adds its samples);
+    `aside` is added to the title (`job 1 of 5`, when the traces were not one job)."""
+    frame = offline_frame(report, state)
+    if aside is not None:
+        frame = replace(frame, job=f"{frame.job} · {aside}")
+    Dashboard(frame=frame).run()
