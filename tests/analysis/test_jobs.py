@@ -61,6 +61,20 @@ def test_spans_of_one_worker_are_pooled_but_the_same_steps_twice_are_two_runs(
     assert jobs.apart == ("the same steps profiled twice by one rank or worker",)
 
 
+def test_later_windows_of_ranks_need_not_line_up_once_their_first_ones_did(
+    tmp_path: Path,
+) -> None:
+    # The agent opens every rank's first window at the same step, the later ones by each
+    # rank's own clock.
+    write_json(tmp_path / "r0.1.json", document(steps(5, 6), **rank(0)))
+    write_json(tmp_path / "r0.2.json", document(steps(120, 121), **rank(0)))
+    write_json(tmp_path / "r1.1.json", document(steps(5, 6), **rank(1)))
+    write_json(tmp_path / "r1.2.json", document(steps(125, 126), **rank(1)))
+    jobs = jobs_of(tmp_path)
+    assert len(jobs.reports) == 1 and jobs.apart == ()
+    assert [r.analysis.label for r in jobs.reports[0].ranks] == ["rank 0", "rank 1"]
+
+
 def test_ranks_of_different_world_sizes_are_different_jobs(tmp_path: Path) -> None:
     write_json(tmp_path / "a.json", document(steps(5, 6), **rank(0, world_size=8)))
     write_json(tmp_path / "b.json", document(steps(5, 6), **rank(1, world_size=2)))

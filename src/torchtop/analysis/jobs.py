@@ -9,7 +9,8 @@ look like its ranks:
   is a job of its own, unless it is another span of the same worker (the same file-name stem);
 - the same world size and backend, and the same GPU model, where both files say;
 - a rank's spans never profile the same step twice (one process numbers its steps once), and
-  different ranks profiled at least one step in common (ranks of a job profile together).
+  a rank joins a job when its first file has a step in common with the job's (ranks of a job
+  profile together; later windows, timed by each rank's own clock, need not line up).
 
 Files without step markers cannot be compared by step and are not split by it. Each file is
 placed in the first job, in the files' order, that it fits, so a job's ranks keep their order.
@@ -73,7 +74,9 @@ def apart(file: _File, job: Sequence[_File]) -> str | None:
     if file.device and first.device and file.device != first.device:
         return f"different GPUs ({first.device} and {file.device})"
     same = [m for m in job if m.analysis.rank == file.analysis.rank]
-    return _steps_apart(file, same, same_rank=True) or _steps_apart(file, job, same_rank=False)
+    if same:  # another span of a rank the job has: its windows need not line up with others'
+        return _steps_apart(file, same, same_rank=True)
+    return _steps_apart(file, job, same_rank=False)
 
 
 def _steps_apart(file: _File, job: Sequence[_File], same_rank: bool) -> str | None:
