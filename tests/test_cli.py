@@ -21,6 +21,7 @@ from tests.synthetic import document, two_step_loop, write_json
 from torchtop import __version__
 from torchtop.cli import BLAS_THREAD_VARIABLES, main
 
+EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 
 
@@ -231,15 +232,31 @@ def test_bad_input_in_a_real_process_exits_2_without_a_traceback(tmp_path: Path,
     assert "Traceback" not in result.stderr
 
 
-def test_one_bad_file_among_good_ones_is_named(
+def test_one_bad_file_among_good_ones_is_skipped_and_named_and_the_rest_reported(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, loop_trace: Path
 ) -> None:
     bad = _write(tmp_path / "bad.json", b"[1, 2")
     status, out, err = run_main(capsys, "analyze", str(loop_trace), str(bad))
+    assert status == EXIT_OK
+    assert out.startswith("torchtop · 1 trace file")
+    assert err.splitlines() == [f"torchtop: skipped {bad}: truncated before its first whole event"]
+    assert f"skipped {bad}" in out  # the report's notes name it too
+
+
+def test_when_no_file_can_be_read_the_input_is_named_in_one_line_and_status_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    _write(folder / "a.json", b"")
+    _write(folder / "b.json", b"[1, 2")
+    status, out, err = run_main(capsys, "analyze", str(folder))
     assert status == EXIT_BAD_INPUT
     assert out == ""
-    assert str(bad) in err
-    assert len(err.splitlines()) == 1
+    assert err == (
+        f"torchtop: {folder}: none of its 2 trace files could be read ({folder / 'a.json'}: "
+        "empty file; and 1 more)\n"
+    )
 
 
 def test_a_trace_with_an_empty_event_array_exits_2_without_a_traceback(tmp_path: Path) -> None:
@@ -387,7 +404,7 @@ def test_ctrl_c_during_analyze_is_one_line_and_status_130(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("torchtop.offline.analyze_paths", interrupted)
+    monkeypatch.setattr("torchtop.offline.analyze_jobs", interrupted)
     status, out, err = run_main(capsys, "analyze", str(loop_trace))
     assert status == 130
     assert out == "" and err == "torchtop: interrupted\n"

@@ -14,9 +14,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from torchtop.errors import InputError, positive_seconds
+
+if TYPE_CHECKING:
+    from torchtop.model.report import JobReports
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -95,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "to read (default: the newest, with a note naming the others)",
     )
     analyze.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+    _one_job_option(analyze)
     analyze.add_argument(
         "--color", choices=("auto", "always", "never"), default="auto", help="colour in text output"
     )
@@ -205,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     view = verbs.add_parser("view", help="the dashboard on saved traces or a recorded run folder")
     view.add_argument("paths", nargs="+", metavar="PATH", help="traces, a folder of them, or a run")
     view.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+    _one_job_option(view)
 
     diff = verbs.add_parser(
         "diff", help="compare two traces, run folders or JSON reports: what changed from A to B"
@@ -277,6 +282,16 @@ class _VersionAction(argparse.Action):
             from torchtop import __version__ as installed
         sys.stdout.write(f"torchtop {installed}\n")  # where argparse's own action prints it
         parser.exit()
+
+
+def _one_job_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--one-job",
+        action="store_true",
+        help="read every trace given as ranks of one job, even traces that do not look like "
+        "one (no rank recorded, different world sizes or GPUs, no step in common); by default "
+        "such traces get one report each",
+    )
 
 
 def _format_option(parser: argparse.ArgumentParser, what: str) -> None:
@@ -432,7 +447,7 @@ def _analyze_paths(args: argparse.Namespace) -> int:
 
     start_early(args.paths)  # a big trace starts being read while the analysis is imported
     from torchtop.progress import FileProgress, progress_enabled
-    from torchtop.report import render_markdown, render_text, report_to_json
+    from torchtop.report.jobs import render_jobs
 
     tree = _load_tree(args.rules)
     bars: list[FileProgress] = []
@@ -447,33 +462,33 @@ def _analyze_paths(args: argparse.Namespace) -> int:
         return bars[-1]
 
     try:
-        report = _analyze_or_annotate(args, tree, progress)
+        jobs = _analyze_or_annotate(args, tree, progress)
     finally:
         for bar in bars:
             bar.close()
-    for info in report.job.infos:
-        if info.truncated:
-            # The report carries this too; stderr makes sure a damaged file is never missed.
-            print(
-                f"torchtop: {info.path}: truncated: analysed its {info.events_total} whole "
-                f"events, lost the last {info.lost_bytes} bytes",
-                file=sys.stderr,
-            )
-    if args.format == "json":
-        sys.stdout.write(json.dumps(report_to_json(report), indent=2) + "\n")
-    elif args.format == "markdown":
-        sys.stdout.write(render_markdown(report))
-    else:
-        sys.stdout.write(render_text(report, colour=_colour(args.color)))
+    _warn_damaged(jobs)
+    sys.stdout.write(render_jobs(jobs, args.format, colour=_colour(args.color)))
     return EXIT_OK
+
+
+def _warn_damaged(jobs: JobReports) -> None:
+    """The reports carry these too; stderr makes sure a damaged or skipped file is never
+    missed."""
+    for skipped in jobs.skipped:
+        print(f"torchtop: {skipped.note()}", file=sys.stderr)
+    for report in jobs.reports:
+        for info in report.job.infos:
+            if info.truncated:
+                print(f"torchtop: {info.path}: {info.truncation()}", file=sys.stderr)
 
 
 def _analyze_or_annotate(args: argparse.Namespace, tree, progress):  # type: ignore[no-untyped-def]
     if args.annotate is None:
-        from torchtop.offline import analyze_paths
+        from torchtop.offline import analyze_jobs
 
-        return analyze_paths(args.paths, rules=tree, progress=progress, run=args.run)
+        return analyze_jobs(args.paths, tree, progress, args.run, one_job=args.one_job)[0]
     from torchtop.annotated import annotate_paths
+    from torchtop.model.report import JobReports
 
     report, written = annotate_paths(args.paths, Path(args.annotate), tree, progress)
     for path in written:
@@ -482,7 +497,7 @@ def _analyze_or_annotate(args: argparse.Namespace, tree, progress):  # type: ign
             "or chrome://tracing)",
             file=sys.stderr,
         )
-    return report
+    return JobReports((report,))
 
 
 def _tune(args: argparse.Namespace) -> int:
@@ -501,11 +516,23 @@ def _tune(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from torchtop.offline import analyze_and_load
+    from torchtop.offline import analyze_jobs
+    from torchtop.report.jobs import job_name
     from torchtop.tui.app import run_view
 
-    report, state = analyze_and_load(args.paths, rules=_load_tree(args.rules))
-    run_view(report, state)
+    jobs, state = analyze_jobs(args.paths, _load_tree(args.rules), one_job=args.one_job)
+    _warn_damaged(jobs)
+    if len(jobs.reports) == 1:
+        run_view(jobs.reports[0], state)
+        return EXIT_OK
+    # Traces that are not one job: the first, said so on screen and after.
+    note = (
+        f"the traces are {len(jobs.reports)} jobs, not one: showed the first, "
+        f"{job_name(jobs.reports[0])}; `torchtop analyze` reports each, `torchtop view FILE` "
+        "shows another"
+    )
+    run_view(jobs.reports[0], state, aside=f"job 1 of {len(jobs.reports)}")
+    print(f"torchtop: {note}", file=sys.stderr)
     return EXIT_OK
 
 

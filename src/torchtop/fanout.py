@@ -28,6 +28,7 @@ from pathlib import Path
 from torchtop.analysis.summary import analyze_trace
 from torchtop.errors import InputError
 from torchtop.model.analysis import RankAnalysis
+from torchtop.model.report import SkippedTrace
 from torchtop.traces import read_trace
 from torchtop.traces.parallel import WORKERS_ENV, fork_choice, inflated_size
 from torchtop.traces.reader import ProgressSink
@@ -48,10 +49,20 @@ def analyze_files(
     files: list[Path], progress: Callable[[Path], ProgressSink | None] | None = None
 ) -> Iterator[RankAnalysis]:
     """The analysis of each file, in the files' order; InputError for the first bad one."""
+    for outcome in read_files(files, progress):
+        if isinstance(outcome, SkippedTrace):
+            raise InputError(outcome.path, outcome.problem)
+        yield outcome
+
+
+def read_files(
+    files: list[Path], progress: Callable[[Path], ProgressSink | None] | None = None
+) -> Iterator[RankAnalysis | SkippedTrace]:
+    """Each file's analysis, or why it could not be read, in the files' order."""
     workers = pool_size(files)
     if workers < 2:
         for path in files:
-            yield analyze_trace(read_trace(path, on_progress=progress(path) if progress else None))
+            yield _outcome(path, progress(path) if progress else None)
         return
     yield from _pooled(files, workers, progress)
 
@@ -82,44 +93,30 @@ def _available_memory() -> int:
 
 def _pooled(
     files: list[Path], workers: int, progress: Callable[[Path], ProgressSink | None] | None
-) -> Iterator[RankAnalysis]:
+) -> Iterator[RankAnalysis | SkippedTrace]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     sink = progress(Path(f"{len(files)} trace files")) if progress else None
-    results: list[RankAnalysis] = []
+    results: list[RankAnalysis | SkippedTrace] = []
     context = multiprocessing.get_context("fork")
     # With two cores per worker to spare, a worker may read a big file on two of its own.
     spare = len(os.sched_getaffinity(0)) >= 2 * workers
     with ProcessPoolExecutor(
         workers, mp_context=context, initializer=_in_worker, initargs=(spare,)
     ) as pool:
-        futures = [pool.submit(_analyze_one, path) for path in files]
+        futures = [pool.submit(_outcome, path) for path in files]
         try:
             for done, future in enumerate(futures, 1):
-                outcome = future.result()
-                if isinstance(outcome, InputProblem):
-                    for pending in futures:
-                        pending.cancel()
-                    raise InputError(outcome.subject, outcome.problem)
-                results.append(outcome)
+                results.append(future.result())
                 if sink is not None:
                     sink(done, len(files))
         except BrokenProcessPool:
             pass  # a worker died: the files still owed are read here, one at a time
     yield from results
     for path in files[len(results) :]:
-        yield analyze_trace(read_trace(path))
-
-
-class InputProblem:
-    """A worker's InputError, as plain data (an exception with its own arguments does not
-    survive pickling as itself)."""
-
-    def __init__(self, subject: str, problem: str) -> None:
-        self.subject = subject
-        self.problem = problem
+        yield _outcome(path)
 
 
 def _in_worker(spare_cores: bool) -> None:
@@ -131,8 +128,10 @@ def _in_worker(spare_cores: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _analyze_one(path: Path) -> RankAnalysis | InputProblem:
+def _outcome(path: Path, sink: ProgressSink | None = None) -> RankAnalysis | SkippedTrace:
+    """The file's analysis, or its InputError as plain data (an exception with its own
+    arguments does not survive pickling from a worker as itself)."""
     try:
-        return analyze_trace(read_trace(path))
+        return analyze_trace(read_trace(path, on_progress=sink))
     except InputError as exc:
-        return InputProblem(exc.subject, exc.problem)
+        return SkippedTrace(exc.subject, exc.problem)

@@ -1,8 +1,11 @@
-"""`analyze` as a use case: paths in, a `Report` out (traces -> analysis -> diagnosis).
+"""`analyze` as a use case: paths in, a `Report` per job out (traces -> analysis -> diagnosis).
 
-Each file is read and reduced to its analysis before its reader takes the next, so memory holds
-one trace's columns per reader, however many ranks a folder has; several files are read by one
-process per core at a time (`fanout`).
+A folder of traces is one job only when its files look like one job's ranks (`analysis.jobs`);
+otherwise each job gets its own report (`one_job` pools them all, as `--one-job` asks). A file
+that cannot be read is skipped with a note naming it; only when none can be read is the input
+refused. Each file is read and reduced to its analysis before its reader takes the next, so
+memory holds one trace's columns per reader, however many ranks a folder has; several files are
+read by one process per core at a time (`fanout`).
 """
 
 from __future__ import annotations
@@ -14,13 +17,15 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from torchtop.analysis.jobs import split_jobs
 from torchtop.analysis.summary import job_analysis, merge_rank
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree, load_rules
-from torchtop.fanout import analyze_files
+from torchtop.errors import InputError
+from torchtop.fanout import read_files
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
-from torchtop.model.report import RankReport, Report
+from torchtop.model.report import JobReports, RankReport, Report, SkippedTrace
 from torchtop.runs.layout import RunLayout, is_run_folder
 from torchtop.traces import find_trace_files
 from torchtop.traces.logdir import choose_run
@@ -38,7 +43,8 @@ def analyze_paths(
     progress: ProgressFactory | None = None,
     run: str | None = None,
 ) -> Report:
-    """`run`: which run of a TensorBoard log folder (`traces.logdir`); None: the newest."""
+    """One report on everything given, read as one job (`--one-job`). `run`: which run of a
+    TensorBoard log folder (`traces.logdir`); None: the newest."""
     return analyze_and_load(paths, rules, progress, run)[0]
 
 
@@ -48,8 +54,21 @@ def analyze_and_load(
     progress: ProgressFactory | None = None,
     run: str | None = None,
 ) -> tuple[Report, RunState | None]:
-    """`analyze_paths`, and the run folder's state when the one path is a run folder: `view`
-    shows both, and the folder is read once."""
+    """`analyze_paths`, and the run folder's state when the one path is a run folder."""
+    jobs, state = analyze_jobs(paths, rules, progress, run, one_job=True)
+    return jobs.reports[0], state
+
+
+def analyze_jobs(
+    paths: list[str],
+    rules: RuleTree | None = None,
+    progress: ProgressFactory | None = None,
+    run: str | None = None,
+    one_job: bool = False,
+) -> tuple[JobReports, RunState | None]:
+    """A report per job among the traces at `paths` (one for a run folder), and the run
+    folder's state when the one path is a run folder: `view` shows both, and the folder is
+    read once."""
     tree = rules or load_rules()
     if len(paths) == 1 and is_run_folder(root := Path(paths[0])) and run is None:
         # Only for run folders: traces skip their import. A folder several nodes' launchers
@@ -59,19 +78,55 @@ def analyze_and_load(
 
         state = load_shared_run(root)
         report = assess_state(state, tree)
+        if report is not None:
+            return JobReports((report,)), state
         traces = [str(RunLayout(f).traces_dir) for f in node_folders(root) or [root]]
-        return report or _analyze_traces(traces, tree, progress), state
+        return _analyze_traces(traces, tree, progress, one_job=True), state
     chosen = choose_run(paths, run)
-    report = _analyze_traces(chosen.files, tree, progress)
+    jobs = _analyze_traces(chosen.files, tree, progress, one_job)
     if chosen.note is not None:
-        report = msgspec.structs.replace(report, notes=(*report.notes, chosen.note))
-    return report, None
+        jobs = _noted(jobs, (chosen.note,))
+    return jobs, None
 
 
-def _analyze_traces(paths: list[str], tree: RuleTree, progress: ProgressFactory | None) -> Report:
+def _analyze_traces(
+    paths: list[str], tree: RuleTree, progress: ProgressFactory | None, one_job: bool
+) -> JobReports:
     files = find_trace_files(paths)
+    analyses: list[RankAnalysis] = []
+    skipped: list[SkippedTrace] = []
     # Several files: one per core at a time.
-    return traces_report(files, analyze_files(files, progress), tree)
+    for outcome in read_files(files, progress):
+        if isinstance(outcome, SkippedTrace):
+            skipped.append(outcome)
+        else:
+            analyses.append(outcome)
+    if not analyses:
+        raise _nothing_read(paths, skipped)
+    groups, apart = ([analyses], []) if one_job else split_jobs(analyses)
+    reports = tuple(
+        traces_report([Path(a.infos[0].path) for a in group], group, tree) for group in groups
+    )
+    jobs = JobReports(reports, tuple(skipped), tuple(apart))
+    return _noted(jobs, tuple(s.note() for s in skipped)) if len(reports) == 1 else jobs
+
+
+def _nothing_read(paths: list[str], skipped: list[SkippedTrace]) -> InputError:
+    """One line naming the input: the file's own problem, or how many files failed and why."""
+    if len(skipped) == 1:
+        return InputError(skipped[0].path, skipped[0].problem)
+    first, whose = skipped[0], "its" if len(paths) == 1 else "the"
+    return InputError(
+        " ".join(paths),
+        f"none of {whose} {len(skipped)} trace files could be read ({first.path}: "
+        f"{first.problem}; and {len(skipped) - 1} more)",
+    )
+
+
+def _noted(jobs: JobReports, notes: tuple[str, ...]) -> JobReports:
+    """`jobs` with `notes` added to each report's."""
+    reports = tuple(msgspec.structs.replace(r, notes=(*r.notes, *notes)) for r in jobs.reports)
+    return msgspec.structs.replace(jobs, reports=reports)
 
 
 def traces_report(files: list[Path], analyses: Iterable[RankAnalysis], tree: RuleTree) -> Report:

@@ -125,10 +125,14 @@ def _notes(trace: TraceData, has_markers: bool, dropped_tail: int) -> tuple[str,
         notes.append(
             f"dropped the last {dropped_tail} step(s): their device work was not fully captured"
         )
-    if info.truncated:
-        notes.append(
-            f"file is truncated: read every whole event, lost the last {info.lost_bytes} bytes"
-        )
+    truncation = info.truncation()
+    if truncation is not None:
+        notes.append(f"file is {truncation}")
+        if trace.devices and not len(trace.kernels):
+            notes.append(
+                "the trace lists GPUs but none of its GPU events was read (Kineto writes them "
+                "after the CPU operators): the figures see the host side only"
+            )
     if info.dropped_corrupt:
         notes.append(
             f"dropped {info.dropped_corrupt} corrupt event(s) (negative or day-long durations)"

@@ -95,3 +95,24 @@ class Report(msgspec.Struct, frozen=True):
     """Each node of a run several nodes' launchers shared; empty for one launcher's run."""
     attached: AttachTarget | None = None
     """`attach` to a job of several ranks: what the pid given turned out to be."""
+
+
+class SkippedTrace(msgspec.Struct, frozen=True):
+    """A trace file of a folder that could not be read (empty, not JSON, cut before its first
+    whole event): named in the report, never the end of the others."""
+
+    path: str
+    problem: str
+
+    def note(self) -> str:
+        return f"skipped {self.path}: {self.problem}"
+
+
+class JobReports(msgspec.Struct, frozen=True):
+    """What `analyze` made of its inputs: one report per job found among the traces (one, for
+    a single trace, a job's ranks or a run folder), and the files it could not read."""
+
+    reports: tuple[Report, ...]
+    skipped: tuple[SkippedTrace, ...] = ()
+    apart: tuple[str, ...] = ()
+    """Why the traces were not read as one job (`analysis.jobs`), when there are several."""

@@ -12,6 +12,7 @@ from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.attach import AttachTarget
 from torchtop.model.findings import Finding, Verdict
 from torchtop.model.report import LastStack, NodeReport, RankStanding, Report
+from torchtop.model.trace import TraceInfo
 from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
 from torchtop.report.relaunch import relaunch_json
@@ -293,8 +294,8 @@ def _copy(item: Any) -> dict[str, Any]:
     }
 
 
-def _trace_info(info: Any) -> dict[str, Any]:
-    return {
+def _trace_info(info: TraceInfo) -> dict[str, Any]:
+    entry: dict[str, Any] = {
         "path": info.path,
         "rank": info.rank,
         "events": info.events_total,
@@ -303,6 +304,15 @@ def _trace_info(info: Any) -> dict[str, Any]:
         "dropped_corrupt": info.dropped_corrupt,
         "dropped_malformed": info.dropped_malformed,
     }
+    if info.truncated:  # what was read of a cut file (docs/report.md)
+        entry.update(
+            file_bytes=info.file_bytes,
+            json_bytes=info.json_bytes,
+            gzip_cut=info.gzip_cut,
+            last_event_s=_round(info.last_event_s, 6),
+            truncation=info.truncation(),
+        )
+    return entry
 
 
 def _clean_metrics(metrics: Metrics) -> dict[str, Any]:

@@ -218,6 +218,9 @@ class ColumnBuilder:
         self.events_total = 0
         self.dropped_corrupt = 0
         self.min_ts = float("inf")
+        self.end: tuple[int, float] | None = None
+        """The furthest piece read and the start of its last timed event: where the reading
+        of a truncated file ended."""
 
     def add(self, batch: list[Event], piece: int = 0) -> None:
         """Group a batch's spans by category without a per-event Python statement beyond
@@ -225,6 +228,8 @@ class ColumnBuilder:
         if not batch:
             return
         self.events_total += len(batch)
+        if self.end is None or piece >= self.end[0]:
+            self._note_end(batch, piece)
         spans = [e for e in batch if type(e) is SpanEvent]
         if len(spans) < len(batch):
             rest = [e for e in batch if type(e) is not SpanEvent]
@@ -361,6 +366,13 @@ class ColumnBuilder:
         }
         self.memory.add(columns, piece)
 
+    def _note_end(self, batch: list[Event], piece: int) -> None:
+        for event in reversed(batch):
+            ts = getattr(event, "ts", None)
+            if isinstance(ts, int | float) and not isinstance(ts, bool):
+                self.end = (piece, float(ts))
+                return
+
     def merge(self, other: ColumnBuilder) -> None:
         """Take in what another builder read from other pieces of the same file."""
         remap = {
@@ -378,6 +390,8 @@ class ColumnBuilder:
         if other.profiler_span_piece > self.profiler_span_piece:
             self.profiler_span = other.profiler_span
             self.profiler_span_piece = other.profiler_span_piece
+        if other.end is not None and (self.end is None or other.end[0] > self.end[0]):
+            self.end = other.end
         self.events_total += other.events_total
         self.dropped_corrupt += other.dropped_corrupt
         self.min_ts = min(self.min_ts, other.min_ts)

@@ -111,6 +111,11 @@ class EventStream:
         """The index of the piece the last yielded batch came from (pieces are numbered in
         file order, the other reader's share included)."""
 
+    @property
+    def position(self) -> int:
+        """How many bytes of the (inflated) document were read so far."""
+        return self._position
+
     def __iter__(self) -> Iterator[list[Event]]:
         head, bare_array = self._read_head()
         # buf[0] is always the byte before the next event; it is set to '[' and the cut comma

@@ -6,6 +6,7 @@ import re
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from torchtop.errors import InputError
 from torchtop.model.trace import DeviceInfo, TraceInfo
@@ -62,9 +63,10 @@ def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> Trace
                 events.stats.merge(remote_stats)
         finally:
             opened.close()
-        if opened.inflater is not None and opened.inflater.truncated:
+        gzip_cut = opened.inflater is not None and opened.inflater.truncated
+        if gzip_cut:
             events.stats.truncated = True
-            events.stats.notes.append("the .gz file ends before its end-of-stream marker")
+        cut = _Cut(size, events.position, gzip_cut, None if builder.end is None else builder.end[1])
     except TraceFormatError as exc:
         raise InputError(str(path), str(exc)) from None
     except zlib.error as exc:
@@ -76,10 +78,19 @@ def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> Trace
     if events.stats.truncated and builder.events_total == 0:
         raise InputError(str(path), "truncated before its first whole event")
     builder.canonical_order()
-    return _assemble(path, builder, events)
+    return _assemble(path, builder, events, cut)
 
 
-def _assemble(path: Path, builder: ColumnBuilder, events: EventStream) -> TraceData:
+class _Cut(NamedTuple):
+    """Where a file's reading ended, for saying what a truncated file lost."""
+
+    file_bytes: int
+    json_bytes: int
+    gzip_cut: bool
+    last_ts: float | None
+
+
+def _assemble(path: Path, builder: ColumnBuilder, events: EventStream, cut: _Cut) -> TraceData:
     origin = builder.origin()
     header = events.header
     stats = events.stats
@@ -95,6 +106,12 @@ def _assemble(path: Path, builder: ColumnBuilder, events: EventStream) -> TraceD
         dropped_malformed=stats.dropped_malformed,
         truncated=stats.truncated,
         lost_bytes=stats.lost_bytes,
+        file_bytes=cut.file_bytes if stats.truncated else None,
+        json_bytes=cut.json_bytes if stats.truncated else None,
+        gzip_cut=cut.gzip_cut,
+        last_event_s=(cut.last_ts - origin) / 1e6
+        if stats.truncated and cut.last_ts is not None
+        else None,
         repaired=stats.repaired_pieces > 0,
         notes=tuple(stats.notes),
     )

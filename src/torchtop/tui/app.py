@@ -450,6 +450,13 @@ def run_live(
     return monitor.finish()
 
 
-def run_view(report: Report, state: RunState | None = None) -> None:
-    """The dashboard over saved traces, or a recorded run folder (`state` adds its samples)."""
-    Dashboard(frame=offline_frame(report, state)).run()
+def run_view(report: Report, state: RunState | None = None, aside: str | None = None) -> None:
+    """The dashboard over saved traces, or a recorded run folder (`state` adds its samples);
+    `aside` is added to the title (`job 1 of 5`, when the traces were not one job)."""
+    Dashboard(frame=view_frame(report, state, aside)).run()
+
+
+def view_frame(report: Report, state: RunState | None = None, aside: str | None = None) -> Frame:
+    """`offline_frame`, with `aside` added to the title."""
+    frame = offline_frame(report, state)
+    return frame if aside is None else replace(frame, job=f"{frame.job} · {aside}")
