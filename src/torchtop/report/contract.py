@@ -10,7 +10,7 @@ import msgspec
 
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
 from torchtop.model.attach import AttachTarget
-from torchtop.model.findings import Finding, Verdict
+from torchtop.model.findings import Finding, Verdict, gain_text
 from torchtop.model.report import LastStack, NodeReport, RankStanding, Report, WindowCall
 from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
@@ -254,6 +254,7 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         ],
         "predicted_gain": finding.predicted_gain,
         "recoverable_share": finding.recoverable_share,
+        "gain_text": gain_text(finding),
     }
 
 
@@ -263,6 +264,7 @@ def _verdict_detail(verdict: Verdict) -> dict[str, Any]:
         "scores": {k: round(v, 4) for k, v in verdict.scores.items()},
         "recoverable": {k: _round(v, 4) for k, v in verdict.recoverable.items()},
         "predicted_gain": verdict.predicted_gain,
+        "work_class": verdict.work,
     }
 
 
