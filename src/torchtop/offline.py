@@ -192,4 +192,6 @@ def assess_state(state: RunState, tree: RuleTree) -> Report | None:
 
             return assess_attached_ranks(state, {}, tree, "attach")
         return None
-    return assess(state, WindowCache().latest(state), tree, state.launch.kind or "run")
+    windows = WindowCache()
+    kind = state.launch.kind or "run"
+    return assess(state, windows.pooled(state), tree, kind, each_window=windows.each(state))

@@ -92,7 +92,7 @@ def test_every_finding_carries_its_class_gain_unless_its_rule_recovers_only_part
     assert by_rule["gpu-waits-on-host"].predicted_gain == gain_bound(0.7)
     assert (
         gain_text(by_rule["python-overhead"])
-        == "could be up to 1.67x faster (40% of the step recovered)"
+        == "predicted 1.67x faster if its 40% of the step were recovered and nothing else changed"
     )
 
 

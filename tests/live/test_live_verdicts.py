@@ -19,9 +19,14 @@ JOBS = Path(__file__).resolve().parent / "jobs"
 WINDOW_EARLY = {"TORCHTOP_WINDOW_FIRST_STEP": "3", "TORCHTOP_WINDOW_STEPS": "4"}
 
 
-def run_headless(tmp_path: Path, command: list[str], timeout: float = 240) -> dict[str, Any]:
+def run_headless(
+    tmp_path: Path,
+    command: list[str],
+    timeout: float = 240,
+    extra_env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     report = tmp_path / "report.json"
-    env = {**os.environ, **WINDOW_EARLY}
+    env = {**os.environ, **WINDOW_EARLY, **(extra_env or {})}
     result = subprocess.run(
         [
             sys.executable,

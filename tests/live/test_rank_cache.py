@@ -148,8 +148,10 @@ def test_a_long_shared_runs_kept_state_does_not_grow(tmp_path: Path) -> None:
     ]  # fmt: skip
     # 2000 more steps of 4 ranks kept whole would be ~2 MB; kept bounded, what grows is each
     # step's wall (8 bytes, in arrays allocated ahead) and an hour's figures of each host
-    # sample (two numbers, ~64 bytes: 51 KB here).
-    assert after - before < 150_000
+    # sample (two numbers, ~64 bytes: 51 KB here). Measured: ~140 KB before the per-step list
+    # kept only measured parts, ~150 KB since (more dicts alive at the end, as much more at 4,
+    # 8 or 16 ticks: not growth).
+    assert after - before < 165_000
 
 
 def test_a_nodes_summary_kept_as_figures_is_the_mean_of_its_newest_hour_of_samples(

@@ -153,14 +153,27 @@ def rank_label(trace: TraceData) -> str:
     return match.group("worker") if match else name
 
 
-def merge_rank(parts: Sequence[RankAnalysis]) -> RankAnalysis:
-    """Pool the steps of several files of one rank; metrics are step-time-weighted means."""
+def merge_rank(
+    parts: Sequence[RankAnalysis], weigh: Literal["time", "steps"] = "time"
+) -> RankAnalysis:
+    """Pool the steps of several files of one rank; shares and metrics are means weighted by
+    each file's step time (`analyze`: the files are one profile cut in pieces), or by its
+    number of steps (a run's profiler windows: separate looks at the job, where a look whose
+    steps were slow must not outweigh the others by that alone)."""
     if len(parts) == 1:
         return parts[0]
     steps = tuple(s for p in parts for s in p.steps)
-    total = sum(s.duration_us for s in steps) or 1.0
-    breakdown = {c: sum(s.parts_us[c] for s in steps) / total for c in CATEGORIES}
-    weights = [sum(s.duration_us for s in p.steps) for p in parts]
+    if weigh == "steps":
+        weights = [float(len(p.steps)) for p in parts]
+        total = sum(weights) or 1.0
+        breakdown = {
+            c: sum(w * p.breakdown.get(c, 0.0) for p, w in zip(parts, weights, strict=True)) / total
+            for c in CATEGORIES
+        }
+    else:
+        total = sum(s.duration_us for s in steps) or 1.0
+        breakdown = {c: sum(s.parts_us[c] for s in steps) / total for c in CATEGORIES}
+        weights = [sum(s.duration_us for s in p.steps) for p in parts]
     metrics = mean_metrics([p.metrics for p in parts], weights)
     return RankAnalysis(
         rank=parts[0].rank,

@@ -80,6 +80,8 @@ class RankCache:
     computed: int = 0
     """Rank analyses made so far (tests read it)."""
     stragglers: StragglerCache = field(default_factory=lambda: StragglerCache())
+    window_classes: dict[int, str] = field(default_factory=dict)
+    """Each profiler window's own class, by its analysis's identity (`assess.window_calls`)."""
     _entries: dict[int, RankEntry] = field(default_factory=dict)
     _tick: int = 0
 

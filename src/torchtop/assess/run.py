@@ -32,6 +32,7 @@ from torchtop.analysis.summary import job_analysis
 from torchtop.assess.nodes import node_reports
 from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, rank_verdict
 from torchtop.assess.ranks import standings
+from torchtop.assess.window_calls import window_calls
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
@@ -169,10 +170,13 @@ def assess(
     source_kind: str = "run",
     cache: RankCache | None = None,
     refresh_all: bool = False,
+    each_window: Mapping[int, Sequence[RankAnalysis]] | None = None,
 ) -> Report:
-    """The report for the run as it stands; `windows` maps pid to its latest window's analysis.
-    A live view passes its `cache` (each rank redone only when it has new records); the final
-    report also passes `refresh_all`, so no rank's figures are from an earlier tick."""
+    """The report for the run as it stands; `windows` maps pid to the analysis of its profiler
+    windows pooled (`WindowCache.pooled`), `each_window` to each window alone (to say which
+    disagrees). A live view passes its `cache` (each rank redone only when it has new
+    records); the final report also passes `refresh_all`, so no rank's figures are from an
+    earlier tick."""
     cpu_count = state.launch.cpu_count
     processes = state.training_processes
     entries = (cache or RankCache()).analyses(
@@ -205,6 +209,13 @@ def assess(
             findings=(),
         )
     rank_reports = _rank_reports(state, entries, tree, cache)
+    calls = window_calls(
+        processes,
+        each_window or {},
+        verdict.bottleneck,
+        lambda p, w: diagnose(tree, process_metrics(p, w, cpu_count)[0], w.steps).bottleneck,
+        cache.window_classes if cache is not None else {},
+    )
     return Report(
         source_kind=source_kind,
         paths=(str(state.layout.root),),
@@ -215,6 +226,7 @@ def assess(
         pid=state.launch.pid,
         notes=_run_notes(state, bool(windows)),
         nodes=node_reports(state),
+        windows=calls,
     )
 
 
@@ -275,15 +287,8 @@ def _rank_analysis(
     window: RankAnalysis | None,
     from_window: bool,
 ) -> RankAnalysis:
-    steps = tuple(
-        StepCost(
-            number=s.step,
-            start_us=s.t * 1e6 - s.wall_s * 1e6,
-            duration_us=s.wall_s * 1e6,
-            parts_us=_parts(s, breakdown),
-        )
-        for s in recent_steps(process)
-    )
+    profiled = {s.number: s for s in window.steps} if window is not None else {}
+    steps = tuple(_step_cost(s, profiled.get(s.step)) for s in recent_steps(process))
     notes = (
         []
         if from_window
@@ -313,22 +318,18 @@ def _rank_analysis(
     )
 
 
-def _parts(step: StepRecord, breakdown: Mapping[str, float]) -> dict[str, float]:
-    """This step's own DataLoader wait; the rest split in the proportions of the breakdown."""
+def _step_cost(step: StepRecord, profiled: StepCost | None) -> StepCost:
+    """A recent step as measured: its wall time and, where a profiler window covered it, that
+    window's split of it (scaled to the wall the agent timed); else its DataLoader wait alone,
+    never a window's split lent to a step it did not see."""
     wall_us = step.wall_s * 1e6
-    if step.data_wait_s is None:
-        return {c: breakdown.get(c, 0.0) * wall_us for c in CATEGORIES}
-    wait_us = min(step.data_wait_s * 1e6, wall_us)
-    others = {c: breakdown.get(c, 0.0) for c in CATEGORIES if c != "dataloader"}
-    total = sum(others.values())
-    parts = {
-        c: (share / total if total > 0 else 0.0) * (wall_us - wait_us)
-        for c, share in others.items()
-    }
-    if total <= 0:
-        parts["other"] = wall_us - wait_us
-    parts["dataloader"] = wait_us
-    return {c: parts[c] for c in CATEGORIES}
+    start_us = step.t * 1e6 - wall_us
+    if profiled is not None and profiled.duration_us > 0:
+        scale = wall_us / profiled.duration_us
+        parts = {c: profiled.parts_us.get(c, 0.0) * scale for c in CATEGORIES}
+        return StepCost(step.step, start_us, wall_us, parts)
+    parts = {} if step.data_wait_s is None else {"dataloader": min(step.data_wait_s * 1e6, wall_us)}
+    return StepCost(step.step, start_us, wall_us, parts, profiled=False)
 
 
 def _too_few_steps(state: RunState, steps: int, needed: int) -> str:

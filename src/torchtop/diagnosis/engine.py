@@ -4,7 +4,8 @@ A child rule is looked at only when its parent held. Findings are the deepest ru
 (a root class rule is the tree's structure, not a finding). The verdict is a model, not a fit:
 each class that held says what share of the step its fixes could recover at most (the breakdown
 is exclusive, so a stall's share is time the device, or the CPU's math, is not working), and
-`1 / (1 - share)` bounds the gain. The stall that could recover the most is the verdict when it
+`1 / (1 - share)` predicts the gain (a prediction, not a bound: a fix may speed up the rest
+too). The stall that could recover the most is the verdict when it
 recovers at least `min_recoverable_share`; else the job is bound by its work itself (`gpu`, or
 `cpu` on a CPU-only job). Confidence is the chance that much more evidence of the same job
 keeps the verdict: the margin to the next decision (the runner-up stall, or the threshold)
@@ -56,7 +57,7 @@ def diagnose(tree: RuleTree, metrics: Metrics, units: Sequence[StepCost] = ()) -
     bottleneck, confidence, reason = _decide(tree, competing, work, metrics, evidence)
     if bottleneck == "unknown":
         # Findings built on evidence too thin for a verdict would be guesses too.
-        return Verdict(bottleneck, confidence, scores, reason, (), shares, None)
+        return Verdict(bottleneck, confidence, scores, reason, (), shares, None, work)
     findings = [
         _finding(tree, tree.rules[r], metrics, shares)
         for r in fired
@@ -70,7 +71,7 @@ def diagnose(tree: RuleTree, metrics: Metrics, units: Sequence[StepCost] = ()) -
         )
     )
     gain = gain_bound(shares.get(bottleneck))
-    return Verdict(bottleneck, confidence, scores, reason, tuple(findings), shares, gain)
+    return Verdict(bottleneck, confidence, scores, reason, tuple(findings), shares, gain, work)
 
 
 def _has_fired_child(tree: RuleTree, rule_id: str, fired: list[str]) -> bool:
@@ -139,7 +140,8 @@ def _decide(
             sure = units.confidence(top - runner_up, (top_class, top), (runner_class, runner_up))
         else:
             sure = units.confidence(top - threshold, (top_class, top), ("", threshold))
-        reason = f"{top_class} could recover {top:.0%} of the step (up to {gain_bound(top)}x)"
+        # The share alone: the gain figure is the findings' (`gain_text`), one per finding.
+        reason = f"{top_class} could recover {top:.0%} of the step"
         if runner_up >= 0.005:
             reason += f"; next is {runner_class} at {runner_up:.0%}"
         return top_class, round(sure * factor, 2), reason

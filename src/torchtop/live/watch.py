@@ -151,10 +151,13 @@ class LiveMonitor:
         return snapshot
 
     def _assess(self, state: RunState, final: bool = False) -> Report:
-        windows = self.windows.latest(state)
+        windows = self.windows.pooled(state)
         if self.assessor is not None:
             return self.assessor(state, windows, self.tree, self.kind)
-        return assess(state, windows, self.tree, self.kind, self.ranks, refresh_all=final)
+        each = self.windows.each(state)
+        return assess(
+            state, windows, self.tree, self.kind, self.ranks, refresh_all=final, each_window=each
+        )
 
     def _held_s(self, now: float) -> float:
         detached = now - self._detached_at if self._detached_at is not None else 0.0

@@ -19,6 +19,10 @@ class StepCost(msgspec.Struct, frozen=True):
     start_us: float
     duration_us: float
     parts_us: dict[str, float]
+    """Only what was measured of this step: every category where a profiler window covered
+    it; else its DataLoader wait alone (the agent times it every step), or nothing."""
+    profiled: bool = True
+    """Whether a profiler window covered this step (a trace's steps all are)."""
 
 
 class NamedTime(msgspec.Struct, frozen=True):

@@ -31,8 +31,10 @@ class Finding(msgspec.Struct, frozen=True):
     chain: tuple[str, ...]
     """Rule ids from the tree's root down to this rule."""
     predicted_gain: float | None = None
-    """The speedup bound if the time this finding names were recovered: `1 / (1 - share)`;
-    None where there is no model for what its fixes recover."""
+    """The speedup predicted if the time this finding names were recovered and nothing else
+    changed: `1 / (1 - share)`; None where there is no model for what its fixes recover. Not
+    a bound: a fix can also speed up the rest of the step (more DataLoader workers take
+    decoding off the main process too), so measured gains may exceed it."""
     recoverable_share: float | None = None
     """The share of step time (0-1) its fixes could recover at most."""
 
@@ -50,7 +52,11 @@ class Verdict(msgspec.Struct, frozen=True):
     """Each class's recoverable share (0-1): at most this much of the step goes if the class's
     fixes work; None where its root did not hold or there is no model."""
     predicted_gain: float | None = None
-    """The verdict class's speedup bound, `1 / (1 - share)`."""
+    """The verdict class's predicted speedup, `1 / (1 - share)` (a prediction, not a bound)."""
+    work: str | None = None
+    """The class that is the job's work itself (gpu, or cpu on a CPU-only job), where known:
+    its score is its share of the step, and it is the verdict only when no stall's score
+    reaches the threshold, so it may score above the stall that is the verdict."""
 
 
 def gain_bound(share: float | None) -> float | None:
@@ -62,13 +68,37 @@ def gain_bound(share: float | None) -> float | None:
     return round(1.0 / (1.0 - min(max(share, 0.0), 0.99)), 2)
 
 
+ALMOST_ALL_SHARE = 0.9
+"""From this share on a prediction is said in words: `1 / (1 - share)` is 10x at 90% and
+grows without limit, so a figure there says more about the model than about the job."""
+
+
 def gain_text(finding: Finding) -> str:
-    """How a finding's predicted gain reads wherever a finding is shown."""
-    if finding.predicted_gain is None:
-        return "predicted gain: no model for what its fixes recover"
-    share = finding.recoverable_share
-    of_step = "" if share is None else f" ({share:.0%} of the step recovered)"
-    return f"could be up to {finding.predicted_gain:.2f}x faster{of_step}"
+    """A finding's one gain figure, named for what it is, the same wherever it is shown: the
+    model's prediction with its assumption (never "up to": fixes can speed up more than the
+    time they name), an extreme one in words, or that there is no model."""
+    share, gain = finding.recoverable_share, finding.predicted_gain
+    if gain is None or share is None:
+        return "gain not predicted: no model for what its fixes recover"
+    if share >= ALMOST_ALL_SHARE:
+        return (
+            f"the step is almost all {finding.bottleneck_class} ({share:.0%}): recovering it "
+            "would make the job many times faster"
+        )
+    return (
+        f"predicted {gain:.2f}x faster if its {share:.0%} of the step were recovered and "
+        "nothing else changed"
+    )
+
+
+def gain_short(finding: Finding) -> str:
+    """The same figure in a few characters, for a one-line list: `pred 1.24x`."""
+    share, gain = finding.recoverable_share, finding.predicted_gain
+    if gain is None or share is None:
+        return "no prediction"
+    if share >= ALMOST_ALL_SHARE:
+        return f"almost all {finding.bottleneck_class}"
+    return f"pred {gain:.2f}x"
 
 
 def format_value(value: object) -> str:

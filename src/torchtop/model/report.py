@@ -76,6 +76,17 @@ class NodeReport(msgspec.Struct, frozen=True):
     """The job command its launcher ran (`run.json`), for the change a fix needs there."""
 
 
+class WindowCall(msgspec.Struct, frozen=True):
+    """What one profiler window alone would have said: the steps it profiled, its verdict's
+    class, and whether that is the run's (None while the run has no verdict)."""
+
+    rank: int | None
+    first_step: int | None
+    last_step: int | None
+    bottleneck: str
+    agrees: bool | None
+
+
 class Report(msgspec.Struct, frozen=True):
     source_kind: str
     """trace | run | attach | demo | tune"""
@@ -95,6 +106,9 @@ class Report(msgspec.Struct, frozen=True):
     """Each node of a run several nodes' launchers shared; empty for one launcher's run."""
     attached: AttachTarget | None = None
     """`attach` to a job of several ranks: what the pid given turned out to be."""
+    windows: tuple[WindowCall, ...] = ()
+    """Every profiler window the verdict pooled, each with what it alone said; empty for a
+    trace or a run with no window."""
 
 
 class SkippedTrace(msgspec.Struct, frozen=True):

@@ -28,6 +28,7 @@ from torchtop.model.report import Report
 from torchtop.model.trials import Trial
 from torchtop.offline import analyze_run
 from torchtop.relaunch.measure import Measurement, measure
+from torchtop.relaunch.profiled import profiled_run
 from torchtop.relaunch.trial import TrialSettings, measured, predicted_gain, run_trial
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import settings_table
@@ -35,6 +36,8 @@ from torchtop.runs.records import settings_table
 EventSink = Callable[[str], None]
 
 DEFAULT_BUDGET_S = 300.0
+PROFILED_FOLDER = "profiled"
+"""Under RUN: the run profiled early when the baseline ended before its window."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def tune(
     say(f"baseline: {baseline.steps_per_s:.2f} steps/s ({baseline.median_step_ms:.1f} ms median)")
     progress = _Progress(original, baseline, baseline)
     progress.run_durations_s.append(time.monotonic() - started)
-    report = analyze_run(baseline.run_dir, tree)
+    report = _diagnosed(original, baseline, run_dir, options, tree, say)
     while True:
         stopped = _stop_reason(progress, options, time.monotonic() - started)
         candidate = None if stopped else next_fix(report, progress, options, machine)
@@ -154,9 +157,39 @@ def tune(
     )
 
 
+def _diagnosed(
+    plan: LaunchPlan,
+    baseline: Measurement,
+    run_dir: Path,
+    options: TuneOptions,
+    tree: RuleTree,
+    say: EventSink,
+) -> Report | None:
+    """The baseline's diagnosis; for a job that ended before its profiler window, that of a
+    run profiled from the end of its warm-up (`relaunch.profiled`), said as such."""
+    if baseline.has_window:
+        return analyze_run(baseline.run_dir, tree)
+    first = baseline.warmup_steps
+    say(
+        "the job ended before its profiler window (asked for after the measured steps): "
+        f"profiling another run from step {first}, its stacks sampled"
+    )
+    folder = run_dir / PROFILED_FOLDER
+    if profiled_run(plan, folder, first, options.run_timeout_s, options.capture_output):
+        return analyze_run(folder, tree)
+    say(f"that run ended before its window too (see {folder})")
+    return analyze_run(baseline.run_dir, tree)
+
+
 def _nothing_left(report: Report | None, options: TuneOptions) -> str:
     if report is None:
         return "no process of the job reported steps to diagnose"
+    if not report.job.infos and report.verdict.bottleneck != "dataloader":
+        return (
+            "the job ended before a profiler window could be taken, so only its step time and "
+            "DataLoader wait were measured; give it more steps (it ran "
+            f"{report.job.metrics.get('steps_count') or 0} counted) to diagnose the rest"
+        )
     if not report.verdict.findings:
         return f"the diagnosis names nothing to fix ({report.verdict.reason})"
     return f"no untried fix applies (a kept fix must gain at least {options.min_gain:.0%})"

@@ -8,10 +8,10 @@ from typing import Any
 
 import msgspec
 
-from torchtop.model.analysis import Metrics, RankAnalysis
+from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
 from torchtop.model.attach import AttachTarget
-from torchtop.model.findings import Finding, Verdict
-from torchtop.model.report import LastStack, NodeReport, RankStanding, Report
+from torchtop.model.findings import Finding, Verdict, gain_text
+from torchtop.model.report import LastStack, NodeReport, RankStanding, Report, WindowCall
 from torchtop.model.trace import TraceInfo
 from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
@@ -78,10 +78,23 @@ def report_to_json(report: Report) -> dict[str, Any]:
         ]
     if report.trials:
         document["trials"] = [trials_json(t) for t in report.trials]
+    if report.windows:
+        document["windows"] = [window_json(w) for w in report.windows]
     if report.nodes:
         document["nodes"] = [node_json(node) for node in report.nodes]
         document.update(relaunch_json(report))
     return document
+
+
+def window_json(call: WindowCall) -> dict[str, Any]:
+    """One profiler window the verdict pooled: the steps it covered (first and last), what it
+    alone said, and whether that is the run's verdict (null while the run has none)."""
+    return {
+        "rank": call.rank,
+        "steps": [call.first_step, call.last_step],
+        "bottleneck": call.bottleneck,
+        "agrees": call.agrees,
+    }
 
 
 def attached_json(target: AttachTarget) -> dict[str, Any]:
@@ -187,17 +200,21 @@ def steps_json(analysis: RankAnalysis) -> dict[str, Any]:
         head["stack_samples"] = samples
     return {
         **head,
-        "per_step": [
-            {
-                "step": s.number,
-                "duration_ms": round(s.duration_us / 1000.0, 3),
-                "breakdown": {
-                    k: round(v / s.duration_us, 4) if s.duration_us else 0.0
-                    for k, v in s.parts_us.items()
-                },
-            }
-            for s in analysis.steps
-        ],
+        "per_step": [_step_json(s) for s in analysis.steps],
+    }
+
+
+def _step_json(step: StepCost) -> dict[str, Any]:
+    """One step: its time, and the shares of it that were measured (`profiled`: a profiler
+    window split all of it; else only its DataLoader wait, which the agent times every step)."""
+    return {
+        "step": step.number,
+        "duration_ms": round(step.duration_us / 1000.0, 3),
+        "breakdown": {
+            k: round(v / step.duration_us, 4) if step.duration_us else 0.0
+            for k, v in step.parts_us.items()
+        },
+        "profiled": step.profiled,
     }
 
 
@@ -241,6 +258,7 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         ],
         "predicted_gain": finding.predicted_gain,
         "recoverable_share": finding.recoverable_share,
+        "gain_text": gain_text(finding),
     }
 
 
@@ -250,6 +268,7 @@ def _verdict_detail(verdict: Verdict) -> dict[str, Any]:
         "scores": {k: round(v, 4) for k, v in verdict.scores.items()},
         "recoverable": {k: _round(v, 4) for k, v in verdict.recoverable.items()},
         "predicted_gain": verdict.predicted_gain,
+        "work_class": verdict.work,
     }
 
 

@@ -8,6 +8,7 @@ from torchtop.report.contract import BREAKDOWN_KEYS, breakdown_steps, steps_per_
 from torchtop.report.nodes import node_fields
 from torchtop.report.relaunch import relaunch_markdown
 from torchtop.report.text import standing_lines
+from torchtop.report.windows import windows_line
 
 
 def render_markdown(report: Report) -> str:
@@ -17,6 +18,9 @@ def render_markdown(report: Report) -> str:
     if verdict.bottleneck != "unknown":
         verdict_line += f" (confidence {verdict.confidence:.2f})"
     lines += [verdict_line + f" — {verdict.reason}", ""]
+    pooled = windows_line(report.windows, verdict.bottleneck)
+    if pooled:
+        lines += [pooled[0].upper() + pooled[1:] + ".", ""]
     mean = job.metrics.get("step_mean_ms")
     if isinstance(mean, int | float):
         line = f"Mean step {mean:.1f} ms over {job.metrics.get('steps_count')} steps"

@@ -16,6 +16,7 @@ from torchtop.report import communication
 from torchtop.report.contract import breakdown_steps, steps_per_s
 from torchtop.report.nodes import node_lines, stack_summary
 from torchtop.report.relaunch import relaunch_text
+from torchtop.report.windows import windows_line
 
 BAR_WIDTH = 60
 _GLYPHS = {
@@ -93,7 +94,8 @@ def _verdict(report: Report, style: _Style) -> list[str]:
     head = f"VERDICT  {style(verdict.bottleneck.upper(), colour)}"
     if verdict.bottleneck != "unknown":
         head += f"  · confidence {verdict.confidence:.2f}"
-    return [head, f"  {verdict.reason}", ""]
+    pooled = windows_line(report.windows, verdict.bottleneck)
+    return [head, f"  {verdict.reason}", *([f"  {pooled}"] if pooled else []), ""]
 
 
 def _steps(job: RankAnalysis, style: _Style) -> list[str]:

@@ -90,9 +90,9 @@ def details_text(
     text.append(f"{finding.message}\n")
     text.append(f"{gain_text(finding)}\n")
     text.append(
-        f"expected gain ~{ranked.gain:.0%}: {finding.bottleneck_class} explains "
-        f"{ranked.class_share:.0%} of the step, x{SEVERITY_WEIGHT.get(finding.severity, 0.3)} "
-        f"for {finding.severity} severity\n",
+        f"listed by {finding.bottleneck_class}'s {ranked.class_share:.0%} of the step "
+        f"x{SEVERITY_WEIGHT.get(finding.severity, 0.3)} for {finding.severity} severity "
+        "(an order, not a gain)\n",
         style=MUTED,
     )
     section(text, "Evidence")

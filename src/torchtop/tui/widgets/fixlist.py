@@ -18,7 +18,7 @@ from textual.reactive import reactive
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from torchtop.model.findings import Fix, format_value
+from torchtop.model.findings import Fix, format_value, gain_short
 from torchtop.model.trials import Proposal
 from torchtop.tui.apply import planned_value
 from torchtop.tui.details import change_text
@@ -34,7 +34,8 @@ class FixChosen(Message):
 
 
 def fix_prompt(number: int, ranked: RankedFix, proposal: Proposal | None = None) -> Text:
-    """`1 HIGH override dataloader.num_workers = 4 ~33%`: one line, cut at the edge.
+    """`1 HIGH override dataloader.num_workers = 4 pred 1.50x`: one line, cut at the edge; the
+    figure is the finding's one gain (`gain_short`), as every other surface gives it.
 
     With the fix planned on the running job (`proposal`), the value is the one applying it
     would set, and a fix that cannot be applied now is dimmed and says so."""
@@ -44,7 +45,7 @@ def fix_prompt(number: int, ranked: RankedFix, proposal: Proposal | None = None)
     text.append(SEVERITY_WORD.get(severity, severity), style=SEVERITY_COLOUR.get(severity))
     text.append(f" {fix.apply}", style=APPLY_COLOUR.get(fix.apply, ""))
     text.append(f" {fix.knob} = {format_value(value)}", style=MUTED if refused else "bold")
-    text.append(f" ~{ranked.gain:.0%}", style=MUTED)
+    text.append(f" {gain_short(ranked.finding)}", style=MUTED)
     if refused:
         text.append(" · not applicable now", style=MUTED)
     text.no_wrap = True

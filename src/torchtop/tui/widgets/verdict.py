@@ -3,6 +3,7 @@ prove it; `unknown` says what is still missing.
 
 Live, the verdict shown is the one that held through the hysteresis; when the newest
 assessment differs, a line says which class is being confirmed, so a change is never silent.
+A profiler window whose own verdict differs from the pooled one is named on a line of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from rich.text import Text
 
 from torchtop.model.analysis import MetricValue
 from torchtop.model.findings import Finding, Verdict, gain_text
+from torchtop.report.windows import disagreeing, windows_line
 from torchtop.tui.charts import metric_text
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import (
@@ -45,6 +47,9 @@ class VerdictPanel(Panel):
             lines.append(Text(assessed.reason, style=MUTED))
         elif verdict.bottleneck == "unknown":
             lines.append(Text(f"missing: {verdict.reason}", style="#e0b000"))
+        if disagreeing(frame.report.windows):
+            pooled = windows_line(frame.report.windows, assessed.bottleneck)
+            lines.append(Text(pooled or "", style="#e0b000"))
         if verdict.bottleneck == "unknown":
             lines += [Text(note, style=MUTED) for note in frame.report.job.notes[:2]]
         else:
