@@ -76,6 +76,30 @@ class NodeReport(msgspec.Struct, frozen=True):
     """The job command its launcher ran (`run.json`), for the change a fix needs there."""
 
 
+class JobExit(msgspec.Struct, frozen=True):
+    """How a job torchtop launched ended (`exit.json`): the report's `exit`."""
+
+    how: str | None = None
+    """`exited`, `crashed`, `killed`, `stopped` (by torchtop)."""
+    status: int | None = None
+    signal: str | None = None
+    stderr_tail: tuple[str, ...] = ()
+    """The last lines the job wrote to stderr."""
+    log: str | None = None
+    """The file that holds the job's whole output (its stderr, where stdout was a terminal)."""
+
+    @property
+    def failed(self) -> bool:
+        """It ended by itself, and not well: a non-zero status or a signal."""
+        return self.how in ("crashed", "killed")
+
+    def words(self) -> str:
+        """`exit status 1`, `signal SIGABRT`, `status 0`: how it ended, in a few words."""
+        if self.signal:
+            return f"signal {self.signal}"
+        return f"exit status {self.status}" if self.status is not None else "an unknown status"
+
+
 class Report(msgspec.Struct, frozen=True):
     source_kind: str
     """trace | run | attach | demo | tune"""
@@ -95,3 +119,5 @@ class Report(msgspec.Struct, frozen=True):
     """Each node of a run several nodes' launchers shared; empty for one launcher's run."""
     attached: AttachTarget | None = None
     """`attach` to a job of several ranks: what the pid given turned out to be."""
+    exit: JobExit | None = None
+    """How the job ended, where torchtop launched it and it has ended (`run`, `demo`, `tune`)."""

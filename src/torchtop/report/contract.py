@@ -11,7 +11,7 @@ import msgspec
 from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.attach import AttachTarget
 from torchtop.model.findings import Finding, Verdict
-from torchtop.model.report import LastStack, NodeReport, RankStanding, Report
+from torchtop.model.report import JobExit, LastStack, NodeReport, RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
 from torchtop.report.relaunch import relaunch_json
@@ -77,7 +77,21 @@ def report_to_json(report: Report) -> dict[str, Any]:
     if report.nodes:
         document["nodes"] = [node_json(node) for node in report.nodes]
         document.update(relaunch_json(report))
+    if report.exit is not None:
+        document["exit"] = exit_json(report.exit)
     return document
+
+
+def exit_json(ending: JobExit) -> dict[str, Any]:
+    """The report's `exit`: how the job ended (`status`, or the `signal` that ended it, with
+    `how` in a word), the last lines it wrote to stderr, and the file with its whole output."""
+    return {
+        "how": ending.how,
+        "status": ending.status,
+        "signal": ending.signal,
+        "stderr_tail": list(ending.stderr_tail),
+        "log": ending.log,
+    }
 
 
 def attached_json(target: AttachTarget) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from torchtop.live.headless import ProgressPrinter, print_report, save_report
 from torchtop.live.watch import LiveMonitor, TickSink, watch
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import WatchedJob
+from torchtop.report.ending import before_first_step, exit_lines
 from torchtop.runs.identity import NodeIdentity, launch_dir, safe_name
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.node import node_name
@@ -147,6 +148,9 @@ def _run(
         )
     save_report(report, run_dir, options.report)
     print_report(report, options.output_format)
+    if options.output_format == "json":  # stdout holds the JSON alone: the failure on stderr
+        for line in exit_lines(report.exit, "torchtop:"):
+            print(line, file=sys.stderr)
     say_where(run_dir)
     final = watched.job
     return 0 if final.stopped_by_us else final.shell_status()
@@ -350,7 +354,8 @@ def _follow(
     if headless:
         printer = ProgressPrinter()
         report = watch(monitor, on_update=printer)
-        printer.final(report, monitor.clock() - monitor.started)
+        if not before_first_step(report):  # else its EXIT says all there is
+            printer.final(report, monitor.clock() - monitor.started)
         return report
     from torchtop.tui.app import run_live
 
