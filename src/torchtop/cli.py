@@ -408,8 +408,26 @@ def _view(args: argparse.Namespace) -> int:
     from torchtop.tui.app import run_view
 
     report, state = analyze_and_load(args.paths, rules=_load_tree(args.rules))
+    if not _on_a_terminal("view"):
+        from torchtop.report import render_text
+
+        sys.stdout.write(render_text(report))
+        return EXIT_OK
     run_view(report, state)
     return EXIT_OK
+
+
+def _on_a_terminal(verb: str) -> bool:
+    """Whether stdout is a terminal the dashboard can draw on; where it is not (a file, a
+    pipe), the verb runs headless, as `top -b` does, and says so on stderr."""
+    if sys.stdout.isatty():
+        return True
+    what = "the report" if verb == "view" else "progress on stderr, the report"
+    print(
+        f"torchtop: stdout is not a terminal: {verb} runs headless ({what} on stdout)",
+        file=sys.stderr,
+    )
+    return False
 
 
 def _watch(args: argparse.Namespace) -> int:
@@ -417,10 +435,11 @@ def _watch(args: argparse.Namespace) -> int:
 
     tree = _load_tree(args.rules)
     for_s = None if args.for_s is None else positive_seconds("--for", args.for_s)
-    if for_s is None and args.verb == "demo" and args.headless:
+    headless = args.headless or not _on_a_terminal(args.verb)
+    if for_s is None and args.verb == "demo" and headless:
         for_s = DEMO_FOR_S  # nobody is there to press q
     options = WatchOptions(
-        headless=args.headless,
+        headless=headless,
         for_s=for_s,
         report=args.report,
         run_dir=Path(args.run_dir) if getattr(args, "run_dir", None) else None,

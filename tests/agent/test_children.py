@@ -84,7 +84,9 @@ def test_the_parents_word_follows_a_bye_written_before_the_process_aborted(
 ) -> None:
     # The agent's `bye` at Python's exit said 0; the C++ teardown then aborted.
     journal = tmp_path / "agent-1.jsonl"
-    journal.write_text('{"kind":"step","step":0,"wall_s":null,"t":1.0}\n{"kind":"bye","t":2.0,"exit_code":0}\n')
+    journal.write_text(
+        '{"kind":"step","step":0,"wall_s":null,"t":1.0}\n{"kind":"bye","t":2.0,"exit_code":0}\n'
+    )
     assert record_end(journal, bye_of_returncode(-int(signal.SIGABRT)))
     assert not record_end(journal, bye_of_returncode(-int(signal.SIGABRT)))  # said once
     records = tables(JournalReader(journal).read_new(final=True))

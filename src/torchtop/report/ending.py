@@ -16,12 +16,12 @@ TAIL_SHOWN = 12
 """The last lines of stderr the text shows (the JSON report keeps all of `exit.stderr_tail`)."""
 
 
-def exit_lines(ending: JobExit | None, heading: str = "EXIT") -> list[str]:
+def exit_lines(ending: JobExit | None, heading: str = "EXIT  ") -> list[str]:
     """`EXIT  crashed with exit status 1; full output in RUN/job.log`, the stderr tail indented,
     and a blank line; nothing for a job that ended well, was stopped, or runs."""
     if ending is None or not ending.failed:
         return []
-    head = f"{heading}  the job {ending.how} with {ending.words()}"
+    head = f"{heading}the job {ending.how} with {ending.words()}"
     if ending.log is not None:
         # Where stdout went to the terminal, the file holds its stderr alone.
         what = "stderr" if Path(ending.log).name == "stderr.log" else "whole output"

@@ -42,7 +42,7 @@ class _Style:
 
 def render_text(report: Report, colour: bool = False) -> str:
     style = _Style(colour)
-    ending = exit_lines(report.exit, style("EXIT", "1;31"))
+    ending = exit_lines(report.exit, style("EXIT", "1;31") + "  ")
     if before_first_step(report):  # nothing else to report: the cause, in the job's words
         return "\n".join([_headline(report), "", *ending])
     lines = [_headline(report), "", *ending]

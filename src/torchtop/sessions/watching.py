@@ -149,7 +149,7 @@ def _run(
     save_report(report, run_dir, options.report)
     print_report(report, options.output_format)
     if options.output_format == "json":  # stdout holds the JSON alone: the failure on stderr
-        for line in exit_lines(report.exit, "torchtop:"):
+        for line in exit_lines(report.exit, "torchtop: "):
             print(line, file=sys.stderr)
     say_where(run_dir)
     final = watched.job
