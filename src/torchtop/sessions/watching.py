@@ -131,11 +131,10 @@ def _run(
         watched.plan = config.plan(watched.plan)  # a relaunch keeps what the file applied
         try:
             chosen = applier(watched, node)
-            report = watched.with_trials(
-                _follow(
-                    monitor, options.headless, chosen, None if chosen else MULTI_NODE_NOT_APPLIED
-                )
-            )
+            why_not = None if chosen else MULTI_NODE_NOT_APPLIED
+            # Without `--for`, the dashboard stays with the final figures once the job ends.
+            stay = options.for_s is None
+            report = watched.with_trials(_follow(monitor, options.headless, chosen, why_not, stay))
         finally:
             watched.close()
     if job_log is not None:
@@ -347,10 +346,13 @@ def _follow(
     headless: bool,
     watched: WatchedJob | None = None,
     why_no_apply: str | None = None,
+    stay: bool = False,
 ) -> Report:
     """Progress lines on stderr, or the dashboard (where `watched` lets the user try fixes,
-    and `why_no_apply` is what `a` says where it cannot); either way the final report. The
-    demo's dashboard stays until `q`, so its footer says how long it has run and how to end it."""
+    and `why_no_apply` is what `a` says where it cannot); either way the final report. With
+    `stay`, the dashboard stays once the job has ended, with its final figures and how it
+    ended, until `q`. The demo's dashboard stays until `q`, so its footer says how long it has
+    run and how to end it."""
     if headless:
         printer = ProgressPrinter()
         report = watch(monitor, on_update=printer)
@@ -360,4 +362,4 @@ def _follow(
     from torchtop.tui.app import run_live
 
     clock = monitor.kind == "demo"
-    return run_live(monitor, applier=watched, clock=clock, why_no_apply=why_no_apply)
+    return run_live(monitor, applier=watched, clock=clock, why_no_apply=why_no_apply, stay=stay)
