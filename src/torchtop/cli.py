@@ -522,6 +522,11 @@ def _view(args: argparse.Namespace) -> int:
 
     jobs, state = analyze_jobs(args.paths, _load_tree(args.rules), one_job=args.one_job)
     _warn_damaged(jobs)
+    if not _on_a_terminal("view"):
+        from torchtop.report.jobs import render_jobs_text
+
+        sys.stdout.write(render_jobs_text(jobs))
+        return EXIT_OK
     if len(jobs.reports) == 1:
         run_view(jobs.reports[0], state)
         return EXIT_OK
@@ -536,15 +541,29 @@ def _view(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _on_a_terminal(verb: str) -> bool:
+    """Whether stdout is a terminal the dashboard can draw on; where it is not (a file, a
+    pipe), the verb runs headless, as `top -b` does, and says so on stderr."""
+    if sys.stdout.isatty():
+        return True
+    what = "the report" if verb == "view" else "progress on stderr, the report"
+    print(
+        f"torchtop: stdout is not a terminal: {verb} runs headless ({what} on stdout)",
+        file=sys.stderr,
+    )
+    return False
+
+
 def _watch(args: argparse.Namespace) -> int:
     from torchtop.sessions.watching import WatchOptions, run_session
 
     tree = _load_tree(args.rules)
     for_s = None if args.for_s is None else positive_seconds("--for", args.for_s)
-    if for_s is None and args.verb == "demo" and args.headless:
+    headless = args.headless or not _on_a_terminal(args.verb)
+    if for_s is None and args.verb == "demo" and headless:
         for_s = DEMO_FOR_S  # nobody is there to press q
     options = WatchOptions(
-        headless=args.headless,
+        headless=headless,
         for_s=for_s,
         report=args.report,
         run_dir=Path(args.run_dir) if getattr(args, "run_dir", None) else None,

@@ -10,7 +10,7 @@ import pytest
 
 from tests.agent.running import run_job
 from tests.tables import tables
-from torchtop.agent.children import SEEN_BY_PARENT, bye_of, record_end
+from torchtop.agent.children import SEEN_BY_PARENT, bye_of, bye_of_returncode, record_end
 from torchtop.runs.journal import JournalReader
 from torchtop.runs.records import Bye
 
@@ -67,14 +67,31 @@ def test_a_bye_of_an_exit_status_carries_the_code_and_no_signal() -> None:
     assert bye_of(2, int(signal.SIGKILL)).signal == "SIGKILL"  # CLD_KILLED
 
 
-def test_a_journal_that_already_ends_in_a_bye_or_is_missing_is_left_alone(tmp_path: Path) -> None:
+def test_a_journal_whose_bye_already_says_how_it_ended_or_is_missing_is_left_alone(
+    tmp_path: Path,
+) -> None:
     journal = tmp_path / "agent-1.jsonl"
     assert not record_end(journal, Bye(t=1.0, signal="SIGKILL"))
     assert not journal.exists()
     journal.write_text('{"kind":"step","step":0,"t":1.0}\n{"kind":"bye","t":2.0,"exit_code":0}\n')
     before = journal.read_text()
-    assert not record_end(journal, Bye(t=3.0, signal="SIGKILL"))
+    assert not record_end(journal, bye_of_returncode(0))
     assert journal.read_text() == before
+
+
+def test_the_parents_word_follows_a_bye_written_before_the_process_aborted(
+    tmp_path: Path,
+) -> None:
+    # The agent's `bye` at Python's exit said 0; the C++ teardown then aborted.
+    journal = tmp_path / "agent-1.jsonl"
+    journal.write_text(
+        '{"kind":"step","step":0,"wall_s":null,"t":1.0}\n{"kind":"bye","t":2.0,"exit_code":0}\n'
+    )
+    assert record_end(journal, bye_of_returncode(-int(signal.SIGABRT)))
+    assert not record_end(journal, bye_of_returncode(-int(signal.SIGABRT)))  # said once
+    records = tables(JournalReader(journal).read_new(final=True))
+    assert [r["kind"] for r in records] == ["step", "bye", "bye"]
+    assert (records[-1]["signal"], records[-1]["reason"]) == ("SIGABRT", SEEN_BY_PARENT)
 
 
 def test_a_line_torn_by_the_death_is_ended_before_the_bye_so_the_bye_reads(tmp_path: Path) -> None:

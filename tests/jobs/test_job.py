@@ -113,7 +113,9 @@ def test_a_log_takes_both_streams_and_a_plan_gets_a_file_for_each(tmp_path: Path
     log = tmp_path / "job.log"
     one = start([sys.executable, "-c", SAYS_BOTH], tmp_path / "one", "run", output=Output.log(log))
     assert one.process.wait(timeout=60) == 0
+    ending = one.record_exit()  # stderr is copied into the log until the job is reaped
     assert log.read_text().splitlines() == ["to stdout", "to stderr"]
+    assert (ending.stderr_tail, ending.log) == (["to stderr"], str(log))
 
     plan = initial_plan([sys.executable, "-c", SAYS_BOTH], {"PATH": "/usr/bin"}, str(tmp_path))
     two = start_plan(plan, tmp_path / "two")

@@ -122,10 +122,8 @@ def test_the_exit_json_each_launch_writes_decodes_strictly(launched: Launched, k
     assert record.how == {"run": "exited", "attach": "detached", "tune": "stopped"}[kind]
 
 
-def test_attach_leaves_the_duration_out_of_exit_json_where_a_launch_records_it(
-    launched: Launched,
-) -> None:
+def test_attach_leaves_out_of_exit_json_what_only_a_launch_sees(launched: Launched) -> None:
     detached, ran = launched.read("attach", "exit.json"), launched.read("run", "exit.json")
-    assert "duration_s" not in detached
-    assert list(ran) == [*detached, "duration_s"]
+    assert "duration_s" not in detached and "stderr_tail" not in detached
+    assert list(ran) == [*detached, "duration_s", "stderr_tail", "log"]
     assert isinstance(ran["duration_s"], float) and ran["duration_s"] >= 0

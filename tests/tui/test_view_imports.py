@@ -35,6 +35,7 @@ def headless(self, **options):
     return run(self, headless=True, size=(160, 48), auto_pilot=look_then_quit)
 
 App.run = headless
+sys.stdout.isatty = lambda: True  # a user's terminal: else `view` prints its report instead
 import torchtop.runs.nodes as nodes
 reads = []
 load_run = nodes.load_shared_run

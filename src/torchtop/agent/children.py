@@ -8,16 +8,21 @@ children: a thread lists them (`/proc/self/task/*/children`) every `LIST_EVERY_S
 thread per child waits in `waitid(WEXITED | WNOWAIT)`, woken at the child's death with its
 status WITHOUT reaping it: the job's own `wait` still gets the same status, untouched.
 
-A child that had the agent (its `events/agent-<pid>.jsonl` exists) and whose journal does not
-end in a `bye` gets one appended, `reason = "seen by parent"`: the child is dead, so the file
-has one writer at a time still. Where waiting is not possible (no `os.waitid`, not Linux) or
-the job reaped the child first (`ChildProcessError`: a parent blocked in its own `wait()` may
-win the wake-up; torchrun polls every 0.1 s, so it rarely does), nothing is written and the
-run calls the rank silent, as before.
+A child that had the agent (its `events/agent-<pid>.jsonl` exists) gets the parent's `bye`
+appended, `reason = "seen by parent"`, unless its journal already ends in a `bye` that says the
+same: the child is dead, so the file has one writer at a time still. The parent's word wins
+(the reader takes the last `bye`): the agent writes its own at Python's exit, and a process can
+still die after that, of a SIGABRT in its C++ teardown (gloo, NCCL), with its `exit 0` written.
+Where waiting is not possible (no `os.waitid`, not Linux) or the job reaped the child
+first (`ChildProcessError`: a parent blocked in its own `wait()` may win the wake-up;
+torchrun polls every 0.1 s, so it rarely does), nothing is written and the run calls the
+rank silent (or takes the agent's own `bye`), as before. `torchtop` itself writes the `bye`
+of the job's first process the same way, from its own `wait` (`jobs.job`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -105,8 +110,16 @@ def bye_of(code: int, status: int) -> Bye:
     return bye
 
 
+def bye_of_returncode(returncode: int) -> Bye:
+    """The `bye` for a child whose `Popen.returncode` is `returncode` (-N: signal N)."""
+    if returncode < 0:
+        return bye_of(os.CLD_KILLED, -returncode)
+    return bye_of(os.CLD_EXITED, returncode)
+
+
 def record_end(journal: Path, bye: Bye) -> bool:
-    """Append `bye` to a dead child's journal unless it has none or already ends in a `bye`."""
+    """Append the parent's `bye` to a dead child's journal, unless it has none or already
+    ends in a `bye` that says the same (or is a parent's)."""
     try:
         with journal.open("rb") as handle:
             size = handle.seek(0, os.SEEK_END)
@@ -115,7 +128,7 @@ def record_end(journal: Path, bye: Bye) -> bool:
     except OSError:  # the child never had the agent (or never wrote): not a rank to tell of
         return False
     lines = tail.rstrip(b"\n").rsplit(b"\n", 1)
-    if b'"kind":"bye"' in lines[-1]:
+    if b'"kind":"bye"' in lines[-1] and _agrees(lines[-1], bye):
         return False
     # A child that died mid-line left a torn line: ended first, it reads as one bad line.
     torn = b"\n" if tail and not tail.endswith(b"\n") else b""
@@ -125,3 +138,16 @@ def record_end(journal: Path, bye: Bye) -> bool:
     finally:
         os.close(fd)
     return True
+
+
+def _agrees(line: bytes, bye: Bye) -> bool:
+    """Whether the `bye` on `line` already says how the process ended as `bye` does."""
+    try:
+        said = json.loads(line)
+    except ValueError:  # a torn line that happens to name a bye: the parent's goes after it
+        return False
+    if said.get("reason") == SEEN_BY_PARENT:
+        return True
+    if isinstance(bye.signal, str):
+        return bool(said.get("signal") == bye.signal)
+    return said.get("signal") is None and said.get("exit_code") == bye.exit_code

@@ -15,6 +15,9 @@ reported once (a `note`) while the others keep working:
   itself closes the agent's window first instead of failing;
 - argparse is watched (if the bootstrap has not already done it) for the script's options.
 
+An exception raised through a wrapper leaves without the wrapper's frame in its traceback
+(`agent.tracebacks`), so the job's errors point at its code and torch's, never at ours.
+
 A process that multiprocessing started (a DataLoader worker, most often) holds its records
 until it steps, so workers leave no files. `bye` is written by an `atexit` handler, with the exit
 status that `sys.exit` or an uncaught exception set (`watch_exit_status`); no signal handler is
@@ -47,6 +50,7 @@ from torchtop.agent import api, children, cli_options, overrides
 from torchtop.agent.agent import Agent, open_sink
 from torchtop.agent.config import read_config
 from torchtop.agent.identity import read_identity, started_by_multiprocessing
+from torchtop.agent.tracebacks import drop_own_frame
 
 _agent: Agent | None = None
 
@@ -145,7 +149,11 @@ def watch_optimizers(agent: Agent) -> Undo:
     def created(self: Any, *args: Any, **kwargs: Any) -> None:
         # Until it steps, backward() steps are provisional (gradient accumulation).
         agent.steps.optimizer_exists = True
-        original(self, *args, **kwargs)
+        try:
+            original(self, *args, **kwargs)
+        except BaseException as exc:  # a bad argument: the job's own error, as torch says it
+            drop_own_frame(exc)
+            raise
 
     undo_created = patch(Optimizer, "__init__", created)
 
@@ -171,6 +179,9 @@ def time_backward(agent: Agent) -> Undo:
         started_s = clock()
         try:
             result = original(*args, **kwargs)
+        except BaseException as exc:  # the job's error, without this frame in its traceback
+            drop_own_frame(exc)
+            raise
         finally:
             running[0] -= 1
         if not running[0]:
@@ -196,6 +207,9 @@ def time_dataloaders(agent: Agent) -> Undo:
             batch = original(self)
             arrived = True
             return batch
+        except BaseException as exc:  # a dataset's error, or the epoch's StopIteration
+            drop_own_frame(exc)
+            raise
         finally:
             # StopIteration (the epoch's end) is a wait, not a batch: it ends no step.
             agent.data_waited(self, clock() - started_s, batch_arrived=arrived)
@@ -212,7 +226,11 @@ def watch_autocast(agent: Agent) -> Undo:
     def enter(self: Any) -> Any:
         if getattr(self, "_enabled", True):
             agent.facts.amp = True
-        return original(self)
+        try:
+            return original(self)
+        except BaseException as exc:
+            drop_own_frame(exc)
+            raise
 
     return patch(autocast, "__enter__", enter)
 
@@ -223,7 +241,11 @@ def watch_compile(agent: Agent) -> Undo:
     @functools.wraps(original)
     def compile_watched(*args: Any, **kwargs: Any) -> Any:
         agent.facts.compiled = True
-        return original(*args, **kwargs)
+        try:
+            return original(*args, **kwargs)
+        except BaseException as exc:
+            drop_own_frame(exc)
+            raise
 
     return patch(torch, "compile", compile_watched)
 

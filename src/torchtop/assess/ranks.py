@@ -22,9 +22,10 @@ from itertools import islice
 import msgspec
 import numpy as np
 
+from torchtop.assess.ending import bye_words
 from torchtop.diagnosis.schema import RankPolicy
 from torchtop.model.report import RankStanding
-from torchtop.runs.records import Bye, HostSample
+from torchtop.runs.records import HostSample
 from torchtop.runs.state import ProcessState, StepRecord
 
 Judge = Callable[[Sequence[ProcessState], Sequence[int], RankPolicy], dict[int, RankStanding]]
@@ -190,7 +191,7 @@ def ended(
 ) -> str | None:
     """`exit N`, `signal NAME`, `silent since <ISO time>`, or None while it seems to run."""
     if process.bye is not None:
-        return _said(process.bye)
+        return bye_words(process.bye)
     last_t = process.last_t
     if last_t is None:
         return None
@@ -210,14 +211,6 @@ def _host_of(
     if node_host is not None and process.node is not None:
         return node_host.get(process.node, ())
     return host
-
-
-def _said(bye: Bye) -> str:
-    if isinstance(bye.signal, str):
-        return f"signal {bye.signal}"
-    if isinstance(bye.exit_code, int):
-        return f"exit {bye.exit_code}"
-    return "exit"  # a `bye` from before the agent recorded the status
 
 
 def _gone_from_host(pid: int, last_t: float, host: Sequence[HostSample]) -> bool:

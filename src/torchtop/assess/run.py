@@ -29,6 +29,7 @@ from torchtop.advice.machine import cached_machine
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis
+from torchtop.assess.ending import ending_note, job_exit
 from torchtop.assess.nodes import node_reports
 from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, rank_verdict
 from torchtop.assess.ranks import standings
@@ -227,6 +228,7 @@ def assess(
         notes=_run_notes(state, bool(windows)),
         nodes=node_reports(state),
         windows=calls,
+        exit=job_exit(state, source_kind),
     )
 
 
@@ -383,15 +385,8 @@ def _run_notes(state: RunState, has_window: bool) -> tuple[str, ...]:
         )
     if state.unknown_fields:
         notes.append(f"ignored {state.unknown_fields} record field(s) this torchtop does not know")
-    if state.exit is not None:
-        how = state.exit.how
-        status = state.exit.exit_status
-        signal = state.exit.signal
-        ending = f"the job {how}"
-        if status is not None:
-            ending += f" with exit status {status}"
-        if signal:
-            ending += f" ({signal})"
+    ending = ending_note(state)
+    if ending is not None:
         notes.append(ending)
     if not state.processes:
         notes.append("no agent reported: the job never imported torch, or has not yet")

@@ -2,18 +2,23 @@
 
 `start` runs a command in a process group of its own (so `torchrun` and every worker it
 starts can be signalled together), in the caller's environment with the agent on
-(`jobs.env`), its output on the user's own streams or in files, and records the launch
+(`jobs.env`), its stdout on the user's terminal or in a file, its stderr always in a file
+(copied on to the terminal or the merged log, `jobs.stderr`), and records the launch
 (`run.json`). `start_plan` does the same for a `LaunchPlan`: its command, working directory,
 whole environment, overrides and the fixes applied on the way to it.
 
 `Job.stop` is SIGINT to the group (a KeyboardInterrupt lets the job's own cleanup run), then
 SIGTERM, then SIGKILL, each after a grace period; then the survivors of the tree listed before
-the first signal are killed (`jobs.processes`). `Job.record_exit` writes how the job ended.
+the first signal are killed (`jobs.processes`). `Job.record_exit` writes how the job ended, as
+its parent saw it: in `exit.json` with the last lines of its stderr, and as the `bye` of its
+agent's journal where the agent's own (written at Python exit) says otherwise: a process that
+aborts in its C++ teardown, after Python's exit, is SIGABRT, not the `exit 0` it wrote.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import time
@@ -22,9 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from torchtop.agent.children import bye_of_returncode, record_end
 from torchtop.jobs.env import ON_REQUEST, PERIODIC, Windows, job_environment
 from torchtop.jobs.processes import job_tree, kill_survivors, signal_group
 from torchtop.jobs.records import write_exit_record, write_run_record
+from torchtop.jobs.stderr import StderrCopy, stderr_tail
 from torchtop.model.plan import AppliedFix, LaunchPlan
 from torchtop.runs.identity import NodeIdentity
 from torchtop.runs.layout import RunLayout
@@ -39,11 +46,13 @@ Stream = IO[bytes] | int | None
 
 @dataclass(frozen=True)
 class Output:
-    """Where the job's stdout and stderr go (appended); neither file: the user's own streams."""
+    """Where the job's stdout and stderr go (appended). Stdout: a file, or the user's terminal
+    when None. Stderr: the file given, or else the run folder's `stderr.log`, copied on as it
+    is written to where stdout goes (the terminal's stderr, or the same file), so the last
+    lines of a failure can always be read back."""
 
     stdout: Path | None = None
     stderr: Path | None = None
-    """None while `stdout` is set: stderr goes into the same file."""
 
     @classmethod
     def log(cls, path: Path) -> Output:
@@ -56,12 +65,35 @@ class Output:
         """`run_dir/stdout.log` and `run_dir/stderr.log` (measured runs, relaunched jobs)."""
         return cls(run_dir / "stdout.log", run_dir / "stderr.log")
 
-    def open(self, files: contextlib.ExitStack) -> tuple[Stream, Stream]:
-        """What `Popen` takes as stdout and stderr; the files stay open while `files` does."""
-        stdout = _append(files, self.stdout)
-        if stdout is not None and self.stderr is None:
-            return stdout, subprocess.STDOUT
-        return stdout, _append(files, self.stderr)
+    def open(self, files: contextlib.ExitStack, layout: RunLayout) -> Streams:
+        """What `Popen` takes as stdout and stderr, open while `files` is; and how stderr is
+        copied on."""
+        stderr_path = self.stderr or layout.stderr_log
+        stdout, stderr = _append(files, self.stdout), _append(files, stderr_path)
+        if self.stderr is not None:
+            return Streams(stdout, stderr, stderr_path, log=stderr_path, echo=False)
+        return Streams(stdout, stderr, stderr_path, log=self.stdout or stderr_path, echo=True)
+
+
+@dataclass(frozen=True)
+class Streams:
+    """The job's open output files, where its whole output can be read (`log`: its stderr
+    alone, where stdout is the terminal), and whether stderr is copied on to where stdout
+    goes (`echo`)."""
+
+    stdout: Stream
+    stderr: Stream
+    stderr_path: Path
+    log: Path
+    echo: bool
+
+    def copier(self) -> StderrCopy | None:
+        """The thread that copies stderr on: into stdout's file, or the terminal's stderr."""
+        if not self.echo:
+            return None
+        if self.log != self.stderr_path:
+            return StderrCopy(self.stderr_path, os.open(self.log, os.O_WRONLY | os.O_APPEND))
+        return StderrCopy(self.stderr_path, os.dup(2))
 
 
 TERMINAL = Output()
@@ -85,6 +117,9 @@ class Job:
     stopped_by_us: bool = False
     ending: ExitRecord | None = None
     """`exit.json` as written, once the job was reaped (`record_exit`)."""
+    streams: Streams | None = None
+    """Where its output went (None: inherited, as a test's bare `Job` has it)."""
+    copy: StderrCopy | None = None
 
     @property
     def pid(self) -> int:
@@ -113,6 +148,10 @@ class Job:
     def record_exit(self) -> ExitRecord:
         """Wait for the job, write `exit.json` and return it."""
         status = self.process.wait()
+        if self.copy is not None:
+            self.copy.stop()
+        # The parent's word on how it ended wins over what its agent wrote at Python's exit.
+        record_end(self.layout.agent_events(self.pid), bye_of_returncode(status))
         signal_name = signal.Signals(-status).name if status < 0 else None
         if self.stopped_by_us:
             how = "stopped"
@@ -122,7 +161,12 @@ class Job:
             how = "exited" if status == 0 else "crashed"
         exit_status = status if status >= 0 else None
         duration_s = time.time() - self.started_at
-        self.ending = write_exit_record(self.layout, how, exit_status, signal_name, duration_s)
+        streams = self.streams
+        tail = stderr_tail(streams.stderr_path) if streams is not None else None
+        log = streams.log if streams is not None else None
+        self.ending = write_exit_record(
+            self.layout, how, exit_status, signal_name, duration_s, tail, log
+        )
         return self.ending
 
     def finish(self, grace_s: float = STOP_GRACE_S) -> ExitRecord:
@@ -162,19 +206,20 @@ def start(
     base = dict(env) if env is not None else None
     job_env = job_environment(run_dir, base, overrides, windows) if agent else base
     with contextlib.ExitStack() as files:
-        stdout, stderr = output.open(files)
+        streams = output.open(files, layout)
         started_at = time.time()
         process = subprocess.Popen(
             list(command),
             env=job_env,
             cwd=cwd,
-            stdout=stdout,
-            stderr=stderr,
+            stdout=streams.stdout,
+            stderr=streams.stderr,
             start_new_session=True,
         )
     passed = overrides if agent else None
     write_run_record(layout, kind, command, process.pid, started_at, cwd, passed, fixes, node)
-    return Job(list(command), layout, process, started_at)
+    copy = streams.copier()
+    return Job(list(command), layout, process, started_at, streams=streams, copy=copy)
 
 
 def start_plan(

@@ -89,16 +89,21 @@ def write_exit_record(
     exit_status: int | None = None,
     signal_name: str | None = None,
     duration_s: float | None = None,
+    stderr_tail: Sequence[str] | None = None,
+    log: Path | None = None,
 ) -> ExitRecord:
     """Write `exit.json`: `how` the job ended (`exited`, `crashed`, `killed`, `stopped`,
-    `detached`), its status or the signal that ended it, and how long it ran (left out where
-    torchtop did not see it start: attach)."""
+    `detached`), its status or the signal that ended it, how long it ran, the last lines of
+    its stderr and the file with its whole output (each left out where torchtop did not see
+    it: attach)."""
     record = ExitRecord(
         ended_at=time.time(),
         how=how,
         exit_status=exit_status,
         signal=signal_name,
         duration_s=duration_s if duration_s is not None else msgspec.UNSET,
+        stderr_tail=list(stderr_tail) if stderr_tail is not None else msgspec.UNSET,
+        log=str(log) if log is not None else msgspec.UNSET,
     )
     write_record(layout.exit_json, record)
     return record

@@ -87,6 +87,30 @@ class WindowCall(msgspec.Struct, frozen=True):
     agrees: bool | None
 
 
+class JobExit(msgspec.Struct, frozen=True):
+    """How a job torchtop launched ended (`exit.json`): the report's `exit`."""
+
+    how: str | None = None
+    """`exited`, `crashed`, `killed`, `stopped` (by torchtop)."""
+    status: int | None = None
+    signal: str | None = None
+    stderr_tail: tuple[str, ...] = ()
+    """The last lines the job wrote to stderr."""
+    log: str | None = None
+    """The file that holds the job's whole output (its stderr, where stdout was a terminal)."""
+
+    @property
+    def failed(self) -> bool:
+        """It ended by itself, and not well: a non-zero status or a signal."""
+        return self.how in ("crashed", "killed")
+
+    def words(self) -> str:
+        """`exit status 1`, `signal SIGABRT`, `status 0`: how it ended, in a few words."""
+        if self.signal:
+            return f"signal {self.signal}"
+        return f"exit status {self.status}" if self.status is not None else "an unknown status"
+
+
 class Report(msgspec.Struct, frozen=True):
     source_kind: str
     """trace | run | attach | demo | tune"""
@@ -109,6 +133,8 @@ class Report(msgspec.Struct, frozen=True):
     windows: tuple[WindowCall, ...] = ()
     """Every profiler window the verdict pooled, each with what it alone said; empty for a
     trace or a run with no window."""
+    exit: JobExit | None = None
+    """How the job ended, where torchtop launched it and it has ended (`run`, `demo`, `tune`)."""
 
 
 class SkippedTrace(msgspec.Struct, frozen=True):

@@ -11,7 +11,14 @@ import msgspec
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
 from torchtop.model.attach import AttachTarget
 from torchtop.model.findings import Finding, Verdict, gain_text
-from torchtop.model.report import LastStack, NodeReport, RankStanding, Report, WindowCall
+from torchtop.model.report import (
+    JobExit,
+    LastStack,
+    NodeReport,
+    RankStanding,
+    Report,
+    WindowCall,
+)
 from torchtop.model.trace import TraceInfo
 from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
@@ -83,6 +90,8 @@ def report_to_json(report: Report) -> dict[str, Any]:
     if report.nodes:
         document["nodes"] = [node_json(node) for node in report.nodes]
         document.update(relaunch_json(report))
+    if report.exit is not None:
+        document["exit"] = exit_json(report.exit)
     return document
 
 
@@ -94,6 +103,18 @@ def window_json(call: WindowCall) -> dict[str, Any]:
         "steps": [call.first_step, call.last_step],
         "bottleneck": call.bottleneck,
         "agrees": call.agrees,
+    }
+
+
+def exit_json(ending: JobExit) -> dict[str, Any]:
+    """The report's `exit`: how the job ended (`status`, or the `signal` that ended it, with
+    `how` in a word), the last lines it wrote to stderr, and the file with its whole output."""
+    return {
+        "how": ending.how,
+        "status": ending.status,
+        "signal": ending.signal,
+        "stderr_tail": list(ending.stderr_tail),
+        "log": ending.log,
     }
 
 

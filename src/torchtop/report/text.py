@@ -14,6 +14,7 @@ from torchtop.model.report import RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry
 from torchtop.report import communication
 from torchtop.report.contract import breakdown_steps, steps_per_s
+from torchtop.report.ending import before_first_step, exit_lines
 from torchtop.report.nodes import node_lines, stack_summary
 from torchtop.report.relaunch import relaunch_text
 from torchtop.report.windows import windows_line
@@ -42,7 +43,10 @@ class _Style:
 
 def render_text(report: Report, colour: bool = False) -> str:
     style = _Style(colour)
-    lines = [_headline(report), ""]
+    ending = exit_lines(report.exit, style("EXIT", "1;31") + "  ")
+    if before_first_step(report):  # nothing else to report: the cause, in the job's words
+        return "\n".join([_headline(report), "", *ending])
+    lines = [_headline(report), "", *ending]
     if report.attached is not None:  # attach to a launcher or a rank: the job it found
         lines[1:1] = [f"attached: {report.attached.announcement()}"]
     lines += _verdict(report, style)

@@ -341,6 +341,11 @@ class ExitRecord(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     exit_status: int | None = None
     signal: str | None = None
     duration_s: float | msgspec.UnsetType = msgspec.UNSET
+    stderr_tail: list[str] | msgspec.UnsetType = msgspec.UNSET
+    """The last lines the job wrote to stderr (a crash's traceback), where torchtop kept them."""
+    log: str | msgspec.UnsetType = msgspec.UNSET
+    """The file that holds the job's whole output (or its stderr, where stdout went to the
+    terminal)."""
 
 
 Document = RunRecord | ExitRecord

@@ -31,6 +31,7 @@ from torchtop.relaunch.measure import MeasureError
 from torchtop.relaunch.summary import render_summary, tune_report
 from torchtop.relaunch.tune import DEFAULT_BUDGET_S, TuneOptions, TuneResult, tune
 from torchtop.relaunch.tuned import TUNED_FILE, load_tuned, write_tuned
+from torchtop.report.ending import TAIL_SHOWN
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
 
@@ -151,6 +152,12 @@ def _board_ending(board: TensorBoardLog, result: TuneResult) -> None:
 def _unmeasurable(error: MeasureError) -> int:
     """The job as given could not be measured: its own failure is its exit status, else 2."""
     print(f"torchtop tune: the job could not be measured as given: {error}", file=sys.stderr)
+    ending = error.ending
+    if ending.how in ("crashed", "killed") and isinstance(ending.stderr_tail, list):
+        # Its own last words (a traceback, "can't open file"), so the cause is on screen.
+        print("torchtop tune: the job's last lines on stderr:", file=sys.stderr)
+        for line in ending.stderr_tail[-TAIL_SHOWN:]:
+            print(f"  {line}", file=sys.stderr)
     status = error.ending.exit_status
     if error.ending.how == "crashed" and status is not None:
         return status

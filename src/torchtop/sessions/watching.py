@@ -29,6 +29,7 @@ from torchtop.live.headless import ProgressPrinter, print_report, save_report
 from torchtop.live.watch import LiveMonitor, TickSink, watch
 from torchtop.model.report import Report
 from torchtop.relaunch.watched import WatchedJob
+from torchtop.report.ending import before_first_step, exit_lines
 from torchtop.runs.identity import NodeIdentity, launch_dir, safe_name
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.node import node_name
@@ -130,11 +131,10 @@ def _run(
         watched.plan = config.plan(watched.plan)  # a relaunch keeps what the file applied
         try:
             chosen = applier(watched, node)
-            report = watched.with_trials(
-                _follow(
-                    monitor, options.headless, chosen, None if chosen else MULTI_NODE_NOT_APPLIED
-                )
-            )
+            why_not = None if chosen else MULTI_NODE_NOT_APPLIED
+            # Without `--for`, the dashboard stays with the final figures once the job ends.
+            stay = options.for_s is None
+            report = watched.with_trials(_follow(monitor, options.headless, chosen, why_not, stay))
         finally:
             watched.close()
     if job_log is not None:
@@ -147,6 +147,9 @@ def _run(
         )
     save_report(report, run_dir, options.report)
     print_report(report, options.output_format)
+    if options.output_format == "json":  # stdout holds the JSON alone: the failure on stderr
+        for line in exit_lines(report.exit, "torchtop: "):
+            print(line, file=sys.stderr)
     say_where(run_dir)
     final = watched.job
     return 0 if final.stopped_by_us else final.shell_status()
@@ -343,16 +346,20 @@ def _follow(
     headless: bool,
     watched: WatchedJob | None = None,
     why_no_apply: str | None = None,
+    stay: bool = False,
 ) -> Report:
     """Progress lines on stderr, or the dashboard (where `watched` lets the user try fixes,
-    and `why_no_apply` is what `a` says where it cannot); either way the final report. The
-    demo's dashboard stays until `q`, so its footer says how long it has run and how to end it."""
+    and `why_no_apply` is what `a` says where it cannot); either way the final report. With
+    `stay`, the dashboard stays once the job has ended, with its final figures and how it
+    ended, until `q`. The demo's dashboard stays until `q`, so its footer says how long it has
+    run and how to end it."""
     if headless:
         printer = ProgressPrinter()
         report = watch(monitor, on_update=printer)
-        printer.final(report, monitor.clock() - monitor.started)
+        if not before_first_step(report):  # else its EXIT says all there is
+            printer.final(report, monitor.clock() - monitor.started)
         return report
     from torchtop.tui.app import run_live
 
     clock = monitor.kind == "demo"
-    return run_live(monitor, applier=watched, clock=clock, why_no_apply=why_no_apply)
+    return run_live(monitor, applier=watched, clock=clock, why_no_apply=why_no_apply, stay=stay)

@@ -50,6 +50,7 @@ from torchtop.tui.ticking import FrameMessage, IntervalPacer, Pacer, SnapshotSou
 from torchtop.tui.widgets.devices import DevicesPanel
 from torchtop.tui.widgets.fixlist import FixChosen, FixList
 from torchtop.tui.widgets.header import JobHeader
+from torchtop.tui.widgets.jobend import JobEndPanel
 from torchtop.tui.widgets.nodes import NodesPanel
 from torchtop.tui.widgets.panel import Panel
 from torchtop.tui.widgets.ranks import RanksPanel
@@ -105,9 +106,11 @@ class Dashboard(App[Report | None]):
         applier: Applier | None = None,
         clock: bool = False,
         why_no_apply: str | None = None,
+        stay: bool = False,
     ) -> None:
         """`clock`: the footer shows how long the dashboard has run and that `q` ends it.
-        `why_no_apply`: without an applier, what `a` says (the default names the mode)."""
+        `why_no_apply`: without an applier, what `a` says (the default names the mode).
+        `stay`: when the run ends, show the final report and how the job ended until `q`."""
         super().__init__()
         if (source is None) == (frame is None):
             raise ValueError("a Dashboard shows either a live source or an offline frame")
@@ -131,6 +134,11 @@ class Dashboard(App[Report | None]):
         self.clock = clock
         self.started_s = time.monotonic()
         self.why_no_apply = why_no_apply
+        self.stay = stay
+        self.ended = False
+        """The run has ended and the dashboard stays (`stay`): nothing more to apply."""
+        self.final: Report | None = None
+        self._final_lock = asyncio.Lock()
 
     def compose(self) -> ComposeResult:
         yield JobHeader(id="header")
@@ -151,6 +159,7 @@ class Dashboard(App[Report | None]):
             if self.recorded:
                 yield TopsPanel(beside_ranks=True, classes="panel")
         yield TrialPanel(id="trial")
+        yield JobEndPanel(id="jobend")
         yield ClockFooter(self.started_s) if self.clock else Footer()
 
     def get_default_screen(self) -> Screen[Any]:
@@ -263,7 +272,9 @@ class Dashboard(App[Report | None]):
         self.latest = message.frame
         if not self.paused:
             self.show(message.frame)
-        if message.frame.finished:
+        if message.frame.finished and self.stay:
+            self.conclude()
+        elif message.frame.finished:
             self.finish()
 
     def show(self, frame: Frame) -> None:
@@ -300,7 +311,8 @@ class Dashboard(App[Report | None]):
 
     @property
     def can_apply(self) -> bool:
-        return self.applier is not None and not self.trial_running and not self.finishing
+        live = not self.finishing and not self.ended
+        return self.applier is not None and not self.trial_running and live
 
     @property
     def trial_running(self) -> bool:
@@ -422,8 +434,33 @@ class Dashboard(App[Report | None]):
             return
         if self.applier is not None and self.trial_running:
             await asyncio.to_thread(self.applier.cancel, TRIAL_CANCEL_S)
-        await asyncio.to_thread(self.ticks_stopped.wait, TICKS_JOIN_S)
-        self.exit(await asyncio.to_thread(self.source.finish))
+        self.exit(await self.final_report())
+
+    def conclude(self) -> None:
+        """The run ended by itself: show its final report and how the job ended, until `q`."""
+        if not self.ended and not self.finishing:
+            self.ended = True
+            self.refresh_bindings()
+            self.show_final()
+
+    @work(exclusive=True, group="conclude")
+    async def show_final(self) -> None:
+        report = await self.final_report()
+        if self.latest is not None:
+            frame = replace(self.latest, report=report, verdict=report.verdict, finished=True)
+            self.latest = frame
+            self.show(frame)
+        self.query_one(JobEndPanel).ending = report.exit
+
+    async def final_report(self) -> Report:
+        """The source's final report, asked for once (stopping ticks first) and kept."""
+        assert self.source is not None
+        async with self._final_lock:
+            if self.final is None:
+                self.pacer.stop()
+                await asyncio.to_thread(self.ticks_stopped.wait, TICKS_JOIN_S)
+                self.final = await asyncio.to_thread(self.source.finish)
+            return self.final
 
 
 def run_live(
@@ -432,13 +469,17 @@ def run_live(
     applier: Applier | None = None,
     clock: bool = False,
     why_no_apply: str | None = None,
+    stay: bool = False,
 ) -> Report:
-    """The dashboard over a live run until the user quits or the run ends; the final report.
+    """The dashboard over a live run until the user quits, or the run ends (unless `stay`:
+    then it shows the final report and how the job ended until `q`); the final report.
 
     With an `applier`, `a` tries the highlighted fix on the job (confirmed in a modal first);
     without one, the key is not offered, and pressed it says why (`why_no_apply`)."""
     pacer = IntervalPacer(interval_s)
-    app = Dashboard(monitor, pacer=pacer, applier=applier, clock=clock, why_no_apply=why_no_apply)
+    app = Dashboard(
+        monitor, pacer=pacer, applier=applier, clock=clock, why_no_apply=why_no_apply, stay=stay
+    )
     result = app.run()
     if isinstance(result, Report):
         return result
@@ -447,7 +488,7 @@ def run_live(
     if applier is not None:
         applier.cancel(TRIAL_CANCEL_S)
     app.ticks_stopped.wait(TICKS_JOIN_S)
-    return monitor.finish()
+    return app.final if app.final is not None else monitor.finish()
 
 
 def run_view(report: Report, state: RunState | None = None, aside: str | None = None) -> None:

@@ -1,0 +1,39 @@
+"""How a failed job ended, in words: the text report's EXIT section and the headless summary.
+
+A job that failed is said first, with the last lines it wrote to stderr (its traceback, or
+Python's "can't open file ...") and the file that holds the rest, so the cause is on screen
+without opening the log. A job that failed before its first step has no report to speak of:
+its EXIT section is the whole report (`before_first_step`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchtop.model.report import JobExit, Report
+
+TAIL_SHOWN = 12
+"""The last lines of stderr the text shows (the JSON report keeps all of `exit.stderr_tail`)."""
+
+
+def exit_lines(ending: JobExit | None, heading: str = "EXIT  ") -> list[str]:
+    """`EXIT  crashed with exit status 1; full output in RUN/job.log`, the stderr tail indented,
+    and a blank line; nothing for a job that ended well, was stopped, or runs."""
+    if ending is None or not ending.failed:
+        return []
+    head = f"{heading}the job {ending.how} with {ending.words()}"
+    if ending.log is not None:
+        # Where stdout went to the terminal, the file holds its stderr alone.
+        what = "stderr" if Path(ending.log).name == "stderr.log" else "whole output"
+        head += f"; its {what} is in {ending.log}"
+    tail = ending.stderr_tail[-TAIL_SHOWN:]
+    said = [f"  {line}" for line in tail] if tail else ["  (it wrote nothing to stderr)"]
+    return [head, *said, ""]
+
+
+def before_first_step(report: Report) -> bool:
+    """The job failed and no step of it was seen: it did not start, or died setting up."""
+    if report.exit is None or not report.exit.failed:
+        return False
+    steps = report.job.metrics.get("steps_count")
+    return not steps

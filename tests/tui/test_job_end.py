@@ -1,0 +1,79 @@
+"""`run`'s dashboard stays once the job has ended: a job that crashed shows how it ended and
+its traceback's last lines, one that ended well its final figures, until `q`; without `stay`
+(`--for`, and the other live verbs) the dashboard still closes by itself."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from tests.conftest import RULES_DIR
+from tests.live.jobs.crashes import LAST_LINE
+from torchtop.diagnosis.rules import load_rules
+from torchtop.jobs.job import Output, start
+from torchtop.live.watch import LiveMonitor
+from torchtop.model.report import Report
+from torchtop.tui.app import Dashboard
+from torchtop.tui.ticking import IntervalPacer
+from torchtop.tui.widgets.jobend import JobEndPanel
+
+pytestmark = pytest.mark.slow
+JOBS = Path(__file__).resolve().parents[1] / "live" / "jobs"
+CRASHES = [sys.executable, str(JOBS / "crashes.py")]
+ENDS_WELL = [sys.executable, "-c", "print('done')"]
+
+
+async def wait_until(pilot: Pilot[Any], ready: Callable[[], object], what: str, s: float) -> None:
+    deadline = time.monotonic() + s
+    while not ready():
+        assert time.monotonic() < deadline, f"no {what} within {s:g} s"
+        await pilot.pause(0.2)
+
+
+def dashboard(tmp_path: Path, command: list[str], stay: bool) -> Dashboard:
+    run_dir = tmp_path / "run"
+    job = start(command, run_dir, "run", output=Output.log(run_dir / "job.log"))
+    monitor = LiveMonitor(run_dir, load_rules(RULES_DIR), job=job, kind="run")
+    return Dashboard(monitor, pacer=IntervalPacer(0.5), stay=stay)
+
+
+async def test_a_crashed_job_stays_on_screen_with_its_traceback_until_q(tmp_path: Path) -> None:
+    app = dashboard(tmp_path, CRASHES, stay=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        panel = app.query_one(JobEndPanel)
+        await wait_until(pilot, lambda: panel.display, "job end panel", 120)
+        shown = str(panel.render())
+        assert "the job crashed with exit status 1" in shown
+        assert LAST_LINE in shown and str(tmp_path / "run" / "job.log") in shown
+        assert app.latest is not None and app.latest.report.exit is not None  # the final report
+        await pilot.pause(1.5)
+        assert app.is_running  # nobody pressed q yet
+        assert not app.can_apply  # nothing to apply to a job that has ended
+        await pilot.press("q")
+    assert isinstance(app.return_value, Report)
+    ending = app.return_value.exit
+    assert ending is not None and ending.status == 1 and ending.stderr_tail[-1] == LAST_LINE
+
+
+async def test_a_job_that_ended_well_stays_with_its_final_figures(tmp_path: Path) -> None:
+    app = dashboard(tmp_path, ENDS_WELL, stay=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.query_one(JobEndPanel)
+        await wait_until(pilot, lambda: panel.display, "job end panel", 60)
+        assert "the job exited with exit status 0" in str(panel.render())
+        assert app.is_running
+        await pilot.press("q")
+    assert isinstance(app.return_value, Report)
+
+
+async def test_without_stay_the_dashboard_closes_when_the_job_ends(tmp_path: Path) -> None:
+    app = dashboard(tmp_path, ENDS_WELL, stay=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: not app.is_running, "the dashboard to close", 60)
+    assert isinstance(app.return_value, Report)
