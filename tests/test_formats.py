@@ -134,5 +134,7 @@ def test_the_demo_stops_by_itself_only_when_headless_or_asked(
         return 0
 
     monkeypatch.setattr(watching, "run_session", record)
+    # As from a terminal: with stdout not one, the demo runs headless (test_not_a_terminal.py).
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert main(argv) == 0
     assert [options.for_s for options in seen] == [for_s]
