@@ -97,6 +97,23 @@ def within(name: str, job: str, ours: float | None, truth: float | None, limit: 
     return Check(name, job, gap <= limit, figure)
 
 
+def same_steps(job: str, report: Mapping[str, Any] | None, own: Mapping[str, Any]) -> Check:
+    """The report's per-step durations summed over the steps between the job's first and last
+    KIT line, against the job's own clock over those steps (RATE_SHARE)."""
+    per_step = ((report or {}).get("steps") or {}).get("per_step") or []
+    first, last = own.get("first_step"), own.get("last_step")
+    if not per_step or first is None or last is None or not own.get("duration_s"):
+        return _off("step times", job, "no per-step durations or no job lines")
+    inside = [float(s["duration_ms"]) for s in per_step if first < int(s["step"]) <= last]
+    if len(inside) < (last - first) * 0.9:
+        return _off(
+            "step times", job, f"the report times {len(inside)} of steps {first + 1}-{last}"
+        )
+    found = within("step times", job, sum(inside) / 1000.0, float(own["duration_s"]), RATE_SHARE,
+                   relative=True, unit=" s")  # fmt: skip
+    return Check(found.name, job, found.passed, f"steps {first + 1}-{last}: " + found.figure)
+
+
 def agent_cost(job: str, bare_per_s: float | None, run_per_s: float | None) -> Check:
     """Steps/s under `run` at most COST_SHARE below the same job bare (both from its clock)."""
     if bare_per_s is None or run_per_s is None:
@@ -179,8 +196,9 @@ def panel_shows(job: str, text: str | None, name: str | None, smi_util_pct: floa
     if text is None:
         return _off("dashboard GPU panel", job, "the dashboard was not rendered")
     utilization, used = parse_panel(text)
-    ok = bool(name) and name in text and utilization is not None and used is not None
-    figure = f"name {name!r} {'shown' if name and name in text else 'missing'}"
+    shown = name is not None and name != "" and name in text
+    ok = shown and utilization is not None and used is not None
+    figure = f"name {name!r} {'shown' if shown else 'missing'}"
     if utilization is not None and smi_util_pct is not None:
         ok = ok and abs(utilization - smi_util_pct) <= UTILIZATION_POINTS
         figure += f"; util {utilization:.0f}% vs nvidia-smi {smi_util_pct:.0f}%"

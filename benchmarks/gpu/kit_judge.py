@@ -83,6 +83,7 @@ def run_checks(result: StepResult, smi: Sequence[Reading]) -> list[Check]:
             relative=True,
         )
     )
+    found.append(checks.same_steps(name, report, own))
     if job.kernel_truth:
         kernel = ((report or {}).get("breakdown") or {}).get("kernel")
         found.append(

@@ -29,6 +29,8 @@ class JobFigures:
     """What a job says of itself between its first and its last KIT line."""
 
     lines: int
+    first_step: int
+    last_step: int
     steps: int
     duration_s: float
     steps_per_s: float | None
@@ -59,4 +61,4 @@ def figures(lines: list[KitLine]) -> JobFigures | None:
     share = None
     if duration_s > 0 and all(g is not None for g in gpu):
         share = sum(g for g in gpu if g is not None) / (duration_s * 1000.0)
-    return JobFigures(len(lines), steps, duration_s, rate, share)
+    return JobFigures(len(lines), first.step, last.step, steps, duration_s, rate, share)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CPU_ARGS = ("--device", "cpu", "--scale", "0.05")
+CPU_ARGS = ("--device", "cpu", "--scale", "0.05", "--every", "2")
 
 
 @dataclass(frozen=True)
@@ -69,18 +69,18 @@ class Step:
 
 
 STEPS = (
-    Step("run", "fp32-matmul", 35, 8),
-    Step("run", "pageable-copies", 30, 6),
+    Step("run", "fp32-matmul", 30, 12),
+    Step("run", "pageable-copies", 25, 10),
     Step("run", "input-bound", 30, 8),
-    Step("run", "launch-bound", 30, 6),
-    Step("run", "item-sync", 30, 6),
-    Step("run", "memory-full", 25, 6),
-    Step("bare", "fp32-matmul", 25, 6),
-    Step("tune", "fp32-matmul", 70, 40),
+    Step("run", "launch-bound", 25, 10),
+    Step("run", "item-sync", 25, 10),
+    Step("run", "memory-full", 20, 10),
+    Step("bare", "fp32-matmul", 25, 10),
+    Step("tune", "fp32-matmul", 60, 40),
     Step("attach", "input-bound", 15, 8),
     Step("attach", "launch-bound", 15, 8),
     Step("dashboard", "fp32-matmul", 20, 12),
-    Step("run", "fp32-compile", 45, 10),
+    Step("run", "fp32-compile", 40, 12),
 )
 
 

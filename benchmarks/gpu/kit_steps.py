@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 START_MARGIN_S = 60.0
 """A step's box beyond its watched seconds: Python, torch and CUDA start-up, the report."""
+DEADLINE_GRACE_S = 20.0
 
 
 @dataclass
@@ -34,6 +35,14 @@ class Kit:
     dry: bool
     python: str = sys.executable
     rules: Path = REPO / "rules"
+    deadline: float | None = None
+    """`time.monotonic()` by which the kit should end; a step's box never reaches past it by
+    more than DEADLINE_GRACE_S."""
+
+    def box(self, want_s: float) -> float:
+        if self.deadline is None:
+            return want_s
+        return max(min(want_s, self.deadline - time.monotonic() + DEADLINE_GRACE_S), 1.0)
 
     def job_command(self, name: str, *extra: str) -> list[str]:
         job = JOBS[name]
@@ -115,7 +124,7 @@ def run_step(kit: Kit, step: Step, seconds: float) -> StepResult:
     watch = ["--headless", "--for", f"{seconds:g}", "--report", str(report)]
     command = kit.torchtop("run", *watch, "--run-dir", str(folder / "run"), "--")
     command += kit.job_command(step.job)
-    timed(result, command, seconds + START_MARGIN_S, folder / "log.txt")
+    timed(result, command, kit.box(seconds + START_MARGIN_S), folder / "log.txt")
     result.report = read_report(report)
     result.extra["run_dir"] = str(folder / "run")
     return result
@@ -125,7 +134,7 @@ def bare_step(kit: Kit, step: Step, seconds: float) -> StepResult:
     """The job alone, stopping itself after `seconds`: its own rate, no agent."""
     result, folder = StepResult(step.key), kit.work / step.key.replace(":", "-")
     command = kit.job_command(step.job, "--seconds", f"{seconds:g}")
-    timed(result, command, seconds + START_MARGIN_S, folder / "log.txt")
+    timed(result, command, kit.box(seconds + START_MARGIN_S), folder / "log.txt")
     return result
 
 
@@ -137,6 +146,6 @@ def tune_step(kit: Kit, step: Step, seconds: float) -> StepResult:
                            "--report", str(report), "--run-dir", str(folder / "run"),
                            "--write", str(folder / "torchtop.toml"),
                            "--", *kit.job_command(step.job))  # fmt: skip
-    timed(result, command, seconds + 2 * START_MARGIN_S, folder / "log.txt")
+    timed(result, command, kit.box(seconds + 2 * START_MARGIN_S), folder / "log.txt")
     result.report = read_report(report)
     return result

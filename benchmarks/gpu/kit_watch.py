@@ -44,7 +44,7 @@ def attach_step(kit: Kit, step: Step, seconds: float) -> StepResult:
         report = folder / "report.json"
         watch = ["--headless", "--for", f"{seconds:g}", "--report", str(report)]
         command = kit.torchtop("attach", str(job.pid), *watch, "--run-dir", str(folder / "run"))
-        timed(result, command, seconds + START_MARGIN_S, folder / "log.txt")
+        timed(result, command, kit.box(seconds + START_MARGIN_S), folder / "log.txt")
         result.report = read_report(report)
     finally:
         _kill(job)
@@ -57,7 +57,7 @@ def dashboard_step(kit: Kit, step: Step, seconds: float) -> StepResult:
     command = [kit.python, str(HERE / "dash_check.py"), "--run-dir", str(folder / "run"),
                "--for", f"{seconds:g}", "--rules", str(kit.rules),
                "--", *kit.job_command(step.job)]  # fmt: skip
-    timed(result, command, seconds + START_MARGIN_S, folder / "log.txt")
+    timed(result, command, kit.box(seconds + START_MARGIN_S), folder / "log.txt")
     for line in Path(result.log or "").read_text(errors="replace").splitlines():
         if line.startswith(PANEL_LINE):
             result.extra["panel"] = json.loads(line[len(PANEL_LINE) :])

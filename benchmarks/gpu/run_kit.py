@@ -101,7 +101,13 @@ def fit(step: Step, dry: bool, left_s: float) -> float | None:
     return room if room >= wanted * SHORTEST_SHARE else None
 
 
-def run_steps(kit: Kit, steps: tuple[Step, ...], deadline: float) -> dict[str, StepResult]:
+def run_steps(
+    kit: Kit,
+    steps: tuple[Step, ...],
+    deadline: float,
+    after: Callable[[dict[str, StepResult]], None],
+) -> dict[str, StepResult]:
+    """Each step in turn (`after` each one: the results so far are saved)."""
     results: dict[str, StepResult] = {}
     for step in steps:
         seconds = fit(step, kit.dry, deadline - time.monotonic())
@@ -116,7 +122,22 @@ def run_steps(kit: Kit, steps: tuple[Step, ...], deadline: float) -> dict[str, S
             result = StepResult(step.key, status=f"error ({type(error).__name__}: {error})")
         results[step.key] = result
         print(f"kit: {step.key}: {result.status} in {result.seconds or 0:.0f} s", flush=True)
+        after(results)
     return results
+
+
+def save(out: Path, about: dict[str, Any], started: float, results: dict[str, StepResult],
+         sampler: SmiSampler | None, dry: bool) -> str:  # fmt: skip
+    """kit-results.json and kit-summary.md for the steps so far; the summary's text."""
+    readings = list(sampler.readings) if sampler is not None else []
+    checks = judge(results, readings, dry)
+    about = {**about, "wall_s": time.monotonic() - started}
+    smi = {"readings": len(readings), "error": sampler.error if sampler else "dry run"}
+    document = results_document(about, list(results.values()), checks, smi)
+    summary = markdown(document)
+    (out / "kit-results.json").write_text(json.dumps(document, indent=2) + "\n")
+    (out / "kit-summary.md").write_text(summary)
+    return summary
 
 
 def options(argv: list[str] | None) -> argparse.Namespace:
@@ -147,24 +168,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no CUDA here ({why}): nothing to measure; --dry-run runs the kit on the CPU")
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
+    about = machine(found, dry, args.budget_s)
     with tempfile.TemporaryDirectory(prefix="gpu-kit-") as folder:
         work = Path(folder) / "kit"
-        kit = Kit(work, dry)
+        deadline = started + args.budget_s
+        kit = Kit(work, dry, deadline=deadline)
         sampler = None if dry else SmiSampler().start()
-        results = run_steps(kit, steps, started + args.budget_s)
+
+        def after(results: dict[str, StepResult]) -> None:
+            save(args.out, about, started, results, sampler, dry)
+
+        results = run_steps(kit, steps, deadline, after)
         if sampler is not None:
             sampler.stop()
+        summary = save(args.out, about, started, results, sampler, dry)
         readings = sampler.readings if sampler is not None else []
-        checks = judge(results, readings, dry)
-        about = {**machine(found, dry, args.budget_s), "wall_s": time.monotonic() - started}
-        smi = {"readings": len(readings), "error": sampler.error if sampler else "dry run"}
-        document = results_document(about, list(results.values()), checks, smi)
-        summary = markdown(document)
-        (args.out / "kit-results.json").write_text(json.dumps(document, indent=2) + "\n")
-        (args.out / "kit-summary.md").write_text(summary)
-        (work / "nvidia-smi.txt").parent.mkdir(parents=True, exist_ok=True)
-        (work / "nvidia-smi.txt").write_text("".join(
-            f"{r.t:.3f} {r.utilization_pct} {r.memory_used_mib}\n" for r in readings))  # fmt: skip
+        work.mkdir(parents=True, exist_ok=True)
+        (work / "nvidia-smi.txt").write_text(
+            "".join(f"{r.t:.3f} {r.utilization_pct} {r.memory_used_mib}\n" for r in readings)
+        )
         packed = bundle(work, args.out / "kit-bundle.tar.gz")
     print(summary)
     print(f"kit: wrote {args.out} (bundle: {packed['files']} files, {packed['bytes']} bytes, "

@@ -53,7 +53,7 @@ def _number(field: str) -> float | None:
 
 def parse_output(text: str, start_t: float, every_s: float = 0.5) -> list[Reading]:
     """A recorded run of the query (one device), stamped `every_s` apart from `start_t`."""
-    readings = []
+    readings: list[Reading] = []
     for line in text.splitlines():
         reading = parse_line(line, start_t + len(readings) * every_s)
         if reading is not None:

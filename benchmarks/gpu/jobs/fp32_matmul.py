@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kit_loop import StepClock, announce, device_of, parser, sized
+from kit_loop import StepClock, announce, device_of, entry, parser, sized
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,4 +51,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    entry(main)

@@ -16,7 +16,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kit_loop import StepClock, announce, device_of, parser, sized
+from kit_loop import StepClock, announce, device_of, entry, parser, sized
 
 
 class SlowStorage(Dataset[tuple[torch.Tensor, torch.Tensor]]):
@@ -71,4 +71,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    entry(main)

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kit_loop import StepClock, announce, device_of, parser, sized
+from kit_loop import StepClock, announce, device_of, entry, parser, sized
 
 SYNC_MARK = "KIT-SYNC"
 
@@ -49,4 +49,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    entry(main)

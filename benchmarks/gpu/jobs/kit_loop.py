@@ -14,8 +14,9 @@ synchronisation every `--every` steps, which the jobs' planted truths are far ab
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -61,13 +62,13 @@ class StepClock:
         if self.step == 0:
             self.started = time.perf_counter()
         if self.cuda:
-            self._begun = torch.cuda.Event(enable_timing=True)
+            self._begun = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
             self._begun.record()
 
     def end(self) -> bool:
         """Just after the step's device work is queued; False once the job should stop."""
         if self.cuda and self._begun is not None:
-            ended = torch.cuda.Event(enable_timing=True)
+            ended = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
             ended.record()
             self._pairs.append((self._begun, ended))
         self.step += 1
@@ -86,6 +87,12 @@ class StepClock:
         gpu = "None" if gpu_ms is None else f"{gpu_ms:.3f}"
         line = f"{LINE_PREFIX} step={self.step} t_s={elapsed_s:.4f} gpu_ms={gpu} window={window}"
         print(line, flush=True)
+
+
+def entry(main: Callable[[], None]) -> None:
+    """Runs a job's `main`; SIGINT (how `torchtop run --for` stops a job) ends it quietly."""
+    with contextlib.suppress(KeyboardInterrupt):
+        main()
 
 
 def announce(name: str, device: torch.device, sizes: Sequence[tuple[str, object]]) -> None:

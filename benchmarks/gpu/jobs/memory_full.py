@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kit_loop import StepClock, announce, device_of, parser, sized
+from kit_loop import StepClock, announce, device_of, entry, parser, sized
 
 HEADROOM_BYTES = 512 * 2**20
 
@@ -54,4 +54,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    entry(main)
