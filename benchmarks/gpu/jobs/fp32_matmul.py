@@ -1,7 +1,8 @@
 """Planted truth `gpu` with `tensor-cores-unused`: large float32 matmuls, no autocast, no TF32.
 
-A stack of square Linear layers trained in float32 with TF32 explicitly off: every GEMM runs on
-the CUDA cores of a card whose Tensor Cores would run it several times faster. Run names `gpu`
+A stack of square Linear layers trained in float32 at PyTorch's default matmul precision
+("highest": no TF32), so every GEMM runs on the CUDA cores of a card whose Tensor Cores would
+run it several times faster. Run names `gpu`
 with `tensor-cores-unused` and, on compute capability 8 or more, the bfloat16 autocast and TF32
 fixes; `tune --allow precision` trials the TF32 override. `--compile` wraps the model in
 `torch.compile` (the kit checks that steps are still found and that compile time stays out of
@@ -29,8 +30,8 @@ def main(argv: list[str] | None = None) -> None:
     args = options.parse_args(argv)
     device = device_of(args)
     torch.manual_seed(0)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    # TF32 is left at PyTorch's default (off for matmuls): setting it here would undo the TF32
+    # override that `tune --allow precision` relaunches the job with.
     width, batch = sized(args.width, args.scale, 8), sized(args.batch_size, args.scale, 8)
     layers: list[nn.Module] = []
     for _ in range(args.layers):
@@ -39,7 +40,14 @@ def main(argv: list[str] | None = None) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
     step_model = torch.compile(model) if args.compile else model
     inputs = torch.randn(batch, width, device=device)
-    announce("fp32-matmul", device, [("width", width), ("batch", batch), ("compile", args.compile)])
+    precision = torch.get_float32_matmul_precision()
+    sizes = [
+        ("width", width),
+        ("batch", batch),
+        ("compile", args.compile),
+        ("precision", precision),
+    ]
+    announce("fp32-matmul", device, sizes)
     clock = StepClock(args, device)
     while True:
         clock.begin()

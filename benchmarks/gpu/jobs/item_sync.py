@@ -28,7 +28,6 @@ def main(argv: list[str] | None = None) -> None:
     args = options.parse_args(argv)
     device = device_of(args)
     torch.manual_seed(0)
-    torch.backends.cuda.matmul.allow_tf32 = False
     width = sized(args.width, args.scale, 8)
     model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width)).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
