@@ -98,20 +98,21 @@ def within(name: str, job: str, ours: float | None, truth: float | None, limit: 
 
 
 def same_steps(job: str, report: Mapping[str, Any] | None, own: Mapping[str, Any]) -> Check:
-    """The report's per-step durations summed over the steps between the job's first and last
-    KIT line, against the job's own clock over those steps (RATE_SHARE)."""
+    """The report's per-step durations, summed between the first and last of the job's KIT
+    lines that the report's steps span, against the job's own clock there (RATE_SHARE)."""
     per_step = ((report or {}).get("steps") or {}).get("per_step") or []
-    first, last = own.get("first_step"), own.get("last_step")
-    if not per_step or first is None or last is None or not own.get("duration_s"):
-        return _off("step times", job, "no per-step durations or no job lines")
-    inside = [float(s["duration_ms"]) for s in per_step if first < int(s["step"]) <= last]
-    if len(inside) < (last - first) * 0.9:
-        return _off(
-            "step times", job, f"the report times {len(inside)} of steps {first + 1}-{last}"
-        )
-    found = within("step times", job, sum(inside) / 1000.0, float(own["duration_s"]), RATE_SHARE,
-                   relative=True, unit=" s")  # fmt: skip
-    return Check(found.name, job, found.passed, f"steps {first + 1}-{last}: " + found.figure)
+    durations = {int(s["step"]): float(s["duration_ms"]) for s in per_step}
+    marks = [(int(step), float(t)) for step, t in own.get("marks") or []]
+    inside = [m for m in marks if durations and min(durations) - 1 <= m[0] <= max(durations)]
+    if len(inside) < 2:
+        return _off("step times", job, "the report's steps span no two of the job's lines")
+    (a, t_a), (b, t_b) = inside[0], inside[-1]
+    missing = [n for n in range(a + 1, b + 1) if n not in durations]
+    if missing:
+        return _off("step times", job, f"the report lacks {len(missing)} of steps {a + 1}-{b}")
+    ours = sum(durations[n] for n in range(a + 1, b + 1)) / 1000.0
+    found = within("step times", job, ours, t_b - t_a, RATE_SHARE, relative=True, unit=" s")
+    return Check(found.name, job, found.passed, f"steps {a + 1}-{b}: " + found.figure)
 
 
 def agent_cost(job: str, bare_per_s: float | None, run_per_s: float | None) -> Check:

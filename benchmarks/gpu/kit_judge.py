@@ -68,7 +68,10 @@ def nvml_checks(job: str, ours: Sequence[Reading], smi: Sequence[Reading]) -> li
 def run_checks(result: StepResult, smi: Sequence[Reading]) -> list[Check]:
     job = JOBS[result.key.split(":", 1)[1]]
     name, report, own = job.name, result.report, result.figures or {}
-    found = [checks.verdict(name, report, job.bottleneck, job.rule)]
+    verdict = checks.verdict(name, report, job.bottleneck, job.rule)
+    if job.gap and verdict.passed is False:
+        verdict = Check(verdict.name, name, False, f"{verdict.figure} ({job.gap})")
+    found = [verdict]
     found += [checks.fix_offered(name, report, job.rule, knob) for knob in job.fix_knobs]
     if job.name == "item-sync":
         found.append(checks.fix_located(name, report, job.rule, "item_sync.py", sync_line()))

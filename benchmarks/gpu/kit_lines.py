@@ -36,6 +36,8 @@ class JobFigures:
     steps_per_s: float | None
     gpu_share: float | None
     """CUDA-event time of the steps over their wall time (None on the CPU)."""
+    marks: tuple[tuple[int, float], ...] = ()
+    """Every line's (step, t_s): the job's clock at those steps."""
 
 
 def parse_lines(text: str | Iterable[str]) -> list[KitLine]:
@@ -61,4 +63,5 @@ def figures(lines: list[KitLine]) -> JobFigures | None:
     share = None
     if duration_s > 0 and all(g is not None for g in gpu):
         share = sum(g for g in gpu if g is not None) / (duration_s * 1000.0)
-    return JobFigures(len(lines), first.step, last.step, steps, duration_s, rate, share)
+    marks = tuple((line.step, line.t_s) for line in lines)
+    return JobFigures(len(lines), first.step, last.step, steps, duration_s, rate, share, marks)

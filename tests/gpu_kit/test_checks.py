@@ -69,10 +69,21 @@ def test_within_compares_absolute_points_or_a_share_of_the_truth() -> None:
 
 
 def test_the_step_times_match_the_jobs_clock_over_the_same_steps() -> None:
-    own = {"first_step": 10, "last_step": 130, "duration_s": 24.0}
-    assert checks.same_steps("j", fp32_report(), own).passed is True
-    assert checks.same_steps("j", fp32_report(), {**own, "duration_s": 30.0}).passed is False
-    assert checks.same_steps("j", fp32_report(), {**own, "last_step": 400}).passed is None
+    # the report times steps 2-140 at 200 ms; the job printed every 10 steps
+    marks = [(n, 1.0 + (n - 10) * 0.2) for n in range(10, 160, 10)]
+    found = checks.same_steps("j", fp32_report(), {"marks": marks})
+    assert found.passed is True and found.figure.startswith("steps 11-140: ")
+    slower = [(n, t * 1.1) for n, t in marks]
+    assert checks.same_steps("j", fp32_report(), {"marks": slower}).passed is False
+    # the report keeps only its last steps: the span is the lines those steps cover
+    recent = fp32_report(
+        steps={"per_step": [{"step": n, "duration_ms": 200.0} for n in range(101, 141)]}
+    )
+    found = checks.same_steps("j", recent, {"marks": marks})
+    assert found.passed is True and found.figure.startswith("steps 101-140: ")
+    gap = fp32_report(steps={"per_step": [{"step": n, "duration_ms": 200.0} for n in (2, 3, 40)]})
+    assert checks.same_steps("j", gap, {"marks": marks}).passed is None
+    assert checks.same_steps("j", None, {"marks": marks}).passed is None
 
 
 def test_the_agent_may_cost_at_most_three_percent_of_the_bare_rate() -> None:

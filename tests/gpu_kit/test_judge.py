@@ -75,3 +75,11 @@ def test_skipped_steps_give_no_checks_and_attach_is_judged_against_run(tmp_path:
     attach = [c for c in checks if c.name == "attach class"]
     assert len(attach) == 1 and attach[0].passed is False
     assert not [c for c in checks if c.name == "tune precision"]
+
+
+def test_a_known_gap_is_named_beside_the_verdict_it_fails() -> None:
+    result = StepResult("run:memory-full", "ok", report={"bottleneck": "gpu", "findings": []})
+    (verdict,) = [
+        c for c in judge({"run:memory-full": result}, [], dry=False) if c.name == "verdict"
+    ]
+    assert verdict.passed is False and "known gap: under run the agent's windows" in verdict.figure

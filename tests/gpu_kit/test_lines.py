@@ -21,6 +21,7 @@ def test_the_rate_and_gpu_share_are_read_between_the_first_and_last_line() -> No
     assert found.steps_per_s == pytest.approx(5.0)
     # the first window (set-up) stays out: (1960 + 1940) ms over 4 s
     assert found.gpu_share == pytest.approx(0.975)
+    assert found.marks == ((10, 3.0), (20, 5.0), (30, 7.0))
 
 
 def test_a_cpu_job_has_a_rate_but_no_gpu_share() -> None:

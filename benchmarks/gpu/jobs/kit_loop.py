@@ -5,9 +5,10 @@ Each job prints, every `--every` steps, one line the kit reads as outside truth:
     KIT step=120 t_s=12.3456 gpu_ms=950.1 window=10
 
 `t_s` is seconds since the job's first step began (its own `perf_counter`), `gpu_ms` the CUDA-event
-time of the last `window` steps' GPU work (from an event recorded before the step's device work to
-one recorded after it; None on the CPU). Reading the events waits for the last one: one
-synchronisation every `--every` steps, which the jobs' planted truths are far above.
+time of `window` steps' GPU work (from an event recorded before the step's device work to one
+recorded after it; None on the CPU): the steps whose events the GPU has passed by then
+(`Event.query`, which never waits), so the clock adds no synchronisation to the job; a step
+still queued is counted on a later line. Over many lines their sum is the steps' GPU time.
 `--device cpu` runs the same code on the CPU (the kit's dry run and the tests use it).
 """
 
@@ -79,10 +80,18 @@ class StepClock:
 
     def _print(self) -> None:
         gpu_ms: float | None = None
-        if self._pairs:
-            self._pairs[-1][1].synchronize()
-            gpu_ms = sum(float(a.elapsed_time(b)) for a, b in self._pairs)
-        window, self._pairs = len(self._pairs) or self.every, []
+        if self.cuda:
+            # Only pairs already done are read (`query` never waits): the job's clock must not
+            # add synchronisations of its own to the truths it plants; the rest wait a line.
+            done: list[tuple[Any, Any]] = []
+            pending: list[tuple[Any, Any]] = []
+            for pair in self._pairs:
+                (done if pair[1].query() else pending).append(pair)
+            self._pairs = pending
+            gpu_ms = sum(float(a.elapsed_time(b)) for a, b in done)
+            window = len(done)
+        else:
+            window = self.every
         elapsed_s = time.perf_counter() - self.started
         gpu = "None" if gpu_ms is None else f"{gpu_ms:.3f}"
         line = f"{LINE_PREFIX} step={self.step} t_s={elapsed_s:.4f} gpu_ms={gpu} window={window}"
