@@ -9,6 +9,10 @@ PYTHON=${PYTHON:-python3}
 SITE=${KIT_SITE:-/tmp/site}
 OUT=${OUT:-benchmarks/out/gpu-kit}
 mkdir -p "$OUT"
+if ! ls .whl/*.whl >/dev/null 2>&1; then
+    echo "kit.sh: no wheels in .whl/: run benchmarks/gpu/prepare_wheels.sh here and carry .whl"
+    exit 1
+fi
 # One name per project: pip picks the wheel that fits this Python (msgspec comes for two).
 names=$(ls .whl/*.whl | xargs -n1 basename | cut -d- -f1 | sort -u)
 # shellcheck disable=SC2086
