@@ -176,17 +176,21 @@ def compile_steps(job: str, report: Mapping[str, Any] | None, steady_per_s: floa
     return Check("compile steps", job, gap <= COMPILE_STEP_SHARE, figure)
 
 
-_UTIL = re.compile(r"^\s*util\b.*?(\d+)%\s*$")
-_MEMORY = re.compile(r"^\s*mem\b.*?([0-9.]+) (GB|MB|kB) / ([0-9.]+) (GB|MB|kB)\s*$")
+# The Devices panel's GPU lines (torchtop.tui.widgets.gpu): detailed, ` util <plot> 63%` and
+# ` mem <plot> 42.3 GB / 85.5 GB`; compact (a short panel), one line per device,
+# `GPU0 <plot> 63% SM 1980MHz 42.3 GB/85.5 GB 412W`.
+_UTIL = re.compile(r"^\s*(?:util\b.*?|GPU\d+\b.*?)(\d+)%(?:\s*$| SM )")
+_MEMORY = re.compile(r"(?:^\s*mem\b.*?|MHz )([0-9.]+) (GB|MB|kB) ?/ ?([0-9.]+) (GB|MB|kB)")
 _SCALE = {"GB": 1e9, "MB": 1e6, "kB": 1e3}
 PANEL_MEMORY_ROUNDING_BYTES = 0.05e9
 
 
 def parse_panel(text: str) -> tuple[float | None, float | None]:
-    """The utilisation (%) and used memory (bytes) the Devices panel's GPU lines show."""
+    """The utilisation (%) and used memory (bytes) the Devices panel's GPU lines show, detailed
+    or compact; None for what it does not show."""
     utilization = used = None
     for line in text.splitlines():
-        util_match, memory_match = _UTIL.match(line), _MEMORY.match(line)
+        util_match, memory_match = _UTIL.match(line), _MEMORY.search(line)
         if util_match is not None and utilization is None:
             utilization = float(util_match[1])
         if memory_match is not None and used is None:

@@ -5,6 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import kit_checks as checks
+import pytest
+
+from torchtop.runs.records import GpuDevice, GpuSample
+from torchtop.tui.widgets.gpu import gpu_device
 
 JOBS = "/r/benchmarks/gpu/jobs"
 PANEL = """\
@@ -132,6 +136,24 @@ def test_compiled_steps_are_found_and_their_mean_is_the_steady_step() -> None:
     assert checks.compile_steps("j", fp32_report(), 4.0).passed is False  # 250 ms steady
     empty = fp32_report(steps={"count": 0, "mean_ms": None})
     assert checks.compile_steps("j", empty, 5.0).passed is False
+
+
+def test_the_panel_is_read_as_the_dashboards_gpu_lines_draw_it() -> None:
+    device = GpuDevice(
+        index=0,
+        name="NVIDIA H100 80GB HBM3",
+        utilization_gpu_pct=63,
+        sm_clock_mhz=1980,
+        memory_used_bytes=40_321 * 2**20,
+        memory_total_bytes=81_559 * 2**20,
+        power_w=412.0,
+        power_limit_w=700.0,
+    )
+    records = [GpuSample(t=float(t), devices=[device]) for t in range(30)]
+    for detailed in (True, False):
+        text = "\n".join(line.plain for line in gpu_device(records, device, 120, detailed))
+        utilization, used = checks.parse_panel(text)
+        assert utilization == 63.0 and used == pytest.approx(40_321 * 2**20, rel=0.002)
 
 
 def test_the_dashboard_panel_shows_the_name_and_nvidia_smis_utilisation_and_memory() -> None:

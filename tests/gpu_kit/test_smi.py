@@ -7,7 +7,9 @@ import time
 
 from smi import Reading, SmiSampler, parse_line, parse_output, window_means
 
-# `nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500`
+# What `nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits -lms
+# 500` prints (written by hand in its documented format: no GPU has been lent here yet),
+# with the fields it writes when a counter is missing and an error line.
 RECORDED = """\
 0, 0
 97, 40321
@@ -18,7 +20,7 @@ Failed to initialize NVML: Unknown Error
 """
 
 
-def test_a_recorded_query_parses_to_percent_and_mib_with_missing_fields_as_none() -> None:
+def test_a_query_output_parses_to_percent_and_mib_with_missing_fields_as_none() -> None:
     readings = parse_output(RECORDED, start_t=100.0)
     assert [(r.utilization_pct, r.memory_used_mib) for r in readings] == [
         (0.0, 0.0), (97.0, 40321.0), (100.0, 40321.0), (None, 40321.0), (98.0, None),
