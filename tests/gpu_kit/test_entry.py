@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from run_kit import has_driver
+from run_kit import has_driver, main
 
 from tests.gpu_kit import KIT
 
@@ -27,7 +27,10 @@ def test_without_cuda_the_kit_says_so_in_one_line_and_exits_0(tmp_path: Path) ->
     assert done.stderr == "" and not (tmp_path / "out").exists()
 
 
-def test_an_unknown_step_is_one_line_naming_it_and_exit_2(tmp_path: Path) -> None:
-    done = kit("--only", "run:nope", out=tmp_path / "out")
-    assert done.returncode == 2
-    assert done.stderr.splitlines() == ["run_kit: --only: unknown step 'run:nope'"]
+def test_an_unknown_step_is_one_line_naming_it_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--only", "run:nope", "--out", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == ["run_kit: --only: unknown step 'run:nope'"]
+    assert captured.out == "" and not (tmp_path / "out").exists()
