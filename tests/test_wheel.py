@@ -53,6 +53,7 @@ class Installed:
     venv: Path
     workdir: Path
     version: str
+    wheel: Path
 
     @property
     def python(self) -> Path:
@@ -118,7 +119,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     (fresh_site / "zz_dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     workdir = root / "elsewhere"
     workdir.mkdir()
-    yield Installed(venv, workdir, version + LOCAL_TAG)
+    yield Installed(venv, workdir, version + LOCAL_TAG, wheel)
 
 
 def test_the_installed_package_is_imported_and_its_version_comes_from_its_metadata(
@@ -143,6 +144,28 @@ def test_rules_are_read_from_the_installed_share_folder(installed: Installed) ->
     share = installed.venv / "share" / "torchtop" / "rules"
     assert all(Path(rule["path"]).parent == share for rule in rules)
     assert installed.run("rules", "dataloader").returncode == 0
+
+
+def test_a_target_install_reads_the_rules_it_put_beside_the_package(
+    installed: Installed, tmp_path: Path
+) -> None:
+    # `pip install --target DIR` (how the GPU kit installs torchtop beside an image's torch)
+    # puts the data files in DIR/share, not under the interpreter's prefix.
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
+         "--target", str(target), str(installed.wheel)],
+        check=True, timeout=300,
+    )  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "TORCHTOP_RULES"}
+    env["PYTHONPATH"] = str(target)
+    result = subprocess.run(
+        [sys.executable, "-m", "torchtop", "rules", "--format", "json"],
+        cwd=installed.workdir, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    share = target / "share" / "torchtop" / "rules"
+    assert all(Path(rule["path"]).parent == share for rule in json.loads(result.stdout)["rules"])
 
 
 def test_analyze_gives_the_sample_traces_expected_verdict(installed: Installed) -> None:

@@ -116,13 +116,21 @@ def default_rules_dir() -> Path:
 
 
 def shipped_rules_dir() -> Path:
-    """The checkout's `rules/`, else the installed copy."""
-    checkout = Path(__file__).resolve().parents[3] / "rules"
+    """The checkout's `rules/`, else the installed copy: beside the package where
+    `pip install --target DIR` put it (DIR/share), else under the interpreter's data prefix (a
+    venv or system install), else under the user base (`pip install --user`). The prefix's
+    folder is named (in the error) when none holds it."""
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parents[1] / "rules"
     if checkout.is_dir():
         return checkout
     import sysconfig  # only an installed copy needs it (and it costs a few ms to import)
 
-    return Path(sysconfig.get_paths()["data"]) / "share" / "torchtop" / "rules"
+    shipped = ("share", "torchtop", "rules")
+    prefix = Path(sysconfig.get_paths()["data"]).joinpath(*shipped)
+    user = Path(sysconfig.get_paths(sysconfig.get_preferred_scheme("user"))["data"])
+    places = (package.parent.joinpath(*shipped), prefix, user.joinpath(*shipped))
+    return next((place for place in places if place.is_dir()), prefix)
 
 
 def load_rules(directory: Path | None = None) -> RuleTree:
