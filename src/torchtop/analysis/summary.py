@@ -18,6 +18,8 @@ from msgspec.structs import replace
 
 from torchtop.analysis import comm_overlap, comm_sizes, comms, device, host
 from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs
+from torchtop.analysis.memory import memory_profile, pooled_memory
+from torchtop.analysis.modules import module_tree
 from torchtop.analysis.steps import find_steps
 from torchtop.analysis.vocabulary import median, percentile
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
@@ -73,6 +75,8 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         notes=_notes(trace, steps.has_markers, steps.dropped_tail),
         python_calls=() if trace.python is None else (trace.python,),
         communication=communication,
+        memory=memory_profile(trace, steps),
+        modules=module_tree(trace, steps),
     )
 
 
@@ -175,6 +179,8 @@ def merge_rank(parts: Sequence[RankAnalysis]) -> RankAnalysis:
         notes=tuple(dict.fromkeys(n for p in parts for n in p.notes)),
         python_calls=tuple(c for p in parts for c in p.python_calls),
         communication=comms.pooled([p.communication for p in parts], weights),
+        memory=pooled_memory([d for p in parts for d in p.memory]),
+        modules=max(parts, key=lambda p: len(p.steps)).modules,
     )
 
 
@@ -218,6 +224,7 @@ def job_analysis(
             infos=tuple(i for r in ranks for i in r.infos),
             notes=tuple(dict.fromkeys(n for r in ranks for n in r.notes)),
             python_calls=tuple(c for r in ranks for c in r.python_calls),
+            memory=tuple(d for r in ranks for d in r.memory),
         )
     return job
 

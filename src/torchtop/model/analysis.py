@@ -6,6 +6,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from torchtop.model.memory import DeviceMemory, ModuleTree
 from torchtop.model.trace import DeviceInfo, TraceInfo
 
 MetricValue = float | int | bool | str | None
@@ -83,6 +84,13 @@ class PythonCalls(msgspec.Struct, frozen=True):
     dur_us: npt.NDArray[np.float64]
     ident: npt.NDArray[np.int64]
     parent: npt.NDArray[np.int64]
+    start_us: npt.NDArray[np.float64] = msgspec.field(
+        default_factory=lambda: np.zeros(0, dtype=np.float64)
+    )
+    """Each call's start, relative to the trace's origin (the modules' tree needs it)."""
+    thread: npt.NDArray[np.int64] = msgspec.field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64)
+    )
 
 
 class RankAnalysis(msgspec.Struct, frozen=True):
@@ -103,3 +111,7 @@ class RankAnalysis(msgspec.Struct, frozen=True):
     """Each file's Python calls, for locating code fixes; () where the traces have none."""
     communication: tuple[CommStat, ...] = ()
     """Collectives by kind; () where the traces have none."""
+    memory: tuple[DeviceMemory, ...] = ()
+    """Per device and rank, from `[memory]` events; () where the traces have none."""
+    modules: ModuleTree | None = None
+    """Time per `nn.Module`; None where the traces record no module calls."""

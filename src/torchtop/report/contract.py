@@ -15,6 +15,7 @@ from torchtop.model.report import LastStack, NodeReport, RankStanding, Report
 from torchtop.model.trace import TraceInfo
 from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
+from torchtop.report.memory import memory_json, modules_json
 from torchtop.report.relaunch import relaunch_json
 
 SCHEMA = "torchtop.report/1"
@@ -52,6 +53,10 @@ def report_to_json(report: Report) -> dict[str, Any]:
     }
     if job.communication:
         document["communication"] = communication_json(job)
+    if job.memory:
+        document["memory"] = memory_json(job.memory)
+    if job.modules is not None:
+        document["modules"] = modules_json(job.modules)
     if report.ranks:
         document["ranks"] = [
             {
