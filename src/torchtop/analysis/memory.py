@@ -28,8 +28,8 @@ OUTSIDE = "(outside any operator)"
 def memory_profile(trace: TraceData, steps: StepWindows) -> tuple[DeviceMemory, ...]:
     """One entry per device that has `[memory]` events with totals; () where none."""
     memory = trace.memory
-    if len(memory) == 0:
-        return ()
+    if not np.isfinite(memory.total_allocated).any():
+        return ()  # no events, or none with the allocator's total (before PyTorch 1.10)
     owner = _owners(trace)
     keys = memory.device_type * 1_000_003 + memory.device
     devices = []
