@@ -208,3 +208,9 @@ def pooled_memory(devices: list[DeviceMemory]) -> tuple[DeviceMemory, ...]:
         if held is None or entry.peak_allocated_bytes > held.peak_allocated_bytes:
             best[entry.device] = entry
     return tuple(best.values())
+
+
+def memory_metrics(devices: tuple[DeviceMemory, ...]) -> dict[str, float | None]:
+    """`memory_batch_factor_max`: the tightest device's prediction; {} where none is made."""
+    factors = [d.batch_factor_max for d in devices if d.batch_factor_max is not None]
+    return {"memory_batch_factor_max": min(factors)} if factors else {}

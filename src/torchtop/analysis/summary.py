@@ -18,7 +18,7 @@ from msgspec.structs import replace
 
 from torchtop.analysis import comm_overlap, comm_sizes, comms, device, host
 from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs
-from torchtop.analysis.memory import memory_profile, pooled_memory
+from torchtop.analysis.memory import memory_metrics, memory_profile, pooled_memory
 from torchtop.analysis.modules import module_tree
 from torchtop.analysis.steps import find_steps
 from torchtop.analysis.vocabulary import median, percentile
@@ -61,6 +61,8 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         comm_sizes.host_window(trace, len(steps)) if steps.has_markers else None,
     )
     metrics.update(comms.size_metrics(communication, len(steps)))
+    memory = memory_profile(trace, steps)
+    metrics.update(memory_metrics(memory))
     return RankAnalysis(
         rank=trace.info.rank,
         label=rank_label(trace),
@@ -75,7 +77,7 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         notes=_notes(trace, steps.has_markers, steps.dropped_tail),
         python_calls=() if trace.python is None else (trace.python,),
         communication=communication,
-        memory=memory_profile(trace, steps),
+        memory=memory,
         modules=module_tree(trace, steps),
     )
 
