@@ -50,6 +50,8 @@ from torchtop.tui.ticking import FrameMessage, IntervalPacer, Pacer, SnapshotSou
 from torchtop.tui.widgets.devices import DevicesPanel
 from torchtop.tui.widgets.fixlist import FixChosen, FixList
 from torchtop.tui.widgets.header import JobHeader
+from torchtop.tui.widgets.memory import MemoryPanel
+from torchtop.tui.widgets.modules import ModulesPanel
 from torchtop.tui.widgets.nodes import NodesPanel
 from torchtop.tui.widgets.panel import Panel
 from torchtop.tui.widgets.ranks import RanksPanel
@@ -150,6 +152,8 @@ class Dashboard(App[Report | None]):
             yield NodesPanel(id="nodes", classes="panel")  # a shared run's nodes, else hidden
             if self.recorded:
                 yield TopsPanel(beside_ranks=True, classes="panel")
+            yield MemoryPanel(id="memory", classes="panel")  # hidden without a memory section
+            yield ModulesPanel(id="modules", classes="panel")  # hidden without module calls
         yield TrialPanel(id="trial")
         yield ClockFooter(self.started_s) if self.clock else Footer()
 
