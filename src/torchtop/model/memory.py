@@ -83,3 +83,14 @@ class ModuleTree(msgspec.Struct, frozen=True):
 
     steps: int
     roots: tuple[ModuleTime, ...]
+
+
+class OutOfMemory(msgspec.Struct, frozen=True):
+    """A job that died of out-of-memory: PyTorch's words, the device, and the last peak the
+    traces measured on it (with the operators holding it)."""
+
+    message: str
+    device: str | None
+    """`cuda:N` or `cpu`; None where neither the message nor the traces name one."""
+    last_peak_bytes: float | None
+    top_allocators: tuple[Allocator, ...] = ()

@@ -9,7 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from torchtop.model.analysis import RankAnalysis
-from torchtop.model.memory import HOW_TO_RECORD, DeviceMemory, ModuleTime, ModuleTree
+from torchtop.model.memory import (
+    HOW_TO_RECORD,
+    Allocator,
+    DeviceMemory,
+    ModuleTime,
+    ModuleTree,
+    OutOfMemory,
+)
 
 ASSUMPTION = "activations grow with the batch; weights and optimizer state do not"
 TEXT_MODULE_DEPTH = 3
@@ -41,19 +48,31 @@ def memory_json(devices: tuple[DeviceMemory, ...]) -> list[dict[str, Any]]:
                 }
                 for s in d.steps
             ],
-            "top_allocators": [
-                {
-                    "name": a.name,
-                    "count": a.count,
-                    "bytes": a.bytes,
-                    "alive_at_peak_bytes": a.alive_at_peak_bytes,
-                }
-                for a in d.top_allocators
-            ],
+            "top_allocators": [_allocator_json(a) for a in d.top_allocators],
             "curve": [list(point) for point in d.curve],
         }
         for d in devices
     ]
+
+
+def _allocator_json(allocator: Allocator) -> dict[str, Any]:
+    return {
+        "name": allocator.name,
+        "count": allocator.count,
+        "bytes": allocator.bytes,
+        "alive_at_peak_bytes": allocator.alive_at_peak_bytes,
+    }
+
+
+def out_of_memory_json(found: OutOfMemory) -> dict[str, Any]:
+    """`out_of_memory`: PyTorch's words, the device, the last peak measured on it and the
+    operators holding it (`analysis.oom`)."""
+    return {
+        "message": found.message,
+        "device": found.device,
+        "last_peak_bytes": found.last_peak_bytes,
+        "top_allocators": [_allocator_json(a) for a in found.top_allocators],
+    }
 
 
 def modules_json(tree: ModuleTree) -> dict[str, Any]:
