@@ -45,7 +45,7 @@ def test_a_multiple_is_of_the_current_value_and_needs_one() -> None:
 
 
 def test_a_larger_batch_is_capped_at_the_largest_the_memory_prediction_fits() -> None:
-    fits = {"memory_batch_factor_max": 1.5}
+    fits: dict[str, object] = {"memory_batch_factor_max": 1.5}
     assert resolve("train.batch_size", "2x", current=32, metrics=fits) == 48
     assert (
         resolve("train.batch_size", "2x", current=32, metrics={"memory_batch_factor_max": 9.0})
