@@ -44,6 +44,18 @@ def test_a_multiple_is_of_the_current_value_and_needs_one() -> None:
         resolve("train.batch_size", "2x")
 
 
+def test_a_larger_batch_is_capped_at_the_largest_the_memory_prediction_fits() -> None:
+    fits: dict[str, object] = {"memory_batch_factor_max": 1.5}
+    assert resolve("train.batch_size", "2x", current=32, metrics=fits) == 48
+    assert (
+        resolve("train.batch_size", "2x", current=32, metrics={"memory_batch_factor_max": 9.0})
+        == 64
+    )
+    with pytest.raises(Unresolvable, match="predicted not to fit"):
+        resolve("train.batch_size", "2x", current=32, metrics={"memory_batch_factor_max": 1.01})
+    assert resolve("train.batch_size", "2x", current=32) == 64  # no prediction: the rule's
+
+
 def test_workers_are_sized_to_hide_the_measured_wait_within_a_cap() -> None:
     # 80% of the step waiting on data with no workers: 4 steps of compute per batch loaded.
     assert size_workers(2, 0, {"dataloader_share": 0.8}, TWO_CORES) == 4

@@ -38,6 +38,8 @@ def resolve_value(
     value = _symbolic(raw, current, job, machine)
     if knob.name == "dataloader.num_workers":
         value = size_workers(_as_int(value), _int_or_none(current), metrics, machine)
+    if knob.name == "train.batch_size":
+        value = fit_batch(_as_int(value), _int_or_none(current), metrics)
     if knob.name == "env.LD_PRELOAD":
         path = machine.library(str(value))
         if path is None:
@@ -74,6 +76,21 @@ def size_workers(
         return min(max(floor, workers), cap)
     hide = share / (1.0 - share) if workers == 0 else workers / (1.0 - share)
     return min(max(floor, math.ceil(hide - 1e-9), workers + 1), cap)
+
+
+def fit_batch(batch: int, current: int | None, metrics: Mapping[str, object]) -> int:
+    """`batch`, capped at the largest batch predicted to fit in device memory where the
+    trace's memory events predict one (`memory_batch_factor_max`)."""
+    factor = metrics.get("memory_batch_factor_max")
+    if current is None or not isinstance(factor, int | float) or isinstance(factor, bool):
+        return batch
+    largest = math.floor(current * factor)
+    if largest <= current:
+        raise Unresolvable(
+            f"a batch above {current} is predicted not to fit in device memory "
+            f"(at most {factor:.2f}x; activations grow with the batch, weights do not)"
+        )
+    return min(batch, largest)
 
 
 def coerce(knob: Knob, value: object) -> object:

@@ -14,7 +14,7 @@ from torchtop.analysis.vocabulary import (
     uses_tensor_cores,
 )
 from torchtop.model.analysis import CopyStat, Metrics, NamedTime
-from torchtop.traces.data import COPY_KINDS, NO_ID, TraceData
+from torchtop.traces.data import COPY_KINDS, CUDA_DEVICE_TYPE, NO_ID, TraceData
 
 TINY_KERNEL_US = 10.0
 TOP_N = 10
@@ -113,8 +113,9 @@ def _memory(trace: TraceData) -> Metrics:
     if len(memory.ts_us) == 0:
         return {}
     best: Metrics = {}
-    for device in distinct(memory.device):
-        mine = memory.device == device
+    cuda = memory.device_type == CUDA_DEVICE_TYPE
+    for device in distinct(memory.device[cuda]):
+        mine = cuda & (memory.device == device)
         totals = memory.total_allocated[mine]
         if np.isfinite(totals).any():
             peak = float(np.nanmax(totals))

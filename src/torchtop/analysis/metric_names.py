@@ -46,6 +46,8 @@ METRICS: dict[str, str] = {
     "compute_capability": "the GPU's compute capability, e.g. 8.0",
     "memory_peak_bytes": "peak device memory allocated, bytes",
     "memory_peak_share": "peak device memory allocated over the device's capacity (0-1)",
+    "memory_batch_factor_max": "the largest multiple of the current batch predicted to fit in "
+    "device memory (activations grow with the batch; weights and optimizer state do not)",
     # Copies.
     "htod_bytes_per_step": "host-to-device bytes copied per step",
     "htod_gb_per_s": "achieved host-to-device bandwidth, GB/s",

@@ -18,6 +18,8 @@ from msgspec.structs import replace
 
 from torchtop.analysis import comm_overlap, comm_sizes, comms, device, host, name_totals
 from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs
+from torchtop.analysis.memory import memory_metrics, memory_profile, pooled_memory
+from torchtop.analysis.modules import module_tree
 from torchtop.analysis.steps import find_steps
 from torchtop.analysis.vocabulary import median, percentile
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
@@ -59,6 +61,8 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         comm_sizes.host_window(trace, len(steps)) if steps.has_markers else None,
     )
     metrics.update(comms.size_metrics(communication, len(steps)))
+    memory = memory_profile(trace, steps)
+    metrics.update(memory_metrics(memory))
     return RankAnalysis(
         rank=trace.info.rank,
         label=rank_label(trace),
@@ -74,6 +78,8 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         python_calls=() if trace.python is None else (trace.python,),
         communication=communication,
         totals=name_totals.name_totals(trace, steps),
+        memory=memory,
+        modules=module_tree(trace, steps),
     )
 
 
@@ -190,6 +196,8 @@ def merge_rank(
         python_calls=tuple(c for p in parts for c in p.python_calls),
         communication=comms.pooled([p.communication for p in parts], weights),
         totals=name_totals.pooled([p.totals for p in parts]),
+        memory=pooled_memory([d for p in parts for d in p.memory]),
+        modules=max(parts, key=lambda p: len(p.steps)).modules,
     )
 
 
@@ -233,6 +241,7 @@ def job_analysis(
             infos=tuple(i for r in ranks for i in r.infos),
             notes=tuple(dict.fromkeys(n for r in ranks for n in r.notes)),
             python_calls=tuple(c for r in ranks for c in r.python_calls),
+            memory=tuple(d for r in ranks for d in r.memory),
         )
     return job
 

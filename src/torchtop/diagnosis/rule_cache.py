@@ -29,6 +29,7 @@ BUILDERS = (
     "diagnosis/rule_cache.py",
     "model/findings.py",
     "model/analysis.py",
+    "model/memory.py",
     "model/trace.py",
     "model/knobs.py",
     "model/fix_values.py",

@@ -6,6 +6,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from torchtop.model.memory import DeviceMemory, ModuleTree
 from torchtop.model.trace import DeviceInfo, TraceInfo
 
 MetricValue = float | int | bool | str | None
@@ -87,6 +88,13 @@ class PythonCalls(msgspec.Struct, frozen=True):
     dur_us: npt.NDArray[np.float64]
     ident: npt.NDArray[np.int64]
     parent: npt.NDArray[np.int64]
+    start_us: npt.NDArray[np.float64] = msgspec.field(
+        default_factory=lambda: np.zeros(0, dtype=np.float64)
+    )
+    """Each call's start, relative to the trace's origin (the modules' tree needs it)."""
+    thread: npt.NDArray[np.int64] = msgspec.field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64)
+    )
 
 
 class NameTotal(msgspec.Struct, frozen=True):
@@ -130,3 +138,7 @@ class RankAnalysis(msgspec.Struct, frozen=True):
     """Collectives by kind; () where the traces have none."""
     totals: NameTotals | None = None
     """Every operator and kernel name's calls in the steps; None where no trace was read."""
+    memory: tuple[DeviceMemory, ...] = ()
+    """Per device and rank, from `[memory]` events; () where the traces have none."""
+    modules: ModuleTree | None = None
+    """Time per `nn.Module`; None where the traces record no module calls."""

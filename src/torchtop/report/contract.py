@@ -22,6 +22,7 @@ from torchtop.model.report import (
 from torchtop.model.trace import TraceInfo
 from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
+from torchtop.report.memory import memory_json, modules_json
 from torchtop.report.relaunch import relaunch_json
 from torchtop.report.totals import totals_json
 
@@ -62,6 +63,10 @@ def report_to_json(report: Report) -> dict[str, Any]:
         document["communication"] = communication_json(job)
     if job.totals is not None:
         document["totals"] = totals_json(job.totals)
+    if job.memory:
+        document["memory"] = memory_json(job.memory)
+    if job.modules is not None:
+        document["modules"] = modules_json(job.modules)
     if report.ranks:
         document["ranks"] = [
             {

@@ -24,6 +24,7 @@ from torchtop.traces.data import (
     empty_floats,
     empty_ints,
 )
+from torchtop.traces.memory_columns import is_memory_event, memory_columns
 from torchtop.traces.messages import MessageColumns
 from torchtop.traces.schema import (
     NO_ARGS,
@@ -41,6 +42,7 @@ _CAT = attrgetter("cat")
 _EXT_UPPER, _EXT_LOWER = attrgetter("external_id_upper"), attrgetter("external_id_lower")
 _CORRELATION, _DEVICE, _BYTES = attrgetter("correlation"), attrgetter("device"), attrgetter("bytes")
 _PYTHON_ID, _PYTHON_PARENT = attrgetter("python_id"), attrgetter("python_parent_id")
+_SEQUENCE = attrgetter("sequence")
 STEP_PREFIX = "ProfilerStep#"
 _OWN_TYPES = (InstantEvent, MetadataEvent)
 
@@ -233,13 +235,10 @@ class ColumnBuilder:
         spans = [e for e in batch if type(e) is SpanEvent]
         if len(spans) < len(batch):
             rest = [e for e in batch if type(e) is not SpanEvent]
-            memory = [
-                e
-                for e in rest
-                if type(e) is InstantEvent and e.cat is None and e.name == "[memory]"
-            ]
+            memory = [e for e in rest if is_memory_event(e)]
             if memory:
-                self._add_memory(memory, piece)
+                columns = memory_columns(memory, floats, ids, self.threads.code_all)  # type: ignore[arg-type]
+                self.memory.add(columns, piece)
             self.events_total -= len(
                 [e for e in rest if isinstance(e, _OWN_TYPES) and e.cat == OWN_CATEGORY]
             )
@@ -299,6 +298,7 @@ class ColumnBuilder:
             columns["device"] = ids(devices)
         if kind == OP:
             self.messages.add(args, start, dur, piece, floats)
+            columns["sequence"] = ids(list(map(_SEQUENCE, args)))
         if kind in (OP, ANNOTATION):
             self._split_steps(columns, kind, piece)
             return
@@ -334,37 +334,26 @@ class ColumnBuilder:
         dur[~np.isfinite(dur)] = 0.0
         columns = {
             "name": self.python_names.code_all(list(map(_NAME, events))),
+            "start": floats(list(map(_TS, events))),
+            "thread": self.threads.code_all(list(map(_TID, events))),
             "dur": dur,
             "ident": ids(list(map(_PYTHON_ID, args))),
             "parent": ids(list(map(_PYTHON_PARENT, args))),
         }
         self.python.add(columns, piece)
 
-    def python_calls(self) -> PythonCalls | None:
+    def python_calls(self, origin_us: float = 0.0) -> PythonCalls | None:
         if not self.python.pieces:
             return None
         return PythonCalls(
             names=self.python_names.values,
             name=self.python.column("name", ints=True),
+            start_us=self.python.column("start") - origin_us,
+            thread=self.python.column("thread", ints=True),
             dur_us=self.python.column("dur"),
             ident=self.python.column("ident", ints=True),
             parent=self.python.column("parent", ints=True),
         )
-
-    def _add_memory(self, events: list[InstantEvent], piece: int) -> None:
-        """Keep `[memory]` events of CUDA devices (Device Type 1)."""
-        args = [a if a is not None else NO_ARGS for a in map(_ARGS, events)]
-        cuda = (ids([a.device_type for a in args]) == 1).tolist()
-        if not any(cuda):
-            return
-        kept = [a for a, ok in zip(args, cuda, strict=True) if ok]
-        columns = {
-            "ts": floats([e.ts for e, ok in zip(events, cuda, strict=True) if ok]),
-            "bytes": floats([a.memory_bytes for a in kept]),
-            "total": floats([a.total_allocated for a in kept]),
-            "device": ids([a.device_id for a in kept]),
-        }
-        self.memory.add(columns, piece)
 
     def _note_end(self, batch: list[Event], piece: int) -> None:
         for event in reversed(batch):
@@ -382,10 +371,14 @@ class ColumnBuilder:
         for kind, columns in other.kinds.items():
             self.kinds[kind].extend(columns, remap)
         self.step_columns.extend(other.step_columns, remap)
-        self.memory.extend(other.memory, {})
+        self.memory.extend(other.memory, {"thread": remap["thread"]})
         self.messages.merge(other.messages)
         self.python.extend(
-            other.python, {"name": self.python_names.code_all(other.python_names.values_raw)}
+            other.python,
+            {
+                "name": self.python_names.code_all(other.python_names.values_raw),
+                "thread": remap["thread"],
+            },
         )
         if other.profiler_span_piece > self.profiler_span_piece:
             self.profiler_span = other.profiler_span
@@ -410,6 +403,9 @@ class ColumnBuilder:
             table[order] = np.arange(len(order), dtype=np.int64)
             for columns in (*self.kinds.values(), self.step_columns):
                 columns.recode(key, table)
+            if key == "thread":  # their names are not these (python) or none (memory)
+                self.memory.recode(key, table)
+                self.python.recode(key, table)
             interner.values = [interner.values[c] for c in order]
             interner.values_raw = [raw[c] for c in order]
             interner.codes = {value: code for code, value in enumerate(interner.values_raw)}
@@ -434,12 +430,21 @@ class ColumnBuilder:
     def memory_track(self, origin_us: float) -> MemoryTrack:
         if not self.memory.pieces:
             return MemoryTrack()
+        column = self.memory.column
         return MemoryTrack(
-            ts_us=self.memory.column("ts") - origin_us,
-            bytes=self.memory.column("bytes"),
-            total_allocated=self.memory.column("total"),
-            device=self.memory.column("device", ints=True),
+            ts_us=column("ts") - origin_us,
+            bytes=column("bytes"),
+            total_allocated=column("total"),
+            device=column("device", ints=True),
+            total_reserved=column("reserved"),
+            device_type=column("device_type", ints=True),
+            address=column("address", ints=True),
+            thread=column("thread", ints=True),
         )
+
+    def op_sequence(self) -> Ints:
+        """The operators' autograd sequence numbers, in the order of `spans(OP, ...)`."""
+        return self.kinds[OP].column("sequence", ints=True) if OP in self.kinds else empty_ints()
 
 
 def _device(event: SpanEvent) -> object:

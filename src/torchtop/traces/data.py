@@ -93,13 +93,26 @@ class Messages(msgspec.Struct):
         return len(self.start_us)
 
 
+CPU_DEVICE_TYPE, CUDA_DEVICE_TYPE = 0, 1
+"""Kineto's `Device Type` of a `[memory]` event."""
+
+
 class MemoryTrack(msgspec.Struct):
-    """`[memory]` instant events on CUDA devices: allocation deltas and totals when written."""
+    """`[memory]` instant events (CPU and devices): each allocation (bytes > 0) or free, the
+    allocator's totals after it where written (NaN otherwise), the block's address and the
+    thread that asked (-1 where not written)."""
 
     ts_us: Floats = msgspec.field(default_factory=empty_floats)
     bytes: Floats = msgspec.field(default_factory=empty_floats)
     total_allocated: Floats = msgspec.field(default_factory=empty_floats)
     device: Ints = msgspec.field(default_factory=empty_ints)
+    total_reserved: Floats = msgspec.field(default_factory=empty_floats)
+    device_type: Ints = msgspec.field(default_factory=empty_ints)
+    address: Ints = msgspec.field(default_factory=empty_ints)
+    thread: Ints = msgspec.field(default_factory=empty_ints)
+
+    def __len__(self) -> int:
+        return len(self.ts_us)
 
 
 class TraceData(msgspec.Struct):
@@ -124,6 +137,9 @@ class TraceData(msgspec.Struct):
     memory: MemoryTrack
     profiler_span: tuple[float, float] | None
     devices: list[DeviceInfo] = msgspec.field(default_factory=list)
+    op_sequence: Ints = msgspec.field(default_factory=empty_ints)
+    """Each operator's autograd `Sequence number` (NO_ID where none), aligned with `ops`: a
+    backward operator carries the one of the forward operator it differentiates."""
     python: PythonCalls | None = None
     """`python_function` events (with_stack=True), for locating code fixes; None: none."""
     messages: Messages = msgspec.field(default_factory=Messages)

@@ -132,7 +132,8 @@ def _assemble(path: Path, builder: ColumnBuilder, events: EventStream, cut: _Cut
         memory=builder.memory_track(origin),
         profiler_span=None if span is None else (span[0] - origin, span[1] - origin),
         devices=[_device(p, i) for i, p in enumerate(header.deviceProperties or [])],
-        python=builder.python_calls(),
+        op_sequence=builder.op_sequence(),
+        python=builder.python_calls(origin),
         messages=builder.messages.messages(origin),
     )
 

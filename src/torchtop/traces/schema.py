@@ -28,6 +28,8 @@ class EventArgs(msgspec.Struct, gc=False):
     bytes: Scalar = None
     memory_bytes: Scalar = msgspec.field(name="Bytes", default=None)
     total_allocated: Scalar = msgspec.field(name="Total Allocated", default=None)
+    total_reserved: Scalar = msgspec.field(name="Total Reserved", default=None)
+    address: Scalar = msgspec.field(name="Addr", default=None)
     device_type: Scalar = msgspec.field(name="Device Type", default=None)
     device_id: Scalar = msgspec.field(name="Device Id", default=None)
     name: Scalar = None
@@ -40,6 +42,8 @@ class EventArgs(msgspec.Struct, gc=False):
     group_size: Scalar = msgspec.field(name="Group size", default=None)
     python_id: Scalar = msgspec.field(name="Python id", default=None)
     python_parent_id: Scalar = msgspec.field(name="Python parent id", default=None)
+    sequence: Scalar = msgspec.field(name="Sequence number", default=None)
+    """An operator's autograd sequence number: a backward op carries its forward op's."""
 
 
 class SpanEvent(msgspec.Struct, gc=False, tag="X", tag_field="ph"):
@@ -59,6 +63,7 @@ class InstantEvent(msgspec.Struct, gc=False, tag="i", tag_field="ph"):
 
     cat: Scalar = None
     name: Scalar = None
+    tid: Scalar = None
     ts: Scalar = None
     args: EventArgs | None = None
 

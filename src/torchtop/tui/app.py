@@ -51,6 +51,8 @@ from torchtop.tui.widgets.devices import DevicesPanel
 from torchtop.tui.widgets.fixlist import FixChosen, FixList
 from torchtop.tui.widgets.header import JobHeader
 from torchtop.tui.widgets.jobend import JobEndPanel
+from torchtop.tui.widgets.memory import MemoryPanel
+from torchtop.tui.widgets.modules import ModulesPanel
 from torchtop.tui.widgets.nodes import NodesPanel
 from torchtop.tui.widgets.panel import Panel
 from torchtop.tui.widgets.ranks import RanksPanel
@@ -158,6 +160,8 @@ class Dashboard(App[Report | None]):
             yield NodesPanel(id="nodes", classes="panel")  # a shared run's nodes, else hidden
             if self.recorded:
                 yield TopsPanel(beside_ranks=True, classes="panel")
+            yield MemoryPanel(id="memory", classes="panel")  # hidden without a memory section
+            yield ModulesPanel(id="modules", classes="panel")  # hidden without module calls
         yield TrialPanel(id="trial")
         yield JobEndPanel(id="jobend")
         yield ClockFooter(self.started_s) if self.clock else Footer()

@@ -1,0 +1,58 @@
+"""Memory per device from the trace's `[memory]` events: the allocated curve, the peak and
+where in the step it falls, the headroom, and the operators holding the peak.
+
+Shown only when the report has a `memory` section (a trace recorded with
+`profile_memory=True`); otherwise hidden, so the dashboard's layout is unchanged.
+"""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from torchtop.model.memory import DeviceMemory
+from torchtop.tui.charts import size, sparkline
+from torchtop.tui.frame import Frame
+from torchtop.tui.palette import MUTED
+from torchtop.tui.widgets.panel import Panel, lines_to_text
+
+
+def device_lines(device: DeviceMemory, width: int) -> list[Text]:
+    """The device's peak, its curve, its headroom, then who holds the peak."""
+    where = device.device if device.rank is None else f"{device.device} r{device.rank}"
+    head = Text(f"{where} ", style="bold")
+    head.append(f"peak {size(device.peak_allocated_bytes)}")
+    if device.peak_phase is not None:
+        head.append(f" in {device.peak_phase}", style=MUTED)
+    lines = [head]
+    curve = [point[1] for point in device.curve]
+    if curve:
+        lines.append(sparkline(curve, width, top=device.peak_allocated_bytes))
+    if device.headroom_bytes is not None:
+        fits = device.batch_factor_max
+        line = Text(f"headroom {size(device.headroom_bytes)}", style=MUTED)
+        if fits is not None:
+            line.append(f", batch up to {fits:.1f}x fits" if fits < 100 else ", batch >100x fits")
+        lines.append(line)
+    for holder in device.top_allocators:
+        if holder.alive_at_peak_bytes <= 0:
+            break
+        line = Text(f"{size(holder.alive_at_peak_bytes):>9} ", style=MUTED)
+        line.append(holder.name)
+        lines.append(line)
+    return lines
+
+
+class MemoryPanel(Panel):
+    TITLE = "Memory"
+
+    def watch_frame(self, frame: Frame | None) -> None:
+        if frame is not None:
+            self.display = bool(frame.report.job.memory)
+
+    def draw(self, frame: Frame, width: int, height: int) -> RenderableType:
+        lines: list[Text] = []
+        # Devices before the host: the GPU's memory is what limits the batch.
+        for device in sorted(frame.report.job.memory, key=lambda d: d.device == "cpu"):
+            lines += device_lines(device, width)
+        return lines_to_text(lines, height)
