@@ -92,3 +92,19 @@ def test_a_rank_that_aborts_after_python_exit_is_reported_with_sigabrt(tmp_path:
     assert "ended: signal SIGABRT" in result.stdout
     note = "the job crashed with exit status 1; rank 1 failed first: signal SIGABRT"
     assert note in report["notes"] and note in result.stdout
+
+
+def test_a_job_that_dies_of_out_of_memory_is_named_so_with_its_device(tmp_path: Path) -> None:
+    from tests.live.jobs.out_of_memory import MESSAGE
+
+    report_path = tmp_path / "report.json"
+    result = torchtop_run(
+        tmp_path, "--report", str(report_path), "--", sys.executable, str(JOBS / "out_of_memory.py")
+    )
+    assert result.returncode == 1, result.stderr[-2000:]
+    found = json.loads(report_path.read_text())["out_of_memory"]
+    assert found["message"] == f"torch.OutOfMemoryError: {MESSAGE}"
+    assert found["device"] == "cuda:0"
+    # The agent's windows record no memory: no peak is invented.
+    assert found["last_peak_bytes"] is None
+    assert "out of memory on cuda:0; no peak was measured" in result.stdout

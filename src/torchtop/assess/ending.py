@@ -8,6 +8,9 @@ the `bye` its parent wrote (`agent.children`), and so agrees with the ranks tabl
 
 from __future__ import annotations
 
+from torchtop.analysis.oom import out_of_memory
+from torchtop.model.analysis import RankAnalysis
+from torchtop.model.memory import OutOfMemory
 from torchtop.model.report import JobExit
 from torchtop.runs.records import Bye
 from torchtop.runs.state import RunState
@@ -29,6 +32,13 @@ def job_exit(state: RunState, source_kind: str) -> JobExit | None:
         stderr_tail=tuple(tail),
         log=record.log if isinstance(record.log, str) else None,
     )
+
+
+def died_of_memory(ending: JobExit | None, job: RankAnalysis) -> OutOfMemory | None:
+    """The out-of-memory a failed job's stderr reports, with the last peak its windows saw."""
+    if ending is None or not ending.failed:
+        return None
+    return out_of_memory("\n".join(ending.stderr_tail), job.memory)
 
 
 def ending_note(state: RunState) -> str | None:

@@ -29,7 +29,7 @@ from torchtop.advice.machine import cached_machine
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis
-from torchtop.assess.ending import ending_note, job_exit
+from torchtop.assess.ending import died_of_memory, ending_note, job_exit
 from torchtop.assess.nodes import node_reports
 from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, rank_verdict
 from torchtop.assess.ranks import standings
@@ -217,6 +217,7 @@ def assess(
         lambda p, w: diagnose(tree, process_metrics(p, w, cpu_count)[0], w.steps).bottleneck,
         cache.window_classes if cache is not None else {},
     )
+    ending = job_exit(state, source_kind)
     return Report(
         source_kind=source_kind,
         paths=(str(state.layout.root),),
@@ -228,7 +229,8 @@ def assess(
         notes=_run_notes(state, bool(windows)),
         nodes=node_reports(state),
         windows=calls,
-        exit=job_exit(state, source_kind),
+        exit=ending,
+        out_of_memory=died_of_memory(ending, job),
     )
 
 

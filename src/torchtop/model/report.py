@@ -7,6 +7,7 @@ import msgspec
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.attach import AttachTarget
 from torchtop.model.findings import Verdict
+from torchtop.model.memory import OutOfMemory
 from torchtop.model.trial_entry import TrialEntry
 
 
@@ -135,6 +136,8 @@ class Report(msgspec.Struct, frozen=True):
     trace or a run with no window."""
     exit: JobExit | None = None
     """How the job ended, where torchtop launched it and it has ended (`run`, `demo`, `tune`)."""
+    out_of_memory: OutOfMemory | None = None
+    """The job died of out-of-memory (its stderr says so), with the last peak measured."""
 
 
 class SkippedTrace(msgspec.Struct, frozen=True):

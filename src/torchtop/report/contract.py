@@ -22,7 +22,7 @@ from torchtop.model.report import (
 from torchtop.model.trace import TraceInfo
 from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
-from torchtop.report.memory import memory_json, modules_json
+from torchtop.report.memory import memory_json, modules_json, out_of_memory_json
 from torchtop.report.relaunch import relaunch_json
 from torchtop.report.totals import totals_json
 
@@ -97,6 +97,8 @@ def report_to_json(report: Report) -> dict[str, Any]:
         document.update(relaunch_json(report))
     if report.exit is not None:
         document["exit"] = exit_json(report.exit)
+    if report.out_of_memory is not None:
+        document["out_of_memory"] = out_of_memory_json(report.out_of_memory)
     return document
 
 

@@ -10,10 +10,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from torchtop.model.memory import OutOfMemory
 from torchtop.model.report import JobExit, Report
 
 TAIL_SHOWN = 12
 """The last lines of stderr the text shows (the JSON report keeps all of `exit.stderr_tail`)."""
+
+
+def memory_line(found: OutOfMemory | None) -> list[str]:
+    """`  out of memory on cuda:0; the last peak measured: 71.2 GiB (aten::mm holding 40 GiB)`."""
+    if found is None:
+        return []
+    where = f" on {found.device}" if found.device else ""
+    if found.last_peak_bytes is None:
+        peak = "no peak was measured (profile with profile_memory=True to see who held it)"
+    else:
+        peak = f"the last peak measured: {found.last_peak_bytes / 2**30:.2f} GiB"
+        if found.top_allocators:
+            top = found.top_allocators[0]
+            peak += f" ({top.name} holding {top.alive_at_peak_bytes / 2**30:.2f} GiB of it)"
+    return [f"  out of memory{where}; {peak}"]
 
 
 def exit_lines(ending: JobExit | None, heading: str = "EXIT  ") -> list[str]:

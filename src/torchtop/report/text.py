@@ -14,7 +14,7 @@ from torchtop.model.report import RankStanding, Report
 from torchtop.model.trial_entry import TrialEntry
 from torchtop.report import communication
 from torchtop.report.contract import breakdown_steps, steps_per_s
-from torchtop.report.ending import before_first_step, exit_lines
+from torchtop.report.ending import before_first_step, exit_lines, memory_line
 from torchtop.report.memory import memory_text, modules_text
 from torchtop.report.nodes import node_lines, stack_summary
 from torchtop.report.relaunch import relaunch_text
@@ -45,6 +45,7 @@ class _Style:
 def render_text(report: Report, colour: bool = False) -> str:
     style = _Style(colour)
     ending = exit_lines(report.exit, style("EXIT", "1;31") + "  ")
+    ending[1:1] = memory_line(report.out_of_memory)
     if before_first_step(report):  # nothing else to report: the cause, in the job's words
         return "\n".join([_headline(report), "", *ending])
     lines = [_headline(report), "", *ending]

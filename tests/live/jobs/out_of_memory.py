@@ -1,0 +1,31 @@
+"""A job that trains a few steps and then dies of out-of-memory, as a CUDA job that outgrows its
+card does: the CPU here cannot run out safely, so the error is raised with the words PyTorch's
+CUDA caching allocator uses (`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+STEPS = 20
+MESSAGE = (
+    "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB "
+    "of which 1.12 GiB is free."
+)
+
+
+def main() -> None:
+    model = torch.nn.Linear(8, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(STEPS):
+        model(torch.randn(4, 8)).sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        time.sleep(0.02)
+    raise torch.OutOfMemoryError(MESSAGE)
+
+
+if __name__ == "__main__":
+    main()
