@@ -11,8 +11,10 @@ gradients made 3 buckets in torch 2.13 as DDP counted them, 2 at 25 MiB given, 1
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
+from torchtop.advice.machine import Machine, cached_machine, rank_share
 from torchtop.model.analysis import Metrics
 from torchtop.runs.records import DdpSettings
 from torchtop.runs.state import RunState
@@ -32,6 +34,21 @@ def local_ranks(state: RunState) -> int | None:
     if told:
         return told
     return sum(1 for p in processes if p.node == main.node) or None
+
+
+def node_machine(state: RunState) -> Machine:
+    """This machine, with the job's ranks on it."""
+    return dataclasses.replace(cached_machine(), local_ranks=local_ranks(state) or 1)
+
+
+def node_metrics(state: RunState, metrics: Metrics) -> Metrics:
+    """The job's ranks on the main process's node, and one rank's share of its cores (as the
+    fixes' values count it: `advice.machine.rank_share`)."""
+    cores = metrics.get("host_cpu_count")
+    # A mean over the ranks (a float) where there are several.
+    allowed = int(cores) if isinstance(cores, int | float) and not isinstance(cores, bool) else None
+    share = rank_share(node_machine(state), allowed).cores if allowed is not None else None
+    return {"local_ranks": local_ranks(state), "rank_cores": share}
 
 
 def ddp_metrics(ddp: DdpSettings | None) -> Metrics:

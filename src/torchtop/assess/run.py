@@ -18,7 +18,6 @@ recent steps is kept apart as `recent_steps_per_s` for the dashboard's trend.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 
@@ -26,11 +25,10 @@ import numpy as np
 from msgspec.structs import replace
 
 from torchtop.advice.locate import dump_stacks
-from torchtop.advice.machine import Machine, cached_machine, rank_share
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis
-from torchtop.assess.node_share import ddp_metrics, local_ranks
+from torchtop.assess.node_share import ddp_metrics, node_machine, node_metrics
 from torchtop.assess.nodes import node_reports
 from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, rank_verdict
 from torchtop.assess.ranks import standings
@@ -199,7 +197,7 @@ def assess(
             job = replace(job, metrics={**job.metrics, "breakdown_steps": covered})
     # The job's figures are its slowest rank's steps; its shares, each rank's window's.
     first = windows.get(processes[0].pid) if processes else None
-    job = replace(job, metrics={**job.metrics, **_node_metrics(state, job.metrics)})
+    job = replace(job, metrics={**job.metrics, **node_metrics(state, job.metrics)})
     verdict = diagnose(tree, job.metrics, evidence_steps(job, first))
     verdict = _resolved(verdict, state, job.metrics)
     steps = job.metrics.get("steps_count")
@@ -273,22 +271,7 @@ def _resolved(verdict: Verdict, state: RunState, metrics: Metrics) -> Verdict:
     stepping = [r for r in dumps if started is not None and r.t >= started]
     stacks = dump_stacks(stepping) if dumps else None
     settings = settings_table(main.settings)
-    return resolve_verdict(verdict, settings, _node(state), metrics, main.argv, stacks)
-
-
-def _node(state: RunState) -> Machine:
-    """This machine, with the job's ranks on it."""
-    return dataclasses.replace(cached_machine(), local_ranks=local_ranks(state) or 1)
-
-
-def _node_metrics(state: RunState, metrics: Metrics) -> Metrics:
-    """The job's ranks on the main process's node, and one rank's share of its cores (as the
-    fixes' values count it: `advice.machine.rank_share`)."""
-    cores = metrics.get("host_cpu_count")
-    # A mean over the ranks (a float) where there are several.
-    allowed = int(cores) if isinstance(cores, int | float) and not isinstance(cores, bool) else None
-    share = rank_share(_node(state), allowed).cores if allowed is not None else None
-    return {"local_ranks": local_ranks(state), "rank_cores": share}
+    return resolve_verdict(verdict, settings, node_machine(state), metrics, main.argv, stacks)
 
 
 def _rank_analysis(
