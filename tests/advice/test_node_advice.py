@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from torchtop.advice.resolve import resolve_verdict
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import load_rules
 from torchtop.live.watch import LiveMonitor
-from torchtop.runs.records import settings_table
+from torchtop.runs.records import DdpSettings, settings_table
 from torchtop.runs.state import load_run
 
 JOBS = Path(__file__).resolve().parent / "jobs"
@@ -121,7 +121,7 @@ def test_a_ddp_model_whose_gradients_fit_one_bucket_is_not_offered_a_bucket_size
 ) -> None:
     _, run_dir = ddp_run
     main = load_run(run_dir).training_processes[0]
-    assert main.settings is not None and main.settings.ddp is not None
+    assert main.settings is not None and isinstance(main.settings.ddp, DdpSettings)
     ddp = main.settings.ddp
     # 3 x Linear(256, 256) in float32: weights and biases, as DDP's logging data counts them.
     assert ddp.gradient_bytes == 3 * (256 * 256 + 256) * 4
@@ -135,7 +135,7 @@ def test_a_ddp_model_whose_gradients_fit_one_bucket_is_not_offered_a_bucket_size
 def test_a_ddp_model_of_50_mb_is_offered_smaller_buckets_at_its_ddp_line(tmp_path: Path) -> None:
     run_report(tmp_path, torchrun(DDP_BIG), {"STEPS": "12"})
     main = load_run(tmp_path / "run").training_processes[0]
-    assert main.settings is not None and main.settings.ddp is not None
+    assert main.settings is not None and isinstance(main.settings.ddp, DdpSettings)
     assert main.settings.ddp.gradient_bytes == 12 * (1024 * 1024 + 1024) * 4
     verdict = _with_communication(main.settings, main.argv)
     overlap = next(f for f in verdict.findings if f.rule == "communication-not-overlapped")
@@ -147,7 +147,7 @@ def test_a_ddp_model_of_50_mb_is_offered_smaller_buckets_at_its_ddp_line(tmp_pat
     assert fix.where is not None and fix.where.startswith(f"{DDP_BIG}:{line}: model = "), fix
 
 
-def _with_communication(settings: Any, argv: list[str] | None) -> Any:
+def _with_communication(settings: Any, argv: Sequence[str] | None) -> Any:
     """The verdict on the job's own recorded settings with communication planted not to
     overlap (a CPU job's gloo all-reduce overlaps as the machine's load decides)."""
     from torchtop.assess.node_share import ddp_metrics

@@ -26,7 +26,7 @@ from torchtop.model.knobs import CATALOGUE
 from torchtop.runs.records import DdpSettings
 
 TREE = load_rules(RULES_DIR)
-CPU_JOB = {
+CPU_JOB: dict[str, Any] = {
     "has_gpu": False, "steps_count": 30, "breakdown_steps": 30, "cpu_exec_share": 0.9,
     "other_share": 0.1, "kernel_share": 0.0, "dataloader_share": 0.0, "memcpy_share": 0.0,
     "communication_share": 0.0,
@@ -115,7 +115,7 @@ def test_a_job_seen_without_an_agent_still_gets_numbers_not_words() -> None:
 
 
 def test_pinning_is_offered_only_to_one_rank_without_workers_at_one_thread_per_core() -> None:
-    def knobs(**metrics: object) -> set[str]:
+    def knobs(**metrics: float | str | None) -> set[str]:
         verdict = diagnose(TREE, {**CPU_JOB, **metrics})
         assert "cpu-math-bound" in [f.rule for f in verdict.findings], verdict
         return {fix.knob for f in verdict.findings for fix in f.fixes}

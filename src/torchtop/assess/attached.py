@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
+import msgspec
 from msgspec.structs import replace
 
 from torchtop.advice.machine import cached_machine, rank_share
@@ -173,8 +175,13 @@ def assess_attached(
 def _node_metrics(metrics: Metrics, local_ranks: int, rank: AttachedRank | None) -> Metrics:
     """The ranks on the node and one rank's share of its cores, as `assess.run` has them."""
     machine = dataclasses.replace(cached_machine(), local_ranks=local_ranks)
-    allowed = rank.cpus if rank is not None else None
+    allowed = _seen(rank.cpus) if rank is not None else None
     return {"local_ranks": local_ranks, "rank_cores": rank_share(machine, allowed).cores}
+
+
+def _seen(value: int | str | msgspec.UnsetType | None) -> Any:
+    """A value read of a rank's process when attach started; None where it was not."""
+    return None if isinstance(value, msgspec.UnsetType) else value
 
 
 def _resolved(
@@ -187,8 +194,8 @@ def _resolved(
     settings: dict[str, object] = {
         "threads": {
             "torch_num_threads": int(threads) if isinstance(threads, int | float) else None,
-            "omp_num_threads_env": rank.omp_num_threads if rank is not None else None,
-            "usable_cores": rank.cpus if rank is not None else None,
+            "omp_num_threads_env": _seen(rank.omp_num_threads) if rank is not None else None,
+            "usable_cores": _seen(rank.cpus) if rank is not None else None,
         },
     }
     if metrics.get("has_gpu") is False:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import msgspec
+
 from torchtop.advice.machine import Machine, cached_machine, rank_share
 from torchtop.model.analysis import Metrics
 from torchtop.runs.records import DdpSettings
@@ -51,10 +53,10 @@ def node_metrics(state: RunState, metrics: Metrics) -> Metrics:
     return {"local_ranks": local_ranks(state), "rank_cores": share}
 
 
-def ddp_metrics(ddp: DdpSettings | None) -> Metrics:
+def ddp_metrics(ddp: DdpSettings | msgspec.UnsetType | None) -> Metrics:
     """`ddp_gradient_bytes`, `ddp_bucket_cap_bytes` and `ddp_bucket_count` where the agent saw
     the job build its `DistributedDataParallel`; nothing where it did not."""
-    if ddp is None or ddp.gradient_bytes is None:
+    if not isinstance(ddp, DdpSettings) or ddp.gradient_bytes is None:
         return {}
     cap = ddp.bucket_cap_bytes or DEFAULT_BUCKET_CAP_BYTES
     count = ddp.bucket_count or expected_buckets(ddp.gradient_bytes, cap)

@@ -49,8 +49,9 @@ class Hello(JournalRecord, tag="hello"):
     local_rank: int | None = None
     world_size: int | None = None
     argv: list[str] | None = None
-    local_world_size: int | None = None
-    """`LOCAL_WORLD_SIZE` (torchrun sets it): the job's ranks on this node."""
+    local_world_size: int | msgspec.UnsetType | None = msgspec.UNSET
+    """`LOCAL_WORLD_SIZE` (torchrun sets it): the job's ranks on this node; absent in folders
+    written before it existed."""
     python: str | None = None
     torch: str | None = None
     host: str | None = None
@@ -72,7 +73,7 @@ class ThreadSettings(Part):
     usable_cores: int | None = None
     """The CPUs the process may run on as it was started (its affinity before torch's OpenMP
     pinned its main thread), or the union of its threads' affinities where it was not seen then."""
-    omp_proc_bind_env: str | None = None
+    omp_proc_bind_env: str | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class DdpSettings(Part):
@@ -110,7 +111,8 @@ class Settings(JournalRecord, tag="settings"):
     step_signal: str | None = None
     step_signal_held: str | None = None
     t: float | None = None
-    ddp: DdpSettings | None = None
+    ddp: DdpSettings | msgspec.UnsetType | None = msgspec.UNSET
+    """Absent in folders written before it existed."""
 
 
 class Step(JournalRecord, tag="step"):
