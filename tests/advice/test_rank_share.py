@@ -151,3 +151,23 @@ def test_ddps_own_bucket_count_wins_over_the_estimate() -> None:
     told = DdpSettings(gradient_bytes=50_380_800, bucket_cap_bytes=25 * 2**20, bucket_count=4)
     assert ddp_metrics(told)["ddp_bucket_count"] == 4
     assert ddp_metrics(None) == {}
+
+
+def test_the_bucket_size_patch_rewrites_the_ddp_line_it_was_located_at() -> None:
+    from pathlib import Path
+
+    from torchtop.advice.patches import code_patch
+
+    job = Path(__file__).resolve().parents[1] / "live" / "jobs" / "ddp_comm.py"
+    line, text = next(
+        (n, t)
+        for n, t in enumerate(job.read_text().splitlines(), 1)
+        if "= DistributedDataParallel(" in t
+    )
+    fix = Fix("ddp.bucket_cap_mb", 10, "code", "smaller buckets", where=f"{job}:{line}: {text}")
+    patch = code_patch(fix)
+    assert f"# at {job}:{line}, the line that built DistributedDataParallel:" in patch
+    assert f"-{text}" in patch
+    assert f"+{text[:-1]}, bucket_cap_mb=10)" in patch
+    again = Fix("ddp.bucket_cap_mb", 100, "code", "", where=f"{job}:{line}: {text}")
+    assert "bucket_cap_mb=100)" in code_patch(again)

@@ -97,8 +97,12 @@ def code_patch(fix: Fix) -> str:
         reason = fix.where or "could not locate the line: no Python stacks of the job were recorded"
         return f"{header}\n# {reason}; in a typical training loop:\n{_body(fix)}\n"
     file, line, text = located
-    shown = "built DistributedDataParallel" if fix.knob.startswith("ddp.") else "stacks show"
-    at = f"# at {file}:{line}, the line the job's {shown}"
+    shown = (
+        "that built DistributedDataParallel"
+        if fix.knob.startswith("ddp.")
+        else "the job's stacks show"
+    )
+    at = f"# at {file}:{line}, the line {shown}"
     if text is None:
         return f"{header}\n{at} (the file is not readable here):\n{_added(fix)}\n"
     return f"{header}\n{at}:\n{_at_line(fix, text)}\n"
