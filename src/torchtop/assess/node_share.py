@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import socket
 
 import msgspec
 
@@ -45,12 +46,20 @@ def node_machine(state: RunState) -> Machine:
 
 def node_metrics(state: RunState, metrics: Metrics) -> Metrics:
     """The job's ranks on the main process's node, and one rank's share of its cores (as the
-    fixes' values count it: `advice.machine.rank_share`)."""
+    fixes' values count it: `advice.machine.rank_share`) on the node the run was recorded on: a
+    folder recorded elsewhere counts that machine's cores (`run.json`'s `cpu_count`)."""
     cores = metrics.get("host_cpu_count")
     # A mean over the ranks (a float) where there are several.
     allowed = int(cores) if isinstance(cores, int | float) and not isinstance(cores, bool) else None
-    share = rank_share(node_machine(state), allowed).cores if allowed is not None else None
-    return {"local_ranks": local_ranks(state), "rank_cores": share}
+    if allowed is None:
+        return {"local_ranks": local_ranks(state), "rank_cores": None}
+    here = cached_machine()
+    if state.launch.host != socket.gethostname():
+        # Recorded elsewhere (or not said where): that machine's cores, not this one's.
+        node_cores = max(state.launch.cpu_count or allowed, allowed)
+        here = Machine(node_cores, node_cores)
+    node = dataclasses.replace(here, local_ranks=local_ranks(state) or 1)
+    return {"local_ranks": local_ranks(state), "rank_cores": rank_share(node, allowed).cores}
 
 
 def ddp_metrics(ddp: DdpSettings | msgspec.UnsetType | None) -> Metrics:
