@@ -54,6 +54,13 @@ class JobView:
         value = threads.get("torch_num_threads") if isinstance(threads, dict) else None
         return value if isinstance(value, int) else None
 
+    @property
+    def usable_cores(self) -> int | None:
+        """The cores the process was started on (the agent's `usable_cores`)."""
+        threads = self.settings.get("threads") or {}
+        value = threads.get("usable_cores") if isinstance(threads, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
     def current_setting(self, knob_name: str) -> object | None:
         """The value the job runs with, as the agent saw it (after this plan's overrides)."""
         if knob_name in self.overrides:

@@ -229,17 +229,33 @@ def located_verdict(verdict: Verdict, stacks: Sequence[WeightedStack] | str) -> 
     return msgspec.structs.replace(verdict, findings=findings)
 
 
-def located(finding: Finding, stacks: Sequence[WeightedStack] | str | None) -> Finding:
+def located(
+    finding: Finding,
+    stacks: Sequence[WeightedStack] | str | None,
+    places: Mapping[str, str] | None = None,
+) -> Finding:
     """`finding` with each code fix's `where`: its line in the job's code, or why not found
-    (`stacks` as a string: why no stack was recorded)."""
-    if stacks is None or all(fix.apply != "code" for fix in finding.fixes):
+    (`stacks` as a string: why no stack was recorded). `places` maps a knob prefix (`ddp.`) to
+    the line the job sets those options on, which wins over the stacks: the stacks show where
+    the job spends its time, not where it built its model."""
+    known = places or {}
+    if (stacks is None and not known) or all(fix.apply != "code" for fix in finding.fixes):
         return finding
     fixes = tuple(
-        msgspec.structs.replace(
-            fix, where=stacks if isinstance(stacks, str) else str(locate(fix.knob, stacks))
-        )
+        msgspec.structs.replace(fix, where=_where(fix.knob, stacks, known))
         if fix.apply == "code"
         else fix
         for fix in finding.fixes
     )
     return msgspec.structs.replace(finding, fixes=fixes)
+
+
+def _where(
+    knob: str, stacks: Sequence[WeightedStack] | str | None, places: Mapping[str, str]
+) -> str | None:
+    place = next((line for prefix, line in places.items() if knob.startswith(prefix)), None)
+    if place is not None:
+        return place
+    if stacks is None:
+        return None
+    return stacks if isinstance(stacks, str) else str(locate(knob, stacks))

@@ -1,11 +1,15 @@
-"""The machine a fix is planned for: its cores, and the shared libraries it has.
+"""The machine a fix is planned for: its cores, the job's ranks on it, and its shared libraries.
 
 Symbolic values in the rules ("physical cores", "cores / (workers + 1)") become numbers from
-here, and an `LD_PRELOAD` fix is offered only for a library that exists on this machine. The
-planner takes a `Machine` value, so tests can plan for any machine; `this_machine()` reads the
-real one. Physical cores come from Linux's CPU topology files, as psutil reads them there; psutil
-is imported only where those are missing, so that assessing a recorded run (`torchtop view`)
-loads no process-inspection library.
+here, for one rank: every rank on the node runs its own thread pool, so a rank's share is the
+node's cores divided among them (`rank_share`): 2 ranks on 2 cores get 1 each, which is what
+torchrun sets (`OMP_NUM_THREADS=1` when it starts more than one rank); 2 threads each made a
+nanoGPT DDP job 4-9x slower. A rank that its launcher already confined to fewer cores than the
+node's has its share in its own affinity. And an `LD_PRELOAD` fix is offered only for a library
+that exists on this machine. The planner takes a `Machine` value, so tests can plan for any
+machine; `this_machine()` reads the real one. Physical cores come from Linux's CPU topology
+files, as psutil reads them there; psutil is imported only where those are missing, so that
+assessing a recorded run (`torchtop view`) loads no process-inspection library.
 """
 
 from __future__ import annotations
@@ -29,12 +33,34 @@ class Machine:
     physical_cores: int
     libraries: dict[str, str] = field(default_factory=dict)
     """Library stem (`libjemalloc`) -> path, for the preloadable libraries found here."""
+    local_ranks: int = 1
+    """The job's ranks on this node (its training processes), each with its own thread pool."""
 
     def library(self, name: str) -> str | None:
         """The path of `name` (`libjemalloc.so`, `jemalloc`, or a path) on this machine."""
         if os.sep in name:
             return name if Path(name).is_file() else None
         return self.libraries.get(_stem(name))
+
+
+@dataclass(frozen=True)
+class RankShare:
+    """The cores one rank may count on: logical, and physical (hardware threads once)."""
+
+    cores: int
+    physical_cores: int
+
+
+def rank_share(machine: Machine, allowed_cores: int | None = None) -> RankShare:
+    """One rank's part of the node. `allowed_cores` is the rank's own affinity as started:
+    fewer than the node's means its launcher confined it, and that set is its share."""
+    node = machine.logical_cores
+    if allowed_cores is not None and 0 < allowed_cores < node:
+        cores = allowed_cores
+    else:
+        cores = max(1, node // max(1, machine.local_ranks))
+    physical = max(1, cores * machine.physical_cores // max(1, node))
+    return RankShare(cores, min(physical, cores))
 
 
 PRELOADABLE = ("libjemalloc", "libtcmalloc", "libtcmalloc_minimal", "libiomp5", "libgomp")

@@ -18,6 +18,8 @@ from torchtop.model.findings import Fix
 _WHERE = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?:: (?P<text>.*))?$")
 _ACCUMULATED_ITEM = re.compile(r"\+=.*\.item\(\)")
 _TO_CALL = re.compile(r"\.to\(([^()]*)\)")
+_DDP_CALL = re.compile(r"\b(DistributedDataParallel|DDP)\(")
+_DDP_OPTION = re.compile(r"\bbucket_cap_mb\s*=\s*[^,()]+")
 _AUTOCAST = 'with torch.autocast(device_type="cuda", dtype=torch.{dtype}):'
 
 _AMP_BF16 = """\
@@ -95,7 +97,12 @@ def code_patch(fix: Fix) -> str:
         reason = fix.where or "could not locate the line: no Python stacks of the job were recorded"
         return f"{header}\n# {reason}; in a typical training loop:\n{_body(fix)}\n"
     file, line, text = located
-    at = f"# at {file}:{line}, the line the job's stacks show"
+    shown = (
+        "that built DistributedDataParallel"
+        if fix.knob.startswith("ddp.")
+        else "the job's stacks show"
+    )
+    at = f"# at {file}:{line}, the line {shown}"
     if text is None:
         return f"{header}\n{at} (the file is not readable here):\n{_added(fix)}\n"
     return f"{header}\n{at}:\n{_at_line(fix, text)}\n"
@@ -124,6 +131,8 @@ def _at_line(fix: Fix, text: str) -> str:
         rewritten = _TO_CALL.sub(r".to(\1, non_blocking=True)", text)
         rewritten = rewritten.replace(".cuda()", ".cuda(non_blocking=True)")
         return f"-{text}\n+{rewritten}"
+    if fix.knob == "ddp.bucket_cap_mb" and _DDP_CALL.search(text) and text.rstrip().endswith(")"):
+        return f"-{text}\n+{_with_bucket_cap(text, fix.value)}"
     if fix.knob == "amp.dtype":
         dtype = "float16" if str(fix.value) in ("float16", "half") else "bfloat16"
         autocast = _AUTOCAST.format(dtype=dtype)
@@ -131,6 +140,15 @@ def _at_line(fix: Fix, text: str) -> str:
         scaler = "\n# with float16: scaler = torch.amp.GradScaler(); scaler.scale(loss).backward()"
         return f"-{text}\n{wrapped}" + (scaler if dtype == "float16" else "")
     return f" {text}\n{_added(fix)}"
+
+
+def _with_bucket_cap(text: str, value: object) -> str:
+    """The `DistributedDataParallel(...)` line with `bucket_cap_mb` set to `value`."""
+    option = f"bucket_cap_mb={value}"
+    if _DDP_OPTION.search(text):
+        return _DDP_OPTION.sub(option, text)
+    body = text.rstrip()
+    return f"{body[:-1]}, {option})"
 
 
 def _added(fix: Fix) -> str:

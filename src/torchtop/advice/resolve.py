@@ -8,9 +8,12 @@ every fix once, as applying it would, and the verdict carries the resolved fix: 
 that shows `fix.value` shows the same number. A fix the job already runs with is dropped: it is
 not offered as a change (the job runs with 8 workers; "8 workers" is not advice).
 
-Fixes that cannot be planned (a knob with no route, a value that cannot be made concrete) are
-kept as the rule wrote them: the surfaces show why when asked to apply them. A code change is
-located in the user's code instead, from the job's stacks where there are any (`Fix.where`).
+Fixes that cannot be planned (a knob with no route) are kept as the rule wrote them: the
+surfaces show why when asked to apply them. A value in words that cannot be made a number for
+this job ("physical cores" where the machine is not known) drops the fix: a fix is never shown
+with a placeholder for its value. A code change is located in the user's code instead, from the
+job's stacks where there are any (`Fix.where`); a DDP option goes on the line that built the
+`DistributedDataParallel` where the agent saw it.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from torchtop.advice.locate import WeightedStack, located
 from torchtop.advice.machine import Machine
 from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.model.findings import Finding, Fix, Verdict
+from torchtop.model.fix_values import symbolic_value
 from torchtop.model.knobs import ALLOW_GROUPS, find_knob
 from torchtop.model.plan import NotApplicable
 
@@ -43,10 +47,11 @@ def resolve_fix(
     knob = find_knob(fix.knob)
     if fix.apply == "code" or (knob is not None and knob.routes == ("code",)):
         return fix
-    base = initial_plan((), env or {}, "")
+    base = initial_plan((), _job_env(settings) if env is None else env, "")
     planned = plan_fix(fix, base, settings, machine, allow=ALLOW_GROUPS, metrics=metrics, argv=argv)
     if isinstance(planned, NotApplicable):
-        return None if planned.in_effect else fix
+        unresolved = symbolic_value(fix.value) is not None
+        return None if planned.in_effect or unresolved else fix
     value = planned.fixes[-1].value
     return fix if value == fix.value else msgspec.structs.replace(fix, value=value)
 
@@ -59,13 +64,16 @@ def resolve_verdict(
     argv: Sequence[str] | None = None,
     stacks: Sequence[WeightedStack] | None = None,
 ) -> Verdict:
-    """`verdict` with each finding's fixes resolved for the job whose `settings` these are,
-    and its code fixes located in the job's `stacks` (None: none were recorded)."""
-    if not verdict.findings or not settings:
+    """`verdict` with each finding's fixes resolved for the job whose `settings` these are
+    (empty where no agent saw them: what the values need is then missing, and a value in words
+    drops its fix), and its code fixes located in the job's `stacks` (None: none were
+    recorded), DDP's options at the job's `DistributedDataParallel(...)` line."""
+    if not verdict.findings:
         return verdict
     env = _job_env(settings)
+    places = _known_places(settings)
     findings = tuple(
-        located(_resolved_finding(finding, settings, machine, metrics, argv, env), stacks)
+        located(_resolved_finding(finding, settings, machine, metrics, argv, env), stacks, places)
         for finding in verdict.findings
     )
     return msgspec.structs.replace(verdict, findings=findings)
@@ -87,8 +95,20 @@ def _resolved_finding(
     return finding if fixes == finding.fixes else msgspec.structs.replace(finding, fixes=fixes)
 
 
+_ENV_SEEN = {"OMP_NUM_THREADS": "omp_num_threads_env", "OMP_PROC_BIND": "omp_proc_bind_env"}
+
+
 def _job_env(settings: Mapping[str, Any]) -> dict[str, str]:
     """The variables the agent saw set in the job that decide a fix's current value."""
     threads = settings.get("threads")
-    omp = threads.get("omp_num_threads_env") if isinstance(threads, dict) else None
-    return {"OMP_NUM_THREADS": str(omp)} if omp is not None else {}
+    if not isinstance(threads, dict):
+        return {}
+    seen = {variable: threads.get(field) for variable, field in _ENV_SEEN.items()}
+    return {variable: str(value) for variable, value in seen.items() if value is not None}
+
+
+def _known_places(settings: Mapping[str, Any]) -> dict[str, str]:
+    """Knob prefix -> the job's line that sets those options, where the agent saw it."""
+    ddp = settings.get("ddp")
+    where = ddp.get("where") if isinstance(ddp, dict) else None
+    return {"ddp.": where} if isinstance(where, str) else {}

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 
 from torchtop.advice.job import JobView
-from torchtop.advice.machine import Machine
+from torchtop.advice.machine import Machine, rank_share
 from torchtop.model.fix_values import FALSE_WORDS, TRUE_WORDS, symbolic_value
 from torchtop.model.knobs import Knob
 
@@ -52,12 +52,13 @@ def _symbolic(raw: object, current: object | None, job: JobView, machine: Machin
     form = symbolic_value(raw)
     if form is None:
         return raw
+    share = rank_share(machine, job.usable_cores)
     if form.quantity == "physical_cores":
-        return machine.physical_cores
+        return share.physical_cores
     if form.quantity == "logical_cores":
-        return machine.logical_cores
+        return share.cores
     if form.quantity == "cores_per_worker":
-        return max(1, machine.logical_cores // ((job.workers or 0) + 1))
+        return max(1, share.cores // ((job.workers or 0) + 1))
     number = _number_or_none(current)
     if number is None:
         raise Unresolvable(f"{raw} of what: the current value is not known")
@@ -68,8 +69,9 @@ def _symbolic(raw: object, current: object | None, job: JobView, machine: Machin
 def size_workers(
     floor: int, current: int | None, metrics: Mapping[str, object], machine: Machine
 ) -> int:
-    """Workers enough to hide the measured DataLoader wait, within [floor, max(8, cores)]."""
-    cap = max(WORKERS_CAP_FLOOR, machine.logical_cores)
+    """Workers enough to hide the measured DataLoader wait, within [floor, max(8, the rank's
+    cores)]."""
+    cap = max(WORKERS_CAP_FLOOR, rank_share(machine).cores)
     workers = current or 0
     share = metrics.get("dataloader_share")
     if not isinstance(share, float) or not 0.0 < share < 1.0:

@@ -266,6 +266,36 @@ def watch_job_profilers(agent: Agent) -> Undo:
     return patch(profile_class, "_prepare_trace", prepare_trace)
 
 
+def watch_ddp(agent: Agent) -> Undo:
+    """Keep the newest `DistributedDataParallel` and the user's line that built it: whether a
+    bucket size can change anything depends on its gradients, and the fix goes on that line."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    original: Callable[..., None] = DistributedDataParallel.__init__
+
+    @functools.wraps(original)
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        agent.facts.ddp = self
+        agent.facts.ddp_where = caller_line(sys._getframe(1))
+
+    return patch(DistributedDataParallel, "__init__", init)
+
+
+def caller_line(frame: Any) -> str | None:
+    """`file:line: source` of the first frame outside torch (a subclass's `super().__init__`
+    leads back to the user's call), or None where there is none."""
+    import linecache
+
+    while frame is not None:
+        file = frame.f_code.co_filename
+        if not (f"{os.sep}torch{os.sep}" in file or f"{os.sep}torchtop{os.sep}" in file):
+            text = linecache.getline(file, frame.f_lineno).strip()
+            return f"{file}:{frame.f_lineno}" + (f": {text}" if text else "")
+        frame = frame.f_back
+    return None
+
+
 def watch_cli_options(agent: Agent) -> None:
     cli_options.install(argparse)
 
@@ -279,6 +309,7 @@ INSTALLERS: list[tuple[str, Installer]] = [
     ("DataLoader timing", time_dataloaders),
     ("autocast watch", watch_autocast),
     ("torch.compile watch", watch_compile),
+    ("DistributedDataParallel watch", watch_ddp),
     ("profiler guard", watch_job_profilers),
     ("argparse watch", watch_cli_options),
     ("exit status watch", watch_exit_status),

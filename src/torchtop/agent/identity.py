@@ -23,6 +23,7 @@ class Identity:
     rank: int | None
     local_rank: int | None
     world_size: int | None
+    local_world_size: int | None = None
 
     @property
     def worker(self) -> str:
@@ -37,6 +38,7 @@ def read_identity(env: Mapping[str, str]) -> Identity:
         rank=_int_or_none(env.get("RANK")),
         local_rank=_int_or_none(env.get("LOCAL_RANK")),
         world_size=_int_or_none(env.get("WORLD_SIZE")),
+        local_world_size=_int_or_none(env.get("LOCAL_WORLD_SIZE")),
     )
 
 
@@ -68,6 +70,7 @@ def hello_record(identity: Identity, torch_version: str, now_s: float) -> Hello:
         python=sys.version.split()[0],
         torch=torch_version,
         host=identity.host,
+        local_world_size=identity.local_world_size,
     )
 
 

@@ -40,9 +40,15 @@ THREAD_NAME = "torchtop-inject"
 # that lands in the optimizer's hook loop does nothing, and each costs the job a little).
 KICK_EVERY_S = 0.05
 
-RUN_ONLY = ("knob overrides", "argparse watch", "child exit watch")
+RUN_ONLY = (
+    "knob overrides",
+    "argparse watch",
+    "child exit watch",
+    "DistributedDataParallel watch",
+)
 """`run`'s installers that have no after-the-fact form: knob overrides apply at start-up,
-argparse has parsed already, and the child exit watcher belongs to a launcher."""
+argparse has parsed already, the child exit watcher belongs to a launcher, and a running job
+built its `DistributedDataParallel` long before."""
 INJECTED_INSTALLERS: list[tuple[str, Installer]] = [
     (name, install) for name, install in INSTALLERS if name not in RUN_ONLY
 ]

@@ -16,7 +16,15 @@ from typing import Any
 
 import torch
 
-from torchtop.runs.records import CliOption, LoaderSettings, Scalar, Settings, ThreadSettings
+from torchtop.runs.node import process_cpus
+from torchtop.runs.records import (
+    CliOption,
+    DdpSettings,
+    LoaderSettings,
+    Scalar,
+    Settings,
+    ThreadSettings,
+)
 
 
 @dataclass
@@ -30,6 +38,9 @@ class JobFacts:
     step_signal: str | None = None
     # The signal whose steps are held back, waiting for a better one (None when none are).
     step_signal_held: str | None = None
+    # The newest `DistributedDataParallel` built, and the user's line that built it.
+    ddp: Any = None
+    ddp_where: str | None = None
 
 
 def loader_settings(iterator: Any) -> LoaderSettings:
@@ -56,6 +67,7 @@ def thread_settings() -> ThreadSettings:
         omp_num_threads_env=os.environ.get("OMP_NUM_THREADS"),
         openmp_runtime=openmp_runtime(),
         usable_cores=usable_cores(),
+        omp_proc_bind_env=os.environ.get("OMP_PROC_BIND"),
     )
 
 
@@ -86,13 +98,43 @@ def runtime_in_maps(lines: Iterable[str]) -> str | None:
     return None
 
 
+_start_cpus: frozenset[int] | None = None
+
+
+def remember_start_cpus(cpus: frozenset[int] | set[int] | None) -> None:
+    """The affinity the bootstrap read at interpreter start, before torch loaded OpenMP."""
+    global _start_cpus
+    _start_cpus = frozenset(cpus) if cpus else None
+
+
 def usable_cores() -> int | None:
-    """The cores this process may run on (its CPU affinity), which a container or `taskset`
-    makes fewer than the machine's."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count()
+    """The cores this process may run on, which a container, `taskset` or the launcher makes
+    fewer than the machine's: its affinity as it was started (`remember_start_cpus`), else the
+    union of its threads' affinities. Never the main thread's affinity now: with
+    `OMP_PROC_BIND` set, OpenMP pins it to one core as torch loads."""
+    if _start_cpus:
+        return len(_start_cpus)
+    cpus = process_cpus(os.getpid())
+    return len(cpus) if cpus else os.cpu_count()
+
+
+def ddp_settings(module: Any, where: str | None) -> DdpSettings:
+    """A `DistributedDataParallel`'s gradient bytes, bucket cap and bucket count, from its
+    logging data (`_get_ddp_logging_data`: what DDP itself reports)."""
+    data = module._get_ddp_logging_data()
+    # `num_buckets_reduced` counts the buckets of the last backward; with several ranks they
+    # are rebuilt in gradient order after the first (`bucket_sizes` keeps the constructor's).
+    settled = bool(data.get("has_rebuilt_buckets")) or data.get("world_size") == 1
+    return DdpSettings(
+        gradient_bytes=_int(data.get("total_parameter_size_bytes")),
+        bucket_cap_bytes=_int(data.get("bucket_cap_bytes")),
+        bucket_count=_int(data.get("num_buckets_reduced")) if settled else None,
+        where=where,
+    )
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def cuda_initialized() -> bool:
@@ -125,4 +167,5 @@ def settings_record(
         overrides=overrides,
         step_signal=facts.step_signal,
         step_signal_held=facts.step_signal_held,
+        ddp=ddp_settings(facts.ddp, facts.ddp_where) if facts.ddp is not None else None,
     )

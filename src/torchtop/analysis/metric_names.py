@@ -90,6 +90,15 @@ METRICS: dict[str, str] = {
     # The job's settings, measured by the live agent (None offline).
     "host_cpu_count": "CPU cores the job may use",
     "torch_num_threads": "torch.get_num_threads() in the job",
+    "local_ranks": "the job's ranks (training processes) on the node, each with its own threads",
+    "rank_cores": "the cores one rank may count on: its node's cores shared among the local ranks, "
+    "or fewer where its launcher confined it",
+    "loader_workers": "DataLoader worker processes of a rank: 0 where the agent saw the job step "
+    "with no DataLoader (None offline)",
+    "ddp_gradient_bytes": "bytes DistributedDataParallel all-reduces per step (its parameters)",
+    "ddp_bucket_cap_bytes": "DistributedDataParallel's bucket_cap_mb, in bytes",
+    "ddp_bucket_count": "DistributedDataParallel's gradient buckets (its own count once rebuilt "
+    "after the first step, else estimated from the gradient bytes and the cap)",
     "dataloader_num_workers": "DataLoader num_workers",
     "dataloader_pin_memory": "DataLoader pin_memory",
     "openmp_runtime": "the OpenMP runtime the job's torch loaded: gnu (libgomp), intel (libiomp5) "

@@ -9,10 +9,15 @@ agent is assessed from its steps as any run is.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
+import msgspec
 from msgspec.structs import replace
 
+from torchtop.advice.machine import cached_machine, rank_share
+from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.assess.run import assess
 from torchtop.assess.stack_shares import INTERPRETER, StackShares, shares_of
@@ -21,6 +26,8 @@ from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.frames import OP, load_frame_patterns
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis
+from torchtop.model.attach import AttachedRank
+from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
 from torchtop.runs.state import RunState
 
@@ -121,11 +128,19 @@ def _gpu_utilization(state: RunState) -> float | None:
 
 
 def assess_attached(
-    state: RunState, windows: Mapping[int, RankAnalysis], tree: RuleTree, kind: str = "attach"
+    state: RunState,
+    windows: Mapping[int, RankAnalysis],
+    tree: RuleTree,
+    kind: str = "attach",
+    local_ranks: int = 1,
+    rank: AttachedRank | None = None,
 ) -> Report:
+    """The report of a process (or of `local_ranks` ranks pooled) seen through its stacks;
+    `rank` is what its environment said when attach started (the first rank's, pooled)."""
     if state.training_processes:
         return assess(state, windows, tree, kind)
     metrics, breakdown = stack_metrics(state)
+    metrics.update(_node_metrics(metrics, local_ranks, rank))
     job = RankAnalysis(
         rank=None,
         label=f"PID {state.launch.pid}",
@@ -149,6 +164,7 @@ def assess_attached(
         if "stacks" in state.unavailable:
             reason = f"no stack samples: {state.unavailable['stacks']}"
         verdict = replace(verdict, bottleneck="unknown", confidence=0.0, reason=reason, findings=())
+    verdict = _resolved(verdict, metrics, local_ranks, rank)
     return Report(
         source_kind=kind,
         paths=(str(state.layout.root),),
@@ -169,6 +185,38 @@ def idle_reason(metrics: Metrics, pid: int | None) -> str:
         "not look like a training loop right now (idle, evaluating, or not a PyTorch job); "
         "attach --inject would time its steps"
     )
+
+
+def _node_metrics(metrics: Metrics, local_ranks: int, rank: AttachedRank | None) -> Metrics:
+    """The ranks on the node and one rank's share of its cores, as `assess.run` has them."""
+    machine = dataclasses.replace(cached_machine(), local_ranks=local_ranks)
+    allowed = _seen(rank.cpus) if rank is not None else None
+    return {"local_ranks": local_ranks, "rank_cores": rank_share(machine, allowed).cores}
+
+
+def _seen(value: int | str | msgspec.UnsetType | None) -> Any:
+    """A value read of a rank's process when attach started; None where it was not."""
+    return None if isinstance(value, msgspec.UnsetType) else value
+
+
+def _resolved(
+    verdict: Verdict, metrics: Metrics, local_ranks: int, rank: AttachedRank | None
+) -> Verdict:
+    """The fixes with their values for this job, from what its stacks and environment say:
+    the intra-op threads counted in its native frames, `OMP_NUM_THREADS` as it was started.
+    No agent saw its settings, so a value that needs more is dropped, never shown in words."""
+    threads = metrics.get("torch_num_threads")
+    settings: dict[str, object] = {
+        "threads": {
+            "torch_num_threads": int(threads) if isinstance(threads, int | float) else None,
+            "omp_num_threads_env": _seen(rank.omp_num_threads) if rank is not None else None,
+            "usable_cores": _seen(rank.cpus) if rank is not None else None,
+        },
+    }
+    if metrics.get("has_gpu") is False:
+        settings["device"] = "cpu"
+    machine = dataclasses.replace(cached_machine(), local_ranks=local_ranks)
+    return resolve_verdict(verdict, settings, machine, metrics)
 
 
 def _evidence_note(metrics: Metrics) -> str:

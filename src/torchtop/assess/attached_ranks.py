@@ -41,14 +41,18 @@ def assess_attached_ranks(
         return assess_attached(state, windows, tree, kind)
     if state.training_processes or len(target.ranks) < 2:
         return replace(assess_attached(state, windows, tree, kind), attached=target)
-    pooled = assess_attached(only_ranks(state, [r.pid for r in target.ranks]), {}, tree, kind)
-    ranks = tuple(_rank_report(state, rank, tree, kind) for rank in target.ranks)
+    pids = [r.pid for r in target.ranks]
+    local = len(target.ranks)
+    pooled = assess_attached(only_ranks(state, pids), {}, tree, kind, local, target.ranks[0])
+    ranks = tuple(_rank_report(state, rank, tree, kind, local) for rank in target.ranks)
     job = replace(pooled.job, label=target.job_words)
     return replace(pooled, job=job, ranks=ranks, attached=target)
 
 
-def _rank_report(state: RunState, rank: AttachedRank, tree: RuleTree, kind: str) -> RankReport:
-    own = assess_attached(only_ranks(state, [rank.pid]), {}, tree, kind)
+def _rank_report(
+    state: RunState, rank: AttachedRank, tree: RuleTree, kind: str, local_ranks: int
+) -> RankReport:
+    own = assess_attached(only_ranks(state, [rank.pid]), {}, tree, kind, local_ranks, rank)
     label = f"rank {rank.rank}" if rank.rank is not None else f"PID {rank.pid}"
     analysis = replace(own.job, rank=rank.rank, label=label)
     ended = _ended(state, rank.pid, tree.settings.ranks.silent_after_s)

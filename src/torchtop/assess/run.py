@@ -25,11 +25,11 @@ import numpy as np
 from msgspec.structs import replace
 
 from torchtop.advice.locate import dump_stacks
-from torchtop.advice.machine import cached_machine
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis
 from torchtop.assess.ending import died_of_memory, ending_note, job_exit
+from torchtop.assess.node_share import ddp_metrics, node_machine, node_metrics
 from torchtop.assess.nodes import node_reports
 from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, rank_verdict
 from torchtop.assess.ranks import standings
@@ -131,9 +131,14 @@ def settings_metrics(process: ProcessState, cpu_count: int | None) -> Metrics:
         "torch_num_threads": threads.torch_num_threads,
         "openmp_runtime": threads.openmp_runtime,
         "dataloader_num_workers": loader.num_workers,
+        # A job seen stepping without a DataLoader has no worker processes to pin.
+        "loader_workers": loader.num_workers
+        if settings.dataloader is not None
+        else (0 if process.settings is not None and process.steps else None),
         "dataloader_pin_memory": loader.pin_memory,
         "has_gpu": device.startswith("cuda") if device else None,
         "world_size": process.hello.world_size if process.hello is not None else None,
+        **ddp_metrics(settings.ddp),
     }
 
 
@@ -197,6 +202,7 @@ def assess(
             job = replace(job, metrics={**job.metrics, "breakdown_steps": covered})
     # The job's figures are its slowest rank's steps; its shares, each rank's window's.
     first = windows.get(processes[0].pid) if processes else None
+    job = replace(job, metrics={**job.metrics, **node_metrics(state, job.metrics)})
     verdict = diagnose(tree, job.metrics, evidence_steps(job, first))
     verdict = _resolved(verdict, state, job.metrics)
     steps = job.metrics.get("steps_count")
@@ -281,7 +287,7 @@ def _resolved(verdict: Verdict, state: RunState, metrics: Metrics) -> Verdict:
     stepping = [r for r in dumps if started is not None and r.t >= started]
     stacks = dump_stacks(stepping) if dumps else None
     settings = settings_table(main.settings)
-    return resolve_verdict(verdict, settings, cached_machine(), metrics, main.argv, stacks)
+    return resolve_verdict(verdict, settings, node_machine(state), metrics, main.argv, stacks)
 
 
 def _rank_analysis(

@@ -28,6 +28,8 @@ from pathlib import PurePath
 
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
+from torchtop.runs.node import process_cpus
+
 _PYTHON_EXECUTABLE = re.compile(r"^python[\d.]*$")
 _LAUNCHER_MARKERS = ("torch.distributed.run", "torch.distributed.launch")
 _EXEC_GRACE_S = 0.02
@@ -158,6 +160,10 @@ class RankProcess:
     rank: int | None
     local_rank: int | None = None
     world_size: int | None = None
+    omp_num_threads: str | None = None
+    """`OMP_NUM_THREADS` it was started with (torchrun sets 1 for several ranks)."""
+    cpus: int | None = None
+    """The CPUs its threads may use (`runs.node.process_cpus`)."""
 
 
 @dataclass(frozen=True)
@@ -202,8 +208,16 @@ def read_rank(process: psutil.Process) -> RankProcess | None:
     environ = _environ(process)
     if environ is None:
         return None
-    numbers = [_number(environ.get(name)) for name in RANK_VARIABLES]
-    return RankProcess(process.pid, *numbers)
+    rank, local_rank, world_size = (_number(environ.get(name)) for name in RANK_VARIABLES)
+    cpus = process_cpus(process.pid)
+    return RankProcess(
+        process.pid,
+        rank,
+        local_rank,
+        world_size,
+        omp_num_threads=environ.get("OMP_NUM_THREADS"),
+        cpus=len(cpus) if cpus else None,
+    )
 
 
 def _launched(pid: int, launcher_pid: int, role: str, cmdline: tuple[str, ...]) -> FoundJob:

@@ -9,6 +9,7 @@ live process.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -70,10 +71,8 @@ def find_target(process: psutil.Process) -> AttachTarget | None:
         found = _found(process.pid)
     if found.role == "process" or not found.ranks:
         return None
-    ranks = tuple(
-        AttachedRank(pid=r.pid, rank=r.rank, local_rank=r.local_rank, world_size=r.world_size)
-        for r in found.ranks
-    )
+    # `collectors.tree.RankProcess` names the same fields: what was read of each rank.
+    ranks = tuple(AttachedRank(**dataclasses.asdict(r)) for r in found.ranks)
     return AttachTarget(
         pid=found.pid,
         role=found.role,

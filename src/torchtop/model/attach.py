@@ -16,6 +16,11 @@ class AttachedRank(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """RANK from its environment, or its place in start order (`AttachTarget.numbered_by`)."""
     local_rank: int | None = None
     world_size: int | None = None
+    omp_num_threads: str | msgspec.UnsetType | None = msgspec.UNSET
+    """`OMP_NUM_THREADS` from its environment, as it was started (None: unset or unreadable;
+    absent in run folders written before it existed)."""
+    cpus: int | msgspec.UnsetType | None = msgspec.UNSET
+    """The CPUs its threads may use, read when attach started."""
 
 
 class AttachTarget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

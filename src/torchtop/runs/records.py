@@ -49,6 +49,9 @@ class Hello(JournalRecord, tag="hello"):
     local_rank: int | None = None
     world_size: int | None = None
     argv: list[str] | None = None
+    local_world_size: int | msgspec.UnsetType | None = msgspec.UNSET
+    """`LOCAL_WORLD_SIZE` (torchrun sets it): the job's ranks on this node; absent in folders
+    written before it existed."""
     python: str | None = None
     torch: str | None = None
     host: str | None = None
@@ -68,6 +71,22 @@ class ThreadSettings(Part):
     omp_num_threads_env: str | None = None
     openmp_runtime: str | None = None
     usable_cores: int | None = None
+    """The CPUs the process may run on as it was started (its affinity before torch's OpenMP
+    pinned its main thread), or the union of its threads' affinities where it was not seen then."""
+    omp_proc_bind_env: str | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class DdpSettings(Part):
+    """What `DistributedDataParallel(...)` was built with, from its own logging data."""
+
+    gradient_bytes: int | None = None
+    """The parameters it reduces (`total_parameter_size_bytes`): the bytes all-reduced a step."""
+    bucket_cap_bytes: int | None = None
+    bucket_count: int | None = None
+    """Its buckets, as it counts them (`num_buckets_reduced`) once they are rebuilt after the
+    first step (a job of one rank keeps its first layout); None before then."""
+    where: str | None = None
+    """The user's line that called it: `file:line: source`."""
 
 
 class CliOption(Part):
@@ -92,6 +111,8 @@ class Settings(JournalRecord, tag="settings"):
     step_signal: str | None = None
     step_signal_held: str | None = None
     t: float | None = None
+    ddp: DdpSettings | msgspec.UnsetType | None = msgspec.UNSET
+    """Absent in folders written before it existed."""
 
 
 class Step(JournalRecord, tag="step"):

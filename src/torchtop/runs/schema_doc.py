@@ -30,6 +30,7 @@ SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
         (
             r.LoaderSettings,
             r.ThreadSettings,
+            r.DdpSettings,
             r.CliOption,
             r.HostProcess,
             r.GpuDevice,

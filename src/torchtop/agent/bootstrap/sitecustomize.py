@@ -5,6 +5,7 @@
 it starts: torchrun's workers, spawned DataLoader workers, subprocesses. It:
 
 - does nothing unless `TORCHTOP_RUN_DIR` is set, and never imports torch;
+- reads the CPUs the process may use before anything in it can pin its main thread;
 - runs the `sitecustomize` that this one hides (the venv's or the system's), so it is not lost;
 - puts a finder first on `sys.meta_path` that, for the modules named in `_WATCHED` only, wraps
   their loader's `exec_module`, so that right after the job imports `torch` the agent attaches
@@ -77,6 +78,7 @@ def _import_torchtop(name: str) -> ModuleType:
 
 
 def _attach_agent(torch: ModuleType) -> None:
+    _import_torchtop("torchtop.agent.settings").remember_start_cpus(_START_CPUS)
     _import_torchtop("torchtop.agent.hooks").attach()
 
 
@@ -151,8 +153,22 @@ def _chain_to_hidden_sitecustomize() -> None:
     spec.loader.exec_module(module)
 
 
+def _start_cpus() -> set[int] | None:
+    """The CPUs this process may use, read now: once torch has loaded OpenMP with
+    `OMP_PROC_BIND` set, the main thread is pinned to one of them."""
+    try:
+        return os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return None
+
+
+_START_CPUS: set[int] | None = None
+
+
 def _start() -> None:
+    global _START_CPUS
     if os.environ.get(RUN_DIR_ENV):
+        _START_CPUS = _start_cpus()
         sys.meta_path.insert(0, _ImportWatcher(_WATCHED))
     _chain_to_hidden_sitecustomize()
 
