@@ -30,6 +30,13 @@ CPU_COLLECTIVE_NAMES = frozenset(
         "c10d::wait",
     }
 )
+# The host ranges torch-tb-profiler counts as communication (its NcclOpNameSet and GlooOpNameSet);
+# kernels sharing their external id are its communication kernels.
+TB_PLUGIN_COLLECTIVE_NAMES = frozenset(
+    f"{library}:{kind}"
+    for library in ("nccl", "gloo")
+    for kind in ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")
+)
 COPY_OP_NAMES = frozenset(
     {"aten::copy_", "aten::to", "aten::_to_copy", "aten::contiguous", "aten::clone"}
 )
@@ -90,6 +97,12 @@ def is_collective_annotation(name: str) -> bool:
 
 def is_cpu_collective(name: str) -> bool:
     return is_collective_annotation(name) or name in CPU_COLLECTIVE_NAMES
+
+
+def is_driver_call(name: str) -> bool:
+    """A CUDA driver API call (`cuLaunchKernel`, `cuLaunchKernelEx`), not a runtime one (`cuda*`,
+    `hip*`): kineto writes them as `cuda_driver` events, which torch-tb-profiler does not count."""
+    return len(name) > 2 and name.startswith("cu") and name[2].isupper()
 
 
 def is_comm_kernel(name: str) -> bool:
