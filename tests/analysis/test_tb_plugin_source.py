@@ -8,6 +8,7 @@ smallest traces to show the recording is what it gives.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -15,17 +16,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks.tb_plugin_check import (
-    DEFAULT_ORACLE,
-    ROOT,
-    key_of,
-    oracle_shares,
-    run_oracle,
-    torchtop_shares,
-)
 
 from tests.conftest import SHARED
 from torchtop.analysis.breakdown import CATEGORIES
+
+ROOT = Path(__file__).resolve().parents[2]
+# The checker is a script, not a module of the package: loaded from its file, as run.
+_SPEC = importlib.util.spec_from_file_location(
+    "tb_plugin_check", ROOT / "benchmarks/tb_plugin_check.py"
+)
+assert _SPEC is not None and _SPEC.loader is not None
+checker: Any = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(checker)
+DEFAULT_ORACLE: Path = checker.DEFAULT_ORACLE
+key_of, oracle_shares = checker.key_of, checker.oracle_shares
+run_oracle, torchtop_shares = checker.run_oracle, checker.torchtop_shares
 
 RECORDED = Path(__file__).parent / "data" / "tb_plugin_oracle.json"
 DLRM_RANK1 = "../shared/traces/param/dlrm_kineto/worker1_step_12.1694128201556.pt.trace.json.gz"
