@@ -51,6 +51,11 @@ class Verdict(msgspec.Struct, frozen=True):
     fixes work; None where its root did not hold or there is no model."""
     predicted_gain: float | None = None
     """The verdict class's speedup bound, `1 / (1 - share)`."""
+    unexplained_share: float | None = None
+    """The part of the verdict class's share (0-1) that no finding of its class explains;
+    None where its findings cover it."""
+    unexplained: str | None = None
+    """Where a share is unexplained: that it is, and what to record to find its cause."""
 
 
 def gain_bound(share: float | None) -> float | None:

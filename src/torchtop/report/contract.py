@@ -250,6 +250,8 @@ def _verdict_detail(verdict: Verdict) -> dict[str, Any]:
         "scores": {k: round(v, 4) for k, v in verdict.scores.items()},
         "recoverable": {k: _round(v, 4) for k, v in verdict.recoverable.items()},
         "predicted_gain": verdict.predicted_gain,
+        "unexplained_share": verdict.unexplained_share,
+        "unexplained": verdict.unexplained,
     }
 
 

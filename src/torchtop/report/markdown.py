@@ -17,6 +17,8 @@ def render_markdown(report: Report) -> str:
     if verdict.bottleneck != "unknown":
         verdict_line += f" (confidence {verdict.confidence:.2f})"
     lines += [verdict_line + f" — {verdict.reason}", ""]
+    if verdict.unexplained:
+        lines += [verdict.unexplained, ""]
     mean = job.metrics.get("step_mean_ms")
     if isinstance(mean, int | float):
         line = f"Mean step {mean:.1f} ms over {job.metrics.get('steps_count')} steps"

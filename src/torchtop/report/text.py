@@ -93,7 +93,8 @@ def _verdict(report: Report, style: _Style) -> list[str]:
     head = f"VERDICT  {style(verdict.bottleneck.upper(), colour)}"
     if verdict.bottleneck != "unknown":
         head += f"  · confidence {verdict.confidence:.2f}"
-    return [head, f"  {verdict.reason}", ""]
+    note = [f"  {verdict.unexplained}"] if verdict.unexplained else []
+    return [head, f"  {verdict.reason}", *note, ""]
 
 
 def _steps(job: RankAnalysis, style: _Style) -> list[str]:
