@@ -41,6 +41,7 @@ def test_the_diagnosis_of_a_v100_finding_carries_no_tf32_and_no_bf16() -> None:
         "has_step_markers": True,
         "has_gpu": True,
         "compute_capability": 7.0,
+        "matrix_cores": True,
         "kernel_share": 0.9,
         "memcpy_share": 0.0,
         "memset_share": 0.0,

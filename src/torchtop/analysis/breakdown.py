@@ -9,12 +9,23 @@ moments when none is. So the parts add up to the step. Categories are unions of 
   collective spans, so a CPU job's conversions show as copies rather than as math;
 - communication: collective kernels (NCCL/RCCL), the host's `nccl:`/`gloo:` ranges, and on a
   CPU-only trace the c10d collectives themselves;
-- runtime: CUDA/HIP runtime and driver calls;
+- runtime: CUDA/HIP runtime calls (`cuda_runtime`; driver calls such as `cuLaunchKernel` are
+  not, as torch-tb-profiler leaves them out: their time is their operator's, or Other);
 - dataloader: `enumerate(DataLoader)#...__next__` (operator or user annotation);
-- cpu_exec: every other CPU operator.
+- cpu_exec: every other CPU operator, and every other `record_function`/user-annotation range,
+  so host time inside a range no operator covers is CPU Exec, as torch-tb-profiler's source
+  counts it.
+
+Two deliberate differences from torch-tb-profiler (`Accounting`): collectives are
+communication by their names (a kernel by its own, a host range by its library's prefix;
+tb_plugin: only host ranges of ten names, and the kernels whose external id links them to one),
+and copy operators on a CPU-only trace are memcpy (tb_plugin: CPU Exec).
+`TB_PLUGIN` turns both off, for comparing with its figures (`benchmarks/tb_plugin_check.py`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import msgspec
 import numpy as np
@@ -23,13 +34,15 @@ from torchtop.analysis.intervals import Floats, IntervalSet
 from torchtop.analysis.steps import StepWindows
 from torchtop.analysis.vocabulary import (
     COPY_OP_NAMES,
+    TB_PLUGIN_COLLECTIVE_NAMES,
     is_collective_annotation,
     is_comm_kernel,
     is_cpu_collective,
     is_dataloader,
+    is_driver_call,
     mask_names,
 )
-from torchtop.traces.data import Spans, TraceData
+from torchtop.traces.data import NO_ID, Spans, TraceData
 
 CATEGORIES = (
     "kernel",
@@ -43,6 +56,21 @@ CATEGORIES = (
 )
 
 
+class Accounting(msgspec.Struct, frozen=True):
+    """Where torchtop counts differently from torch-tb-profiler, on purpose."""
+
+    collectives_by_name: bool = True
+    """A collective kernel is communication by its name, a host range by any collective
+    library's prefix (`nccl:all_to_all`); False: kernels only when linked to a host range of
+    tb_plugin's ten names, and only those ranges (tb_plugin)."""
+    cpu_copies_as_memcpy: bool = True
+    """On a CPU-only trace, copy operators are memcpy; False: CPU Exec (tb_plugin)."""
+
+
+TORCHTOP = Accounting()
+TB_PLUGIN = Accounting(collectives_by_name=False, cpu_copies_as_memcpy=False)
+
+
 class Roles(msgspec.Struct, frozen=True):
     """Each category's busy time as an interval set, before priorities apply."""
 
@@ -51,11 +79,17 @@ class Roles(msgspec.Struct, frozen=True):
     compute_kernels: IntervalSet
 
 
-def role_sets(trace: TraceData) -> Roles:
+def role_sets(trace: TraceData, accounting: Accounting = TORCHTOP) -> Roles:
     names = trace.names
     cpu_only = len(trace.kernels) == 0
-    comm_kernel = mask_names(trace.kernels.name, names, is_comm_kernel)
-    comm_op_test = is_cpu_collective if cpu_only else is_collective_annotation
+    if accounting.collectives_by_name:
+        comm_kernel = mask_names(trace.kernels.name, names, is_comm_kernel)
+        comm_op_test: Callable[[str], bool] = (
+            is_cpu_collective if cpu_only else is_collective_annotation
+        )
+    else:
+        comm_kernel = _linked_comm_kernels(trace)
+        comm_op_test = TB_PLUGIN_COLLECTIVE_NAMES.__contains__
     ops, annotations = trace.ops, trace.annotations
     op_dl = mask_names(ops.name, names, is_dataloader)
     op_comm = mask_names(ops.name, names, comm_op_test) & ~op_dl
@@ -76,19 +110,31 @@ def role_sets(trace: TraceData) -> Roles:
     )
     dataloader = _set(ops, op_dl).union(_set(annotations, ann_dl))
     copies = _set(trace.copies.spans)
-    if cpu_only:
+    if cpu_only and accounting.cpu_copies_as_memcpy:
         copies = _set(ops, mask_names(ops.name, names, COPY_OP_NAMES.__contains__))
         copies = copies.subtract(dataloader).subtract(comm)
+    runtime = trace.runtime
     sets = {
         "kernel": compute,
         "memcpy": copies,
         "memset": _set(trace.memsets),
         "communication": comm,
-        "runtime": _set(trace.runtime),
+        "runtime": _set(runtime, ~mask_names(runtime.name, names, is_driver_call)),
         "dataloader": dataloader,
-        "cpu_exec": _set(ops, ~op_dl & ~op_comm),
+        "cpu_exec": _set(ops, ~op_dl & ~op_comm).union(_set(annotations, ~ann_dl & ~ann_comm)),
     }
     return Roles(sets, comm_kernels=_set(trace.kernels, comm_kernel), compute_kernels=compute)
+
+
+def _linked_comm_kernels(trace: TraceData) -> np.ndarray:
+    """Kernels launched under a host range tb_plugin names a collective (`nccl:all_reduce`...),
+    told by the external id they share: which kernels tb_plugin counts as communication."""
+    ids = []
+    for spans in (trace.ops, trace.annotations):
+        named = mask_names(spans.name, trace.names, TB_PLUGIN_COLLECTIVE_NAMES.__contains__)
+        ids.append(spans.external_id[named])
+    linked = np.concatenate(ids)
+    return np.isin(trace.kernels.external_id, linked[linked != NO_ID])
 
 
 def _set(spans: Spans, mask: np.ndarray | None = None) -> IntervalSet:

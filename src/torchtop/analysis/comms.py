@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from torchtop.analysis.comm_sizes import message_sizes, pooled_sizes
-from torchtop.analysis.vocabulary import COLLECTIVE_PREFIXES, COMM_KERNEL_MARKERS, distinct
+from torchtop.analysis.vocabulary import COLLECTIVE_PREFIXES, comm_family_kind, distinct
 from torchtop.model.analysis import CommStat, Metrics
 from torchtop.traces.data import Spans, TraceData
 
@@ -39,8 +39,11 @@ _KINDS = {
 
 def kernel_kind(name: str) -> str | None:
     """The collective kind of a device kernel's name; None: not a collective kernel."""
-    if not any(m in name.lower() for m in COMM_KERNEL_MARKERS):
+    is_comm, family_kind = comm_family_kind(name)
+    if not is_comm:
         return None
+    if family_kind is not None:
+        return family_kind
     found = _KERNEL_KIND.match(name)
     word = found.group(1).lower() if found else ""
     return _KINDS.get(word, word or "other")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from torchtop.analysis.intervals import IntervalSet
@@ -103,8 +105,26 @@ def _tensor_cores(trace: TraceData) -> Metrics:
 def _compute_capability(trace: TraceData) -> Metrics:
     for device in trace.devices:
         if device.compute_major is not None:
-            return {"compute_capability": device.compute_major + (device.compute_minor or 0) / 10}
+            capability = device.compute_major + (device.compute_minor or 0) / 10
+            return {
+                "compute_capability": capability,
+                "matrix_cores": _matrix_cores(device.name or "", capability),
+            }
     return {}
+
+
+_INSTINCT = re.compile(r"instinct\s*mi\s*(\d+)", re.IGNORECASE)
+
+
+def _matrix_cores(name: str, capability: float) -> bool | None:
+    """Whether the GPU has Tensor Cores (NVIDIA, compute capability 7.0 and later) or matrix
+    cores (AMD Instinct MI100 and later: CDNA's MFMA units; MI50/MI60 have none). None for an
+    AMD GPU the name does not place: ROCm reports gfx906 and gfx90a alike as 9.0."""
+    lowered = name.lower()
+    if "amd" in lowered or "radeon" in lowered or "instinct" in lowered:
+        found = _INSTINCT.search(name)
+        return None if found is None else int(found.group(1)) >= 100
+    return capability >= 7
 
 
 def _memory(trace: TraceData) -> Metrics:

@@ -40,10 +40,14 @@ METRICS: dict[str, str] = {
     "launch_delay_median_us": "median time from launch call to kernel start, µs (small = the "
     "GPU waits for launches; large = the CPU runs ahead)",
     "gpu_gaps_per_step": "idle gaps between kernels per step",
-    "tc_used_share": "kernel time in Tensor Core kernels over all kernel time (0-1)",
+    "tc_used_share": "kernel time in Tensor Core (or AMD matrix-core) kernels over all kernel "
+    "time (0-1)",
     "tc_eligible_share": "kernel time launched by Tensor-Core-eligible operators over all kernel "
     "time (0-1)",
-    "compute_capability": "the GPU's compute capability, e.g. 8.0",
+    "compute_capability": "the GPU's compute capability, e.g. 8.0 (ROCm: the gfx major.minor, "
+    "9.4 for an MI300)",
+    "matrix_cores": "the GPU has Tensor Cores (NVIDIA 7.0+) or MFMA matrix cores (AMD Instinct "
+    "MI100+); None where the name does not say",
     "memory_peak_bytes": "peak device memory allocated, bytes",
     "memory_peak_share": "peak device memory allocated over the device's capacity (0-1)",
     "memory_batch_factor_max": "the largest multiple of the current batch predicted to fit in "

@@ -6,8 +6,12 @@ Predicates run once per distinct name (a trace has thousands of names, millions 
 
 from __future__ import annotations
 
+import re
+import tomllib
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -29,6 +33,13 @@ CPU_COLLECTIVE_NAMES = frozenset(
         "c10d::barrier",
         "c10d::wait",
     }
+)
+# The host ranges torch-tb-profiler counts as communication (its NcclOpNameSet and GlooOpNameSet);
+# kernels sharing their external id are its communication kernels.
+TB_PLUGIN_COLLECTIVE_NAMES = frozenset(
+    f"{library}:{kind}"
+    for library in ("nccl", "gloo")
+    for kind in ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")
 )
 COPY_OP_NAMES = frozenset(
     {"aten::copy_", "aten::to", "aten::_to_copy", "aten::contiguous", "aten::clone"}
@@ -92,14 +103,59 @@ def is_cpu_collective(name: str) -> bool:
     return is_collective_annotation(name) or name in CPU_COLLECTIVE_NAMES
 
 
+class KernelFamily(msgspec.Struct, frozen=True):
+    """Kernels of one library recognised by name (`kernel_families.toml`)."""
+
+    library: str
+    pattern: str
+    source: str
+    examples: list[str]
+    kind: str | None = None
+    """The collective kind every kernel of the family is (DeepEP's: all_to_all); None: read
+    from the name where it says it."""
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, re.IGNORECASE)
+
+
+class KernelFamilies(msgspec.Struct, frozen=True):
+    matrix_core: list[KernelFamily]
+    communication: list[KernelFamily]
+
+
+FAMILIES_FILE = Path(__file__).with_name("kernel_families.toml")
+FAMILIES = msgspec.convert(tomllib.loads(FAMILIES_FILE.read_text("utf-8")), KernelFamilies)
+_MATRIX_CORE = [family.regex for family in FAMILIES.matrix_core]
+_COMM_KERNEL = [(family.regex, family.kind) for family in FAMILIES.communication]
+
+
+def comm_family_kind(name: str) -> tuple[bool, str | None]:
+    """Whether a kernel is a collective library's, and the kind its family fixes (if any)."""
+    for regex, kind in _COMM_KERNEL:
+        if regex.search(name):
+            return True, kind
+    return any(marker in name.lower() for marker in COMM_KERNEL_MARKERS), None
+
+
+def is_driver_call(name: str) -> bool:
+    """A CUDA driver API call (`cuLaunchKernel`, `cuLaunchKernelEx`), not a runtime one (`cuda*`,
+    `hip*`): kineto writes them as `cuda_driver` events, which torch-tb-profiler does not count."""
+    return len(name) > 2 and name.startswith("cu") and name[2].isupper()
+
+
 def is_comm_kernel(name: str) -> bool:
-    lowered = name.lower()
-    return any(marker in lowered for marker in COMM_KERNEL_MARKERS)
+    """A collective library's device kernel: NCCL/RCCL by name, and every family of
+    `kernel_families.toml` (NVSHMEM, DeepEP, MSCCL++)."""
+    return comm_family_kind(name)[0]
 
 
 def uses_tensor_cores(kernel_name: str) -> bool:
+    """A Tensor Core kernel (NVIDIA's names), or an AMD matrix-core (MFMA) one."""
     lowered = kernel_name.lower()
-    return any(marker.lower() in lowered for marker in TENSOR_CORE_KERNEL_MARKERS)
+    if any(marker.lower() in lowered for marker in TENSOR_CORE_KERNEL_MARKERS):
+        return True
+    return any(regex.search(kernel_name) for regex in _MATRIX_CORE)
 
 
 def codes_where(names: Sequence[str], predicate: Callable[[str], bool]) -> npt.NDArray[np.int64]:

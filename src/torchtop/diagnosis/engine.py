@@ -26,6 +26,10 @@ from torchtop.model.analysis import Metrics, StepCost
 from torchtop.model.findings import Finding, Verdict, gain_bound
 
 _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
+_UNEXPLAINED = "No finding explains {unexplained_share:.0%} of the step."
+CLOSE_CALL = 0.6
+"""Under this confidence the verdict's sentence names the runner-up and says the two are close
+(0.52 on the DLRM rank 0 trace, whose host work and NCCL shares differ by 5 points)."""
 
 
 def fired_rules(tree: RuleTree, metrics: Mapping[str, object]) -> list[str]:
@@ -71,7 +75,42 @@ def diagnose(tree: RuleTree, metrics: Metrics, units: Sequence[StepCost] = ()) -
         )
     )
     gain = gain_bound(shares.get(bottleneck))
-    return Verdict(bottleneck, confidence, scores, reason, tuple(findings), shares, gain, work)
+    left, note = _unexplained(tree, bottleneck, work, findings, shares, metrics)
+    return Verdict(
+        bottleneck,
+        confidence,
+        scores,
+        reason,
+        tuple(findings),
+        shares,
+        gain,
+        work,
+        unexplained_share=left,
+        unexplained=note,
+    )
+
+
+def _unexplained(
+    tree: RuleTree,
+    verdict: str,
+    work: str | None,
+    findings: list[Finding],
+    shares: dict[str, float | None],
+    metrics: Metrics,
+) -> tuple[float | None, str | None]:
+    """The part of the verdict class's share that no finding of its class explains, and the
+    note saying so with what to record (its root's `unexplained`); (None, None) where its
+    findings cover it. A finding with no model of its own explains its class's whole share; one
+    whose fix the breakdown cannot bound (`recoverable = false`) explains none of it, yet names
+    the work itself where the verdict is the work class."""
+    own = [f for f in findings if f.bottleneck_class == verdict]
+    share = shares.get(verdict) or 0.0
+    left = max(share - sum(f.recoverable_share or 0.0 for f in own), 0.0)
+    if own and (verdict == work or left < tree.settings.min_recoverable_share):
+        return None, None
+    root = next((r for r in tree.roots if r.bottleneck_class == verdict), None)
+    text = root.unexplained if root is not None and root.unexplained else _UNEXPLAINED
+    return round(left, 4), render(text, {**metrics, "unexplained_share": left})
 
 
 def _has_fired_child(tree: RuleTree, rule_id: str, fired: list[str]) -> bool:
@@ -144,6 +183,12 @@ def _decide(
         reason = f"{top_class} could recover {top:.0%} of the step"
         if runner_up >= 0.005:
             reason += f"; next is {runner_class} at {runner_up:.0%}"
+        if sure * factor < CLOSE_CALL:
+            if runner_up > threshold or top_class == work:
+                reason += f": a close call, {runner_class or 'the work'} could take the verdict"
+            else:
+                reason += f": a close call, just above the {threshold:.0%} threshold"
+                reason += f" below which {work or 'the work'} is the verdict" if work else ""
         return top_class, round(sure * factor, 2), reason
     unsettled = _unmeasured(tree, shares, work, metrics)
     if unsettled or work is None:
@@ -162,6 +207,8 @@ def _decide(
     if top >= 0.005:
         reason += f" (the largest, {top_class}, {top:.0%})"
     reason += f": the {work} work itself fills it"
+    if sure * factor < CLOSE_CALL and other_class != "any other":
+        reason += f"; a close call: {other_class}, near the threshold, could take the verdict"
     return work, round(sure * factor, 2), reason
 
 

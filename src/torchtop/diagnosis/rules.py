@@ -74,6 +74,9 @@ class Rule(msgspec.Struct, frozen=True):
     a bound on making the work faster, not time a stall takes, so it does not)."""
     fix_when: tuple[Expression | None, ...] = ()
     """Each fix's own condition (`when` in its `[[fixes]]` table), None where it has none."""
+    unexplained: str = ""
+    """Roots only: what the report says, and what to record, when no child rule explains the
+    class's share."""
 
 
 class VerdictSettings(msgspec.Struct, frozen=True):
@@ -256,6 +259,7 @@ def _parse_rule(path: Path, entry: RuleFile) -> Rule:
         recoverable=_optional(path, entry.recoverable, "recoverable"),
         work=_optional(path, entry.work, "work"),
         competes=entry.competes,
+        unexplained=entry.unexplained.strip(),
         fix_when=tuple(
             None if fix.when is None else _expression(path, fix.when, f"fixes[{n}].when")
             for n, fix in enumerate(entry.fixes)

@@ -62,6 +62,9 @@ class RuleFile(msgspec.Struct, forbid_unknown_fields=True):
     recoverable: str | bool | None = None
     work: str | None = None
     competes: bool = True
+    unexplained: str = ""
+    """Roots only: what to record to find the cause of the class's share when no child rule
+    explains it (`{unexplained_share}` is filled in)."""
     fixes: list[FixEntry] = []
     examples: list[ExampleEntry] = []
 

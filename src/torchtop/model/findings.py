@@ -57,6 +57,11 @@ class Verdict(msgspec.Struct, frozen=True):
     """The class that is the job's work itself (gpu, or cpu on a CPU-only job), where known:
     its score is its share of the step, and it is the verdict only when no stall's score
     reaches the threshold, so it may score above the stall that is the verdict."""
+    unexplained_share: float | None = None
+    """The part of the verdict class's share (0-1) that no finding of its class explains;
+    None where its findings cover it."""
+    unexplained: str | None = None
+    """Where a share is unexplained: that it is, and what to record to find its cause."""
 
 
 def gain_bound(share: float | None) -> float | None:

@@ -297,6 +297,8 @@ def _verdict_detail(verdict: Verdict) -> dict[str, Any]:
         "recoverable": {k: _round(v, 4) for k, v in verdict.recoverable.items()},
         "predicted_gain": verdict.predicted_gain,
         "work_class": verdict.work,
+        "unexplained_share": verdict.unexplained_share,
+        "unexplained": verdict.unexplained,
     }
 
 

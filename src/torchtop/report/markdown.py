@@ -22,6 +22,8 @@ def render_markdown(report: Report) -> str:
     pooled = windows_line(report.windows, verdict.bottleneck)
     if pooled:
         lines += [pooled[0].upper() + pooled[1:] + ".", ""]
+    if verdict.unexplained:
+        lines += [verdict.unexplained, ""]
     mean = job.metrics.get("step_mean_ms")
     if isinstance(mean, int | float):
         line = f"Mean step {mean:.1f} ms over {job.metrics.get('steps_count')} steps"

@@ -103,7 +103,8 @@ def _verdict(report: Report, style: _Style) -> list[str]:
     if verdict.bottleneck != "unknown":
         head += f"  · confidence {verdict.confidence:.2f}"
     pooled = windows_line(report.windows, verdict.bottleneck)
-    return [head, f"  {verdict.reason}", *([f"  {pooled}"] if pooled else []), ""]
+    note = [f"  {verdict.unexplained}"] if verdict.unexplained else []
+    return [head, f"  {verdict.reason}", *note, *([f"  {pooled}"] if pooled else []), ""]
 
 
 def _steps(job: RankAnalysis, style: _Style) -> list[str]:
