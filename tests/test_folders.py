@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,7 @@ def test_view_on_unrelated_models_shows_the_first_as_one_job_and_says_so(
     monkeypatch.setattr(
         "torchtop.tui.app.run_view", lambda report, state, aside=None: shown.append((report, aside))
     )
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # as from a terminal
     assert main(["view", str(models)]) == 0
     ((report, aside),) = shown
     first = sorted(models.glob("*.json.gz"))[0]

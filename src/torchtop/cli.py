@@ -558,6 +558,8 @@ def _watch(args: argparse.Namespace) -> int:
     from torchtop.sessions.watching import WatchOptions, run_session
 
     tree = _load_tree(args.rules)
+    if args.verb == "attach" and not args.inject:
+        _check_frame_patterns()  # bad input is refused before anything is said or started
     for_s = None if args.for_s is None else positive_seconds("--for", args.for_s)
     headless = args.headless or not _on_a_terminal(args.verb)
     if for_s is None and args.verb == "demo" and headless:
@@ -589,7 +591,6 @@ def _watch(args: argparse.Namespace) -> int:
     if args.verb == "attach":
         from torchtop.sessions.watching import attach_session
 
-        _check_frame_patterns()
         return attach_session(args.pid, options, tree)
     if args.verb == "demo":
         command = [sys.executable, "-m", "torchtop.demo.train", *_after_dashes(args.job_args)]
