@@ -27,7 +27,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList
+from textual.widgets import OptionList
 
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
@@ -41,6 +41,7 @@ from torchtop.tui.apply import (
     TrialUpdate,
     why_not_applied,
 )
+from torchtop.tui.dashscreen import DashboardScreen
 from torchtop.tui.details import FixDetailsScreen
 from torchtop.tui.frame import Frame, FrameBuilder, offline_frame
 from torchtop.tui.helpscreen import HelpScreen
@@ -48,8 +49,10 @@ from torchtop.tui.revert import HoldingUpdate, RevertDone, Reverter, RevertScree
 from torchtop.tui.styles import CSS
 from torchtop.tui.ticking import FrameMessage, IntervalPacer, Pacer, SnapshotSource
 from torchtop.tui.widgets.devices import DevicesPanel
+from torchtop.tui.widgets.filterbar import FilterBar
 from torchtop.tui.widgets.fixlist import FixChosen, FixList
 from torchtop.tui.widgets.header import JobHeader
+from torchtop.tui.widgets.keysfooter import KeysFooter
 from torchtop.tui.widgets.nodes import NodesPanel
 from torchtop.tui.widgets.panel import Panel
 from torchtop.tui.widgets.ranks import RanksPanel
@@ -59,20 +62,6 @@ from torchtop.tui.widgets.steptime import StepTimePanel
 from torchtop.tui.widgets.tops import TopsPanel
 from torchtop.tui.widgets.trial import TrialPanel, TrialView
 from torchtop.tui.widgets.verdict import VerdictPanel
-
-
-class DashboardScreen(Screen[None]):
-    """The main screen: its own Tab binding, so the footer shows how to move between panels."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("tab", "app.focus_next", "Next panel"),
-        Binding("shift+tab", "app.focus_previous", "Previous panel", show=False),
-        Binding("a", "app.apply", "Apply fix"),
-        # Where nothing can be applied `a` is not offered, but pressed it says why.
-        Binding("a", "app.why_no_apply", "Apply fix", show=False),
-        Binding("r", "app.revert", "Revert fix"),
-    ]
-
 
 TICKS_JOIN_S = 30.0
 """How long quitting waits for a tick in progress (a large profiler window being analysed)."""
@@ -151,13 +140,13 @@ class Dashboard(App[Report | None]):
             if self.recorded:
                 yield TopsPanel(beside_ranks=True, classes="panel")
         yield TrialPanel(id="trial")
-        yield ClockFooter(self.started_s) if self.clock else Footer()
+        yield FilterBar()
+        yield ClockFooter(self.started_s) if self.clock else KeysFooter()
 
     def get_default_screen(self) -> Screen[Any]:
         return DashboardScreen(id="_default")
 
     def on_mount(self) -> None:
-        self.query_one(StepTimePanel).can_focus = not self.live
         self.query_one("#fix-options", OptionList).focus()
         if self.applier is not None:
             self.query_one(FixList).border_subtitle = "Enter: details · a: apply"
@@ -272,6 +261,8 @@ class Dashboard(App[Report | None]):
         for panel in self.query(Panel):
             panel.frame = frame
         self.query_one(FixList).frame = frame
+        for tops in self.query(TopsPanel):
+            tops.frame = frame
         self.arrange_bottom()
 
     def arrange_bottom(self) -> None:

@@ -39,6 +39,16 @@ JobHeader {
 .panel:focus, .panel:focus-within {
     border: round $accent;
 }
+TopsPanel ListPanel {
+    height: 1fr;
+    padding: 0;
+    border: none;
+    text-wrap: nowrap;
+    text-overflow: ellipsis;
+}
+TopsPanel ListPanel:focus {
+    border: none;
+}
 #fixes OptionList {
     height: 1fr;
     border: none;
@@ -60,8 +70,16 @@ JobHeader {
 #fixes OptionList {
     height: auto;
     max-height: 1fr;
-    text-wrap: nowrap;
-    text-overflow: ellipsis;
+    text-wrap: wrap;
+    scrollbar-gutter: stable;
+    scrollbar-size-vertical: 1;
+}
+#fixes {
+    padding: 0 0 0 1;
+}
+#filter {
+    height: 1;
+    margin: 0 1;
 }
 .-tall #top {
     height: 11;
@@ -86,7 +104,7 @@ JobHeader {
     text-wrap: nowrap;
     text-overflow: ellipsis;
 }
-#details, #help, #apply {
+#details, #help, #apply, #row {
     width: 90%;
     max-width: 110;
     height: 90%;
@@ -95,7 +113,11 @@ JobHeader {
     padding: 0 1;
     background: $surface;
 }
-FixDetailsScreen, HelpScreen, ApplyScreen {
+#row {
+    height: auto;
+    max-height: 90%;
+}
+FixDetailsScreen, HelpScreen, ApplyScreen, RowScreen {
     align: center middle;
 }
 """
