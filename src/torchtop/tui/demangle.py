@@ -32,22 +32,27 @@ def demangled(names: Iterable[str]) -> Mapping[str, str]:
 
 
 def run_cxxfilt(names: list[str]) -> list[str]:
+    """`names` through c++filt; without its recursion limit where it knows the option
+    (binutils 2.32 on): deep templates (composable_kernel's) exceed the default limit."""
     tool = shutil.which("c++filt")
     if tool is None or any("\n" in n for n in names):
         return names
-    try:
-        done = subprocess.run(
-            [tool],
-            input="\n".join(names) + "\n",
-            capture_output=True,
-            text=True,
-            timeout=DEMANGLE_TIMEOUT_S,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return names
-    answers = done.stdout.splitlines()
-    return answers if len(answers) == len(names) else names
+    for options in (["--no-recurse-limit"], []):
+        try:
+            done = subprocess.run(
+                [tool, *options],
+                input="\n".join(names) + "\n",
+                capture_output=True,
+                text=True,
+                timeout=DEMANGLE_TIMEOUT_S,
+                check=True,
+            )
+        except (OSError, subprocess.SubprocessError):
+            continue
+        answers = done.stdout.splitlines()
+        if len(answers) == len(names):
+            return answers
+    return names
 
 
 def short_name(name: str) -> str:

@@ -95,14 +95,13 @@ TopsPanel ListPanel:focus {
 }
 #trial {
     height: auto;
-    max-height: 6;
+    max-height: 8;
     padding: 0 1;
     border: round $accent;
     border-title-color: $text;
     border-title-style: bold;
     border-subtitle-color: $text-muted;
-    text-wrap: nowrap;
-    text-overflow: ellipsis;
+    text-wrap: wrap;
 }
 #details, #help, #apply, #row {
     width: 90%;

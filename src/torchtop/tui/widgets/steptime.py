@@ -44,10 +44,10 @@ class StepTimePanel(Panel, can_focus=True):
         return offline if action in ("step", "all_steps") else True
 
     def on_focus(self) -> None:
-        self.hint()
+        self.call_later(self.hint)  # `has_focus` is set after this handler
 
     def on_blur(self) -> None:
-        self.hint()
+        self.call_later(self.hint)
 
     def watch_frame(self, frame: Frame | None) -> None:
         self.hint()
