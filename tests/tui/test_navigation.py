@@ -105,7 +105,7 @@ async def test_s_sorts_the_ranks_by_each_column_and_capital_s_turns_the_order(
     by_step = sorted(steps, key=lambda label: -steps[label])
     assert [line[:6] for line in slowest_first] == by_step[: len(slowest_first)]
     assert [line[:6] for line in fastest_first] == by_step[::-1][: len(fastest_first)]
-    assert caption == "1/8 · by step ms ↑"
+    assert caption == "1/8 · step ms ↑"
 
 
 async def test_slash_filters_a_list_enter_keeps_it_and_escape_clears_it(shared: Path) -> None:

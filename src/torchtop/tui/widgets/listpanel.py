@@ -70,6 +70,7 @@ class ListPanel(Panel, can_focus=True):
     SORTS: ClassVar[tuple[Sort, ...]] = ()
     CURSOR: ClassVar[bool] = True
     BORDERED: ClassVar[bool] = True
+    ABOUT: ClassVar[str] = ""
     """Without a border (a list inside another panel's box), the heading line carries the
     focus mark and the caption that the border's title and subtitle carry otherwise."""
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -113,7 +114,7 @@ class ListPanel(Panel, can_focus=True):
         self.shown = self.ordered(self.filtered(rows))
         self.count = len(self.shown)
         if not self.BORDERED:
-            head = [self.heading(), *head[1:]]
+            head = [self.heading(width), *head[1:]]
         lines, where = self.lines(self.shown)
         room = max(height - len(head), 1)
         self.page = room
@@ -162,13 +163,15 @@ class ListPanel(Panel, can_focus=True):
             self.top = max(self.top, line - room + 1)
         self.top = max(0, min(self.top, total - room))
 
-    def heading(self) -> Text:
-        """A borderless list's first line: its title, marked when focused, and its caption."""
+    def heading(self, width: int) -> Text:
+        """A borderless list's first line: its title, marked when focused, its caption, and
+        what its numbers are (`ABOUT`) where that fits too."""
         text = Text(f"{FOCUS_MARK if self.has_focus else ''}{self.TITLE}", style="bold")
-        if self.BORDERED:
-            return text
-        caption = self.caption_text()
-        return text.append(f"  {caption}", style=MUTED) if caption else text
+        about = f" ({self.ABOUT})" if self.ABOUT else ""
+        caption = f"  {self.caption_text()}".rstrip()
+        if len(text) + len(about) + len(caption) <= width:
+            text.append(about)
+        return text.append(caption, style=MUTED)
 
     def caption(self) -> None:
         """The border's subtitle: where the cursor is, the sort and the filter. Set after the
@@ -187,7 +190,7 @@ class ListPanel(Panel, can_focus=True):
         if self.sort_index is not None and self.sort_index < len(self.SORTS):
             sort = self.SORTS[self.sort_index]
             arrow = "↓" if sort.descending != self.reversed_order else "↑"
-            parts.append(f"by {sort.name} {arrow}")
+            parts.append(f"{sort.name} {arrow}")
         if self.filter_text:
             parts.append(f"/{self.filter_text}")
         return " · ".join(parts)

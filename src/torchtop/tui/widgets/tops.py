@@ -41,7 +41,8 @@ def top_rows(items: tuple[NamedTime, ...], names: dict[str, str] | None, of: str
 
 
 class KernelList(ListPanel):
-    TITLE = "kernels (share of kernel time)"
+    TITLE = "kernels"
+    ABOUT = "share of kernel time"
     SORTS: ClassVar[tuple[Sort, ...]] = SORTS
     BORDERED = False
 
@@ -54,7 +55,8 @@ class KernelList(ListPanel):
 
 
 class OperatorList(ListPanel):
-    TITLE = "operators (share of self time)"
+    TITLE = "operators"
+    ABOUT = "share of self time"
     SORTS: ClassVar[tuple[Sort, ...]] = SORTS
     BORDERED = False
 
