@@ -71,8 +71,8 @@ TopsPanel ListPanel:focus {
     height: auto;
     max-height: 1fr;
     text-wrap: wrap;
-    scrollbar-gutter: stable;
     scrollbar-size-vertical: 1;
+    overflow-x: hidden;
 }
 #fixes {
     padding: 0 0 0 1;
