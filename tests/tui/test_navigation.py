@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual import events
 from textual.widget import Widget
 
 from tests.conftest import analyze_json
@@ -86,6 +87,21 @@ async def test_end_shows_rank_7_and_home_rank_0_at_80x24(shared: Path) -> None:
     assert last.splitlines()[-1].startswith("rank 7")
     assert "rank 0" in again
     assert paged > 0
+
+
+async def test_the_mouse_wheel_scrolls_a_list_without_focusing_it(shared: Path) -> None:
+    app = offline(shared / DLRM)
+    async with app.run_test(size=NARROW) as pilot:
+        ranks = app.query_one(RanksPanel)
+        for _ in range(3):  # three rows a notch: rank 7 is in view after the third
+            ranks.post_message(events.MouseScrollDown(ranks, 1, 1, 0, 1, 0, False, False, False))
+            await pilot.pause()
+        wheeled = panel_text(app, "#ranks")
+        ranks.post_message(events.MouseScrollUp(ranks, 1, 1, 0, -1, 0, False, False, False))
+        await pilot.pause()
+        back = panel_text(app, "#ranks")
+    assert "rank 7" in wheeled and "rank 0" not in wheeled
+    assert "rank 7" not in back
 
 
 async def test_s_sorts_the_ranks_by_each_column_and_capital_s_turns_the_order(
