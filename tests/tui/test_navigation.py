@@ -13,7 +13,9 @@ from textual import events
 from textual.widget import Widget
 
 from tests.conftest import analyze_json
+from tests.report.test_trials import trial
 from tests.tui.conftest import LiveApp, advance, panel_text
+from torchtop.model.trials import TrialOutcome
 from torchtop.offline import analyze_paths
 from torchtop.tui.app import Dashboard
 from torchtop.tui.frame import offline_frame
@@ -27,6 +29,7 @@ from torchtop.tui.widgets.ranks import RanksPanel
 from torchtop.tui.widgets.stacks import StacksPanel
 from torchtop.tui.widgets.steptime import StepTimePanel
 from torchtop.tui.widgets.tops import KernelList, OperatorList
+from torchtop.tui.widgets.trial import TrialPanel, TrialView
 from torchtop.tui.widgets.verdict import VerdictPanel
 
 NARROW = (80, 24)
@@ -205,6 +208,28 @@ async def test_at_80_columns_the_footer_keeps_every_key_and_the_clock_within_the
     assert all(sum(len(key) + 1 for key in row) <= NARROW[0] + 1 for row in rows)
     for key in ("Whole panel", "Panel", "Help", "Quit", "Pause", "running 0:0"):
         assert key in words
+
+
+async def test_at_80x24_a_finished_trial_keeps_its_outcome_and_gives_the_bottom_row_back(
+    live_app: LiveApp,
+) -> None:
+    app = live_app("loader")
+    kept = trial(True, 0.2, 0.1)  # 5 -> 10 steps/s: 2.00x
+    async with app.run_test(size=NARROW) as pilot:
+        await advance(pilot, 6)
+        panel = app.query_one(TrialPanel)
+        panel.view = TrialView("option --num-workers: 0 -> 5")
+        app.arrange_bottom()
+        await pilot.pause()
+        running_hides = not app.query_one("#bottom").display
+        panel.view = panel.view.finished(TrialOutcome(kept, kept.plan_after, Path("run/jobs/01")))
+        app.arrange_bottom()
+        await pilot.pause()
+        shown = str(panel.render())
+        seen = set(await focus_cycle(app, pilot.press))
+    assert running_hides
+    assert shown.startswith("kept: measured 2.00x")
+    assert StacksPanel in seen
 
 
 def test_the_help_lists_the_keys_to_move_sort_and_filter() -> None:

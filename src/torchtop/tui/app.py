@@ -242,6 +242,7 @@ class Dashboard(App[Report | None]):
         if panel.view is not None:
             panel.view = panel.view.reverted(message.outcome, message.error)
         self.refresh_bindings()
+        self.arrange_bottom()
 
     def on_unmount(self) -> None:
         # However the app ends, the tick thread must not wait for a tick that never comes.
@@ -266,12 +267,21 @@ class Dashboard(App[Report | None]):
         self.arrange_bottom()
 
     def arrange_bottom(self) -> None:
-        """The bottom row shows when it has something to show; on a short terminal it gives
-        its rows to a trial, so that the fix list keeps its own."""
+        """The bottom row shows when it has something to show. On a short terminal it gives
+        its rows to a trial in progress, so that the fix list keeps its own; once the trial is
+        over, the trial panel keeps only its outcome and the bottom row comes back, thinner,
+        so that its panels can be reached again."""
         bottom = self.query_one("#bottom")
-        trial = self.query_one(TrialPanel).display
+        trial = self.query_one(TrialPanel)
         short = not bottom.screen.has_class("-tall")
-        bottom.display = any(c.display for c in bottom.children) and not (trial and short)
+        over = trial.view is not None and trial.view.outcome is not None and not self.trial_running
+        trial.brief = short and over
+        bottom.set_class(short and trial.display, "-squeezed")
+        hidden = trial.display and short and not over
+        bottom.display = any(c.display for c in bottom.children) and not hidden
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.arrange_bottom)  # the -tall breakpoint may have moved
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Nothing to pause offline, nothing to apply without an applier: such keys are neither
@@ -394,6 +404,7 @@ class Dashboard(App[Report | None]):
         if panel.view is not None:
             panel.view = panel.view.finished(message.outcome)
         self.refresh_bindings()
+        self.arrange_bottom()
 
     async def action_quit(self) -> None:
         self.finish()

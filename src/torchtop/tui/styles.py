@@ -25,6 +25,9 @@ JobHeader {
 #bottom {
     height: 6;
 }
+#bottom.-squeezed {
+    height: 5;
+}
 .panel {
     width: 1fr;
     height: 1fr;
