@@ -41,7 +41,8 @@ async def test_the_verdict_turns_from_unknown_to_dataloader_once_it_has_held(
         assert verdict.startswith("UNKNOWN")
         assert "now assessing dataloader" in verdict
         await advance(pilot)
-        assert panel_text(app, "#verdict").startswith("DATALOADER  confidence")
+        # The class and the share its fixes may recover first, whole at 80 columns.
+        assert panel_text(app, "#verdict").startswith("DATALOADER · 80% recoverable\n")
 
 
 async def test_an_unknown_verdict_says_what_is_still_missing(live_app: LiveApp) -> None:
@@ -50,7 +51,8 @@ async def test_an_unknown_verdict_says_what_is_still_missing(live_app: LiveApp) 
         await advance(pilot)
         verdict = panel_text(app, "#verdict").splitlines()
     assert verdict[0] == "UNKNOWN"
-    assert verdict[1] == "missing: 0 of the 5 steps needed seen so far"
+    # Wrapped at 80 columns, never cut.
+    assert " ".join(verdict[1:]).startswith("missing: 0 of the 5 steps needed seen so far")
 
 
 async def test_without_colour_letters_and_words_still_tell_the_story(
@@ -226,15 +228,15 @@ async def test_the_footer_names_the_keys(live_app: LiveApp) -> None:
         shown = {
             b.binding.description for b in app.screen.active_bindings.values() if b.binding.show
         }
-    assert {"Help", "Quit", "Pause", "Next panel", "Details"} <= shown
+    assert {"Help", "Quit", "Pause", "Panel", "Details"} <= shown
 
 
-async def test_tab_moves_from_the_fixes_to_the_step_selector_offline(
+async def test_shift_tab_moves_from_the_fixes_to_the_step_selector_offline(
     offline_app: Dashboard,
 ) -> None:
     async with offline_app.run_test(size=NARROW) as pilot:
         assert isinstance(offline_app.focused, OptionList)
-        await pilot.press("tab")
+        await pilot.press("shift+tab")
         assert isinstance(offline_app.focused, StepTimePanel)
         await pilot.press("right", "right")
         assert panel_text(offline_app, "#steptime").startswith("step #6 of #5-#10")
@@ -248,7 +250,7 @@ async def test_offline_the_kernel_and_operator_lists_take_the_live_counters_plac
     offline_app: Dashboard,
 ) -> None:
     async with offline_app.run_test(size=LARGE):
-        tops = panel_text(offline_app, "TopsPanel")
+        tops = panel_text(offline_app, "KernelList") + panel_text(offline_app, "OperatorList")
         header = panel_text(offline_app, "#header")
         assert not offline_app.query("DevicesPanel")
         assert not offline_app.query_one("#bottom").display
@@ -373,7 +375,7 @@ async def test_a_recorded_run_folder_offline_shows_its_samples_stacks_and_top_li
         header = panel_text(app, "#header")
         devices = panel_text(app, "DevicesPanel")
         stacks = panel_text(app, "#stacks")
-        tops = panel_text(app, "TopsPanel")
+        tops = panel_text(app, "OperatorList")
     assert "OFFLINE" in header and "python train.py" in header
     assert devices.startswith("GPU   none · NVML") and "cpu1" in devices
     assert "__getitem__" in stacks

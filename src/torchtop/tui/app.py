@@ -27,7 +27,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList
+from textual.widgets import OptionList
 
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
@@ -41,6 +41,7 @@ from torchtop.tui.apply import (
     TrialUpdate,
     why_not_applied,
 )
+from torchtop.tui.dashscreen import DashboardScreen
 from torchtop.tui.details import FixDetailsScreen
 from torchtop.tui.frame import Frame, FrameBuilder, offline_frame
 from torchtop.tui.helpscreen import HelpScreen
@@ -48,9 +49,11 @@ from torchtop.tui.revert import HoldingUpdate, RevertDone, Reverter, RevertScree
 from torchtop.tui.styles import CSS
 from torchtop.tui.ticking import FrameMessage, IntervalPacer, Pacer, SnapshotSource
 from torchtop.tui.widgets.devices import DevicesPanel
+from torchtop.tui.widgets.filterbar import FilterBar
 from torchtop.tui.widgets.fixlist import FixChosen, FixList
 from torchtop.tui.widgets.header import JobHeader
 from torchtop.tui.widgets.jobend import JobEndPanel
+from torchtop.tui.widgets.keysfooter import KeysFooter
 from torchtop.tui.widgets.memory import MemoryPanel
 from torchtop.tui.widgets.modules import ModulesPanel
 from torchtop.tui.widgets.nodes import NodesPanel
@@ -62,20 +65,6 @@ from torchtop.tui.widgets.steptime import StepTimePanel
 from torchtop.tui.widgets.tops import TopsPanel
 from torchtop.tui.widgets.trial import TrialPanel, TrialView
 from torchtop.tui.widgets.verdict import VerdictPanel
-
-
-class DashboardScreen(Screen[None]):
-    """The main screen: its own Tab binding, so the footer shows how to move between panels."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("tab", "app.focus_next", "Next panel"),
-        Binding("shift+tab", "app.focus_previous", "Previous panel", show=False),
-        Binding("a", "app.apply", "Apply fix"),
-        # Where nothing can be applied `a` is not offered, but pressed it says why.
-        Binding("a", "app.why_no_apply", "Apply fix", show=False),
-        Binding("r", "app.revert", "Revert fix"),
-    ]
-
 
 TICKS_JOIN_S = 30.0
 """How long quitting waits for a tick in progress (a large profiler window being analysed)."""
@@ -164,13 +153,13 @@ class Dashboard(App[Report | None]):
             yield ModulesPanel(id="modules", classes="panel")  # hidden without module calls
         yield TrialPanel(id="trial")
         yield JobEndPanel(id="jobend")
-        yield ClockFooter(self.started_s) if self.clock else Footer()
+        yield FilterBar()
+        yield ClockFooter(self.started_s) if self.clock else KeysFooter()
 
     def get_default_screen(self) -> Screen[Any]:
         return DashboardScreen(id="_default")
 
     def on_mount(self) -> None:
-        self.query_one(StepTimePanel).can_focus = not self.live
         self.query_one("#fix-options", OptionList).focus()
         if self.applier is not None:
             self.query_one(FixList).border_subtitle = "Enter: details · a: apply"
@@ -266,6 +255,7 @@ class Dashboard(App[Report | None]):
         if panel.view is not None:
             panel.view = panel.view.reverted(message.outcome, message.error)
         self.refresh_bindings()
+        self.arrange_bottom()
 
     def on_unmount(self) -> None:
         # However the app ends, the tick thread must not wait for a tick that never comes.
@@ -287,15 +277,26 @@ class Dashboard(App[Report | None]):
         for panel in self.query(Panel):
             panel.frame = frame
         self.query_one(FixList).frame = frame
+        for tops in self.query(TopsPanel):
+            tops.frame = frame
         self.arrange_bottom()
 
     def arrange_bottom(self) -> None:
-        """The bottom row shows when it has something to show; on a short terminal it gives
-        its rows to a trial, so that the fix list keeps its own."""
+        """The bottom row shows when it has something to show. On a short terminal it gives
+        its rows to a trial in progress, so that the fix list keeps its own; once the trial is
+        over, the trial panel keeps only its outcome and the bottom row comes back, thinner,
+        so that its panels can be reached again."""
         bottom = self.query_one("#bottom")
-        trial = self.query_one(TrialPanel).display
+        trial = self.query_one(TrialPanel)
         short = not bottom.screen.has_class("-tall")
-        bottom.display = any(c.display for c in bottom.children) and not (trial and short)
+        over = trial.view is not None and trial.view.outcome is not None and not self.trial_running
+        trial.brief = short and over
+        bottom.set_class(short and trial.display, "-squeezed")
+        hidden = trial.display and short and not over
+        bottom.display = any(c.display for c in bottom.children) and not hidden
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.arrange_bottom)  # the -tall breakpoint may have moved
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Nothing to pause offline, nothing to apply without an applier: such keys are neither
@@ -419,6 +420,7 @@ class Dashboard(App[Report | None]):
         if panel.view is not None:
             panel.view = panel.view.finished(message.outcome)
         self.refresh_bindings()
+        self.arrange_bottom()
 
     async def action_quit(self) -> None:
         self.finish()

@@ -22,6 +22,7 @@ from torchtop.report.contract import steps_per_s as report_steps_per_s
 from torchtop.runs.records import CliOption, GpuSample, HostSample
 from torchtop.runs.state import ProcessState, RunState
 from torchtop.tui.charts import number
+from torchtop.tui.demangle import demangled
 from torchtop.tui.hotstacks import DUMPS_COUNTED, HotFrame, hot_frames
 from torchtop.tui.noderows import NodeRow, node_rows
 from torchtop.tui.ranking import RankedFix, rank_fixes
@@ -60,13 +61,15 @@ class Frame:
     command: tuple[str, ...] = ()
     cli_options: tuple[CliOption, ...] = ()
     proposals: Mapping[tuple[str, str], Proposal] = field(default_factory=dict)
+    """Each listed fix (by `RankedFix.key`) planned on the job as it runs now, as `a` would
+    plan it: the value it would really set, or why it cannot be applied. Only under `run` and
+    `demo` (with an applier); empty elsewhere."""
     nodes: tuple[NodeRow, ...] = ()
     """Each node of a run several launchers share, with its newest counters; none otherwise."""
     step_signal: str | None = None
     """What marks the job's steps (the agent's `step_signal`: optimizer, backward, ...)."""
-    """Each listed fix (by `RankedFix.key`) planned on the job as it runs now, as `a` would
-    plan it: the value it would really set, or why it cannot be applied. Only under `run` and
-    `demo` (with an applier); empty elsewhere."""
+    kernel_names: Mapping[str, str] = field(default_factory=dict)
+    """Each mangled top kernel's name, demangled (`tui.demangle`); others are shown as named."""
 
     @property
     def ranks_count(self) -> int:
@@ -103,6 +106,7 @@ class FrameBuilder:
             finished=snapshot.finished,
             history=self.timeline.series(),
             fixes=rank_fixes(snapshot.shown),
+            kernel_names=kernel_names(report),
         )
         return with_state(frame, state)
 
@@ -130,6 +134,7 @@ def offline_frame(report: Report, state: RunState | None = None) -> Frame:
         live=False,
         history=step_history(report),
         fixes=rank_fixes(report.verdict),
+        kernel_names=kernel_names(report),
     )
     if state is not None:
         return with_state(frame, state)
@@ -157,6 +162,10 @@ def with_state(frame: Frame, state: RunState) -> Frame:
         step_signal=settings.step_signal if settings is not None else None,
         nodes=node_rows(state, frame.report),
     )
+
+
+def kernel_names(report: Report) -> Mapping[str, str]:
+    return demangled(k.name for k in report.job.top_kernels)
 
 
 def tail(records: Reversible[T], count: int) -> tuple[T, ...]:

@@ -20,15 +20,23 @@ from torchtop.tui.palette import (
 )
 
 KEYS = (
+    # Each meaning fits beside its key in the help box at 80 columns.
     ("?", "this help"),
-    ("q", "quit (stops watching; `run` and `demo` stop the job)"),
-    ("p", "pause or resume the display (recording goes on)"),
-    ("tab / shift+tab", "move between panels"),
-    ("up / down", "move in a list"),
-    ("enter", "details of the highlighted fix"),
-    ("a", "`run`/`demo`: apply the highlighted fix: see the change, confirm, watch the A/B trial"),
-    ("r", "after a kept fix: take it back (the job starts again as it ran before the trial)"),
-    ("left / right", "offline: pick a step in Step time; a: all steps"),
+    ("q", "quit (`run` and `demo` stop the job)"),
+    ("p", "live: pause or resume the display"),
+    ("tab / shift+tab", "next / previous panel (its title gets ▸)"),
+    ("up / down", "move in a list, or scroll a panel"),
+    ("pgup / pgdn", "a page up / down in a list"),
+    ("home / end", "the first / the last row of a list"),
+    ("mouse wheel", "scroll the list under the pointer"),
+    ("s / S", "sort by the next column / reverse the order"),
+    ("/", "filter the list (Enter keeps, Esc clears)"),
+    ("esc", "clear the focused list's filter"),
+    ("enter", "Fixes: the details; other lists: the whole row"),
+    ("a", "`run`/`demo`: apply the fix, confirm, A/B trial"),
+    ("r", "after a kept fix: take it back"),
+    ("left / right", "Step time, offline: pick a step"),
+    ("a (Step time)", "offline: back to all steps"),
 )
 
 
@@ -38,6 +46,7 @@ def help_text() -> Text:
     for key, meaning in KEYS:
         text.append(f"  {key:<16}", style="bold")
         text.append(f"{meaning}\n")
+    text.append("  The footer: the focused panel's keys first, then the others.\n")
     text.append("\nStep time categories\n", style="bold underline")
     for category in CATEGORIES:
         text.append(f"  {category.letter} ", style=f"bold #101010 on {category.colour}")

@@ -25,6 +25,9 @@ JobHeader {
 #bottom {
     height: 6;
 }
+#bottom.-squeezed {
+    height: 5;
+}
 .panel {
     width: 1fr;
     height: 1fr;
@@ -38,6 +41,16 @@ JobHeader {
 }
 .panel:focus, .panel:focus-within {
     border: round $accent;
+}
+TopsPanel ListPanel {
+    height: 1fr;
+    padding: 0;
+    border: none;
+    text-wrap: nowrap;
+    text-overflow: ellipsis;
+}
+TopsPanel ListPanel:focus {
+    border: none;
 }
 #fixes OptionList {
     height: 1fr;
@@ -60,8 +73,16 @@ JobHeader {
 #fixes OptionList {
     height: auto;
     max-height: 1fr;
-    text-wrap: nowrap;
-    text-overflow: ellipsis;
+    text-wrap: wrap;
+    scrollbar-size-vertical: 1;
+    overflow-x: hidden;
+}
+#fixes {
+    padding: 0 0 0 1;
+}
+#filter {
+    height: 1;
+    margin: 0 1;
 }
 .-tall #top {
     height: 11;
@@ -77,16 +98,15 @@ JobHeader {
 }
 #trial {
     height: auto;
-    max-height: 6;
+    max-height: 8;
     padding: 0 1;
     border: round $accent;
     border-title-color: $text;
     border-title-style: bold;
     border-subtitle-color: $text-muted;
-    text-wrap: nowrap;
-    text-overflow: ellipsis;
+    text-wrap: wrap;
 }
-#details, #help, #apply {
+#details, #help, #apply, #row {
     width: 90%;
     max-width: 110;
     height: 90%;
@@ -95,7 +115,11 @@ JobHeader {
     padding: 0 1;
     background: $surface;
 }
-FixDetailsScreen, HelpScreen, ApplyScreen {
+#row {
+    height: auto;
+    max-height: 90%;
+}
+FixDetailsScreen, HelpScreen, ApplyScreen, RowScreen {
     align: center middle;
 }
 """

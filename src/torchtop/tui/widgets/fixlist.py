@@ -25,6 +25,7 @@ from torchtop.tui.details import change_text
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import APPLY_COLOUR, MUTED, SEVERITY_COLOUR, SEVERITY_WORD
 from torchtop.tui.ranking import RankedFix
+from torchtop.tui.widgets.panel import FOCUS_MARK
 
 
 class FixChosen(Message):
@@ -33,8 +34,11 @@ class FixChosen(Message):
         self.ranked = ranked
 
 
-def fix_prompt(number: int, ranked: RankedFix, proposal: Proposal | None = None) -> Text:
-    """`1 HIGH override dataloader.num_workers = 4 pred 1.50x`: one line, cut at the edge; the
+def fix_prompt(
+    number: int, ranked: RankedFix, proposal: Proposal | None = None, width: int | None = None
+) -> Text:
+    """`1 HIGH override dataloader.num_workers = 4 pred 1.50x`; narrower than `width`, the knob
+    and its value start a line of their own (the rest wraps between words), never cut. The
     figure is the finding's one gain (`gain_short`), as every other surface gives it.
 
     With the fix planned on the running job (`proposal`), the value is the one applying it
@@ -44,12 +48,14 @@ def fix_prompt(number: int, ranked: RankedFix, proposal: Proposal | None = None)
     text = Text(f"{number} ", style=MUTED)
     text.append(SEVERITY_WORD.get(severity, severity), style=SEVERITY_COLOUR.get(severity))
     text.append(f" {fix.apply}", style=APPLY_COLOUR.get(fix.apply, ""))
-    text.append(f" {fix.knob} = {format_value(value)}", style=MUTED if refused else "bold")
-    text.append(f" {gain_short(ranked.finding)}", style=MUTED)
+    change = Text(f"{fix.knob} = {format_value(value)}", style=MUTED if refused else "bold")
+    change.append(f" {gain_short(ranked.finding)}", style=MUTED)
     if refused:
-        text.append(" · not applicable now", style=MUTED)
-    text.no_wrap = True
-    text.overflow = "ellipsis"
+        change.append(" · not applicable now", style=MUTED)
+    fits = width is None or len(text) + 1 + len(change) <= width
+    text.append("\n" if not fits else " ")
+    text.append_text(change)
+    text.overflow = "fold"
     return text
 
 
@@ -76,7 +82,7 @@ class FixList(Vertical):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.fixes: tuple[RankedFix, ...] = ()
-        self._keys: tuple[tuple[str, str, str, bool], ...] | None = None
+        self._keys: tuple[tuple[str, str, str, bool, int | None], ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield FixOptions(id="fix-options")
@@ -86,18 +92,32 @@ class FixList(Vertical):
         self.border_title = "Fixes"
         self.border_subtitle = "Enter: details"
 
+    def on_descendant_focus(self) -> None:
+        self.border_title = f"{FOCUS_MARK}Fixes"
+
+    def on_descendant_blur(self) -> None:
+        self.border_title = "Fixes"
+
+    def on_resize(self) -> None:
+        """The prompts break where the new width needs them to."""
+        if self.frame is not None:
+            self._keys = None
+            self.watch_frame(self.frame)
+
     def watch_frame(self, frame: Frame | None) -> None:
         if frame is None:
             return
+        options = self.query_one(OptionList)
+        # Room for a scrollbar, which shows once the prompts outgrow the list.
+        width = options.size.width - options.styles.scrollbar_size_vertical or None
         keys = tuple(
-            (*r.key, repr(value), refused)
+            (*r.key, repr(value), refused, width)
             for r in frame.fixes
             for value, refused in [shown_value(r.fix, frame.proposals.get(r.key))]
         )
         if keys == self._keys:
             return
         self._keys, self.fixes = keys, frame.fixes
-        options = self.query_one(OptionList)
         highlighted = options.highlighted
         options.clear_options()
         if not frame.fixes:
@@ -105,7 +125,10 @@ class FixList(Vertical):
             self.preview(None)
             return
         options.add_options(
-            [fix_prompt(i, r, frame.proposals.get(r.key)) for i, r in enumerate(frame.fixes, 1)]
+            [
+                fix_prompt(i, r, frame.proposals.get(r.key), width)
+                for i, r in enumerate(frame.fixes, 1)
+            ]
         )
         options.highlighted = min(highlighted or 0, len(frame.fixes) - 1)
         self.preview(options.highlighted)

@@ -4,13 +4,14 @@ Hidden for a run of one launcher, so single-node dashboards look as they did."""
 
 from __future__ import annotations
 
-from rich.console import RenderableType
+from typing import ClassVar
+
 from rich.text import Text
 
 from torchtop.tui.frame import Frame
 from torchtop.tui.noderows import NodeRow
 from torchtop.tui.palette import MUTED
-from torchtop.tui.widgets.panel import Panel, lines_to_text
+from torchtop.tui.widgets.listpanel import ListPanel, Row, Sort
 
 ENDED_STYLE = "bold #ff5f5f"
 WIDE = 40
@@ -38,13 +39,19 @@ def _pct(value: float | None) -> str:
     return f"{value:.0f}%" if value is not None else "n/a"
 
 
-class NodesPanel(Panel):
+class NodesPanel(ListPanel):
     TITLE = "Nodes"
+    SORTS: ClassVar[tuple[Sort, ...]] = (
+        Sort("node"),
+        Sort("cpu", True),
+        Sort("gpu", True),
+        Sort("step/s", True),
+    )
 
     def watch_frame(self, frame: Frame | None) -> None:
         self.display = frame is not None and bool(frame.nodes)
 
-    def draw(self, frame: Frame, width: int, height: int) -> RenderableType:
+    def rows(self, frame: Frame, width: int, height: int) -> tuple[list[Text], list[Row]]:
         wide = width >= WIDE
         columns = (
             f"{'node':<8}{'ranks':<6}{'cpu':>5}{'mem':>7}{'gpu':>5}"
@@ -52,4 +59,12 @@ class NodesPanel(Panel):
             else f"{'node':<5}{'cpu':>5}{'gpu':>5}"
         )
         head = Text(columns + f"{'step/s':>7}", style=MUTED)
-        return lines_to_text([head, *(node_line(row, wide) for row in frame.nodes)], height)
+        rows = [
+            Row(
+                node_line(row, wide),
+                (row.name, row.cpu_pct, row.gpu_util_pct, row.steps_per_s),
+                node_line(row, wide=True).plain,
+            )
+            for row in frame.nodes
+        ]
+        return [head], rows

@@ -20,6 +20,9 @@ from textual.widget import Widget
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import MUTED
 
+FOCUS_MARK = "▸ "
+"""Before the focused panel's title: where tab has gone, without relying on colour."""
+
 
 class Panel(Widget):
     TITLE: ClassVar[str] = ""
@@ -32,6 +35,12 @@ class Panel(Widget):
         self._drawn: tuple[Size, RenderableType] | None = None
 
     def on_mount(self) -> None:
+        self.border_title = self.TITLE
+
+    def on_focus(self) -> None:
+        self.border_title = f"{FOCUS_MARK}{self.TITLE}"
+
+    def on_blur(self) -> None:
         self.border_title = self.TITLE
 
     def _watch_frame(self, frame: Frame | None) -> None:

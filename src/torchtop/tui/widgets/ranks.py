@@ -6,7 +6,8 @@ job has one rank."""
 
 from __future__ import annotations
 
-from rich.console import RenderableType
+from typing import ClassVar
+
 from rich.text import Text
 
 from torchtop.model.report import RankReport
@@ -14,7 +15,7 @@ from torchtop.report.nodes import where_last
 from torchtop.tui.charts import number
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import MUTED, VERDICT_COLOUR, VERDICT_DEFAULT_COLOUR
-from torchtop.tui.widgets.panel import Panel, lines_to_text
+from torchtop.tui.widgets.listpanel import ListPanel, Row, Sort
 
 SLOWEST_STYLE = "bold #ff5f5f"
 WIDE = 44
@@ -44,27 +45,39 @@ def rank_line(item: RankReport, slowest: object, width: int) -> Text:
     return line
 
 
-class RanksPanel(Panel):
+class RanksPanel(ListPanel):
     TITLE = "Ranks"
+    SORTS: ClassVar[tuple[Sort, ...]] = (
+        Sort("rank"),
+        Sort("step ms", True),
+        Sort("verdict"),
+        Sort("comm", True),
+    )
 
     def watch_frame(self, frame: Frame | None) -> None:
         self.display = frame is not None and len(frame.report.ranks) > 1
 
-    def draw(self, frame: Frame, width: int, height: int) -> RenderableType:
+    def rows(self, frame: Frame, width: int, height: int) -> tuple[list[Text], list[Row]]:
         head = Text(f"{'rank':<8}{'step ms':>7}  {'verdict':<13}", style=MUTED)
         head.append(" conf" if width >= WIDE else "")
         head.append(" comm")
         slowest = frame.report.job.metrics.get("slowest_rank")
         if any(r.standing is not None and r.standing.straggler for r in frame.report.ranks):
             slowest = None  # synchronised ranks share one step time: the straggler is marked
-        ranks = frame.report.ranks
-        stacks = [r.standing.last_stack if r.standing is not None else None for r in ranks]
-        # Where a rank that died or hangs was last seen, under it: only where every rank's
-        # line still fits, as a rank left out would be a rank hidden.
-        room = len(ranks) + sum(s is not None for s in stacks) < height
-        lines = [head]
-        for item, stack in zip(ranks, stacks, strict=True):
-            lines.append(rank_line(item, slowest, width))
-            if stack is not None and room:
-                lines.append(Text(f"  ↳ last stack {where_last(stack)}", style=MUTED))
-        return lines_to_text(lines, height)
+        return [head], [rank_row(item, slowest, width) for item in frame.report.ranks]
+
+
+def rank_row(item: RankReport, slowest: object, width: int) -> Row:
+    """A rank's line, and under a rank that died or hangs, where it was last seen."""
+    line = rank_line(item, slowest, width)
+    stack = item.standing.last_stack if item.standing is not None else None
+    under = (Text(f"  ↳ last stack {where_last(stack)}", style=MUTED),) if stack else ()
+    analysis = item.analysis
+    keys = (
+        analysis.rank,
+        number(analysis.metrics.get("step_mean_ms")),
+        item.verdict.bottleneck,
+        analysis.breakdown.get("communication", 0.0),
+    )
+    whole = "\n".join([line.plain, *(u.plain.strip() for u in under)])
+    return Row(line, keys, whole, under=under)

@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import time
 
-from textual.app import ComposeResult
-from textual.widgets import Footer, Static
+from textual.widget import Widget
+from textual.widgets import Static
 
 from torchtop.tui.charts import duration
+from torchtop.tui.widgets.keysfooter import KeysFooter
 
 CLOCK_INTERVAL_S = 1.0
 
 
 def clock_text(elapsed_s: float) -> str:
     return f"running {duration(elapsed_s)} · q ends it"
+
+
+CLOCK_WIDTH = len(clock_text(3600.0)) + 2
+"""Its room in the footer: up to an hour and more, with its padding."""
 
 
 class RunClock(Static):
@@ -44,13 +49,12 @@ class RunClock(Static):
         self.update(clock_text(time.monotonic() - self.started_s))
 
 
-class ClockFooter(Footer):
-    """Textual's footer (it recomposes when the keys change) with a `RunClock` at its right."""
+class ClockFooter(KeysFooter):
+    """The keys footer (it recomposes when the keys change) with a `RunClock` at its end."""
 
     def __init__(self, started_s: float) -> None:
         super().__init__()
         self.started_s = started_s
 
-    def compose(self) -> ComposeResult:
-        yield from super().compose()
-        yield RunClock(self.started_s)
+    def trailer(self) -> tuple[Widget, int] | None:
+        return RunClock(self.started_s), CLOCK_WIDTH

@@ -26,28 +26,63 @@ LABEL_WIDTH = 2
 SHARE_WIDTH = 5
 
 
-class StepTimePanel(Panel):
+class StepTimePanel(Panel, can_focus=True):
     TITLE = "Step time"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left", "step(-1)", "Prev step", show=False),
-        Binding("right", "step(1)", "Next step", show=False),
+        Binding("right", "step(1)", "Step", key_display="←/→"),
+        Binding("pageup", "step(-10)", "Back 10 steps", show=False),
+        Binding("pagedown", "step(10)", "On 10 steps", show=False),
+        Binding("home", "step(-1_000_000)", "First step", show=False),
+        Binding("end", "step(1_000_000)", "Last step", show=False),
         Binding("a", "all_steps", "All steps", show=False),
     ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Live there is one bar (the newest window): `a` goes on to apply a fix.
+        offline = self.frame is not None and not self.frame.live
+        return offline if action in ("step", "all_steps") else True
+
+    def on_focus(self) -> None:
+        self.call_later(self.hint)  # `has_focus` is set after this handler
+
+    def on_blur(self) -> None:
+        self.call_later(self.hint)
+
+    def watch_frame(self, frame: Frame | None) -> None:
+        self.hint()
+
+    def hint(self) -> None:
+        """The border says what picks a step, true to where the focus is."""
+        steps = self.frame.report.job.steps if self.frame is not None else ()
+        if self.frame is None or self.frame.live or len(steps) < 2:
+            hint = ""
+        elif not self.has_focus:
+            hint = "tab here to pick a step"
+        elif self.selected is None:
+            hint = "←/→ pick a step · Home/End"
+        else:
+            hint = "←/→ Home End PgUp/Dn · a: all"
+        if self.border_subtitle != hint:  # setting it, even unchanged, repaints the panel
+            self.border_subtitle = hint
 
     selected: reactive[int | None] = reactive(None)
     """Offline, the index of the step the bar shows; None for all steps."""
 
     def watch_selected(self) -> None:
+        self.hint()
         self.refresh_drawing()
 
     def action_step(self, delta: int) -> None:
+        """From all steps, → picks the first and ← the last; then each moves by `delta`."""
         steps = self.frame.report.job.steps if self.frame else ()
         if not steps:
             return
+        last = len(steps) - 1
         if self.selected is None:
-            self.selected = 0 if delta > 0 else len(steps) - 1
+            self.selected = max(0, min(last, (delta - 1) if delta > 0 else last + delta + 1))
         else:
-            self.selected = max(0, min(len(steps) - 1, self.selected + delta))
+            self.selected = max(0, min(last, self.selected + delta))
 
     def action_all_steps(self) -> None:
         self.selected = None
@@ -83,15 +118,12 @@ class StepTimePanel(Panel):
             caption.append(f" · p95 {p95:.1f}" if p95 is not None else "")
         if frame.live and not job.infos:
             caption.append(" · step timing only", style=MUTED)
-        if not frame.live and len(steps) > 1:
-            caption.append("  ←/→ pick a step", style=MUTED)
         return dict(job.breakdown), caption
 
 
 def step_caption(step: StepCost, steps: tuple[StepCost, ...]) -> Text:
     caption = Text(f"step #{step.number}", style="bold")
     caption.append(f" of #{steps[0].number}-#{steps[-1].number} · {step.duration_us / 1000:.1f} ms")
-    caption.append("  a: all steps", style=MUTED)
     return caption
 
 

@@ -140,6 +140,12 @@ def trial_text(view: TrialView) -> Text:
     return text
 
 
+def brief_text(view: TrialView) -> Text:
+    """The outcome alone (and the job since the relaunch): the last lines of `trial_text`."""
+    lines = trial_text(view).split("\n")
+    return Text("\n").join(lines[2:])
+
+
 def since_text(view: TrialView) -> Text:
     """The fourth line: the relaunched job against the trial, its warning, or the revert."""
     figures = holding_line(view.holding) if view.holding is not None else ""
@@ -156,9 +162,15 @@ def since_text(view: TrialView) -> Text:
 
 
 class TrialPanel(Static):
-    """Shown from the first applied fix on; the newest trial only."""
+    """Shown from the first applied fix on; the newest trial only. `brief` (a short terminal,
+    the trial over): only its outcome, so the bottom row can have its rows back."""
 
     view: reactive[TrialView | None] = reactive(None, always_update=True)
+    brief: reactive[bool] = reactive(False)
+
+    def watch_brief(self) -> None:
+        if self.view is not None:
+            self.update(brief_text(self.view) if self.brief else trial_text(self.view))
 
     def on_mount(self) -> None:
         self.display = False
@@ -177,4 +189,4 @@ class TrialPanel(Static):
             self.border_subtitle = "r: revert"
         else:
             self.border_title, self.border_subtitle = f"Trial · {outcome_word(outcome)}", ""
-        self.update(trial_text(view))
+        self.update(brief_text(view) if self.brief else trial_text(view))

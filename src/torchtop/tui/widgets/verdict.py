@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rich.console import RenderableType
+from rich.console import Console
 from rich.text import Text
 
 from torchtop.model.analysis import MetricValue
@@ -25,7 +25,7 @@ from torchtop.tui.palette import (
     VERDICT_COLOUR,
     VERDICT_DEFAULT_COLOUR,
 )
-from torchtop.tui.widgets.panel import Panel, lines_to_text
+from torchtop.tui.widgets.listpanel import ListPanel, Row
 
 EVIDENCE_SHOWN = 3
 
@@ -36,12 +36,23 @@ def evidence_line(evidence: Mapping[str, MetricValue]) -> Text:
     return Text("  ".join(metric_text(k, v) for k, v in shown))
 
 
-class VerdictPanel(Panel):
-    TITLE = "Verdict"
+class VerdictPanel(ListPanel):
+    """Every line wrapped to the panel's width, nothing cut: the rest is a scroll away."""
 
-    def draw(self, frame: Frame, width: int, height: int) -> RenderableType:
+    TITLE = "Verdict"
+    CURSOR = False
+
+    def rows(self, frame: Frame, width: int, height: int) -> tuple[list[Text], list[Row]]:
+        console = Console(width=width, no_color=True, legacy_windows=False)
+        wrapped = [part for line in self.lines_at(frame, width, height)
+                   for part in line.wrap(console, width, overflow="fold")]  # fmt: skip
+        for line in wrapped:
+            line.rstrip()
+        return [], [Row(line) for line in wrapped]
+
+    def lines_at(self, frame: Frame, width: int, height: int) -> list[Text]:
         verdict, assessed = frame.verdict, frame.report.verdict
-        lines = [headline(verdict)]
+        lines = headline(verdict, width)
         if frame.live and assessed.bottleneck != verdict.bottleneck:
             lines.append(Text(f"now assessing {assessed.bottleneck}: shown once it holds"))
             lines.append(Text(assessed.reason, style=MUTED))
@@ -54,15 +65,23 @@ class VerdictPanel(Panel):
             lines += [Text(note, style=MUTED) for note in frame.report.job.notes[:2]]
         else:
             lines += proof(verdict, width, roomy=height - len(lines) >= 8)
-        return lines_to_text(lines, height)
+        return lines
 
 
-def headline(verdict: Verdict) -> Text:
+def headline(verdict: Verdict, width: int) -> list[Text]:
+    """`DATALOADER · 33% recoverable · confidence 1.00`; the confidence on a line of its own
+    where the whole does not fit, so the class and its share are never cut or split."""
     style = VERDICT_COLOUR.get(verdict.bottleneck, VERDICT_DEFAULT_COLOUR)
     text = Text(verdict.bottleneck.upper(), style=style)
-    if verdict.bottleneck != "unknown":
-        text.append(f"  confidence {verdict.confidence:.2f}")
-    return text
+    if verdict.bottleneck == "unknown":
+        return [text]
+    share = verdict.recoverable.get(verdict.bottleneck)
+    if share is not None:  # the share of the step its fixes may recover (the verdict's score)
+        text.append(f" · {share:.0%} recoverable", style="bold")
+    confidence = f"confidence {verdict.confidence:.2f}"
+    if len(text) + 3 + len(confidence) > width:
+        return [text, Text(confidence)]
+    return [text + Text(f" · {confidence}")]
 
 
 def proof(verdict: Verdict, width: int, roomy: bool) -> list[Text]:
