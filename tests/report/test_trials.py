@@ -76,9 +76,9 @@ def test_the_text_report_lists_each_trial_with_its_rates_and_outcome(report: Rep
     text = render_text(tried)
     section = text[text.index("TRIALS") :].splitlines()
     assert section[1:5] == [
-        "  1  dataloader.num_workers = 2 [arg]  5.00 -> 10.00 steps/s  2.00x  kept",
+        "  1  dataloader.num_workers = 2 [arg]  5.00 -> 10.00 steps/s  measured 2.00x  kept",
         "     faster beyond noise: 2.00x",
-        "  1  dataloader.num_workers = 2 [arg]  5.00 -> 5.00 steps/s  1.00x  reverted",
+        "  1  dataloader.num_workers = 2 [arg]  5.00 -> 5.00 steps/s  measured 1.00x  reverted",
         "     no difference beyond noise; reverted",
     ]
 
