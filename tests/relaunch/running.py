@@ -12,9 +12,16 @@ from torchtop.runs.journal import JournalReader
 
 JOBS = Path(__file__).resolve().parent / "jobs"
 
-# Short trials: a real job's verdict and speedup in well under a minute on 2 cores.
+# Short trials: a real job's verdict and speedup in about a minute on 2 cores (short runs, and
+# at most three rounds: enough for the 99% interval to decide on a fix that doubles the speed).
 QUICK = TuneOptions(
-    steps=10, warmup_steps=3, min_duration_s=1.0, max_trials=1, run_timeout_s=60.0, budget_s=120.0
+    steps=10,
+    warmup_steps=3,
+    min_duration_s=1.0,
+    max_trials=1,
+    run_timeout_s=60.0,
+    budget_s=120.0,
+    max_rounds=3,
 )
 
 

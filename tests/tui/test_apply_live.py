@@ -42,7 +42,7 @@ from torchtop.tui.widgets.trial import TrialPanel
 pytestmark = pytest.mark.slow
 
 DEMO = [sys.executable, "-m", "torchtop.demo.train", "--batch-size", "16", "--latency-ms", "5"]
-QUICK = TuneOptions(steps=10, warmup_steps=3, min_duration_s=1.0, run_timeout_s=60.0, max_rounds=1)
+QUICK = TuneOptions(steps=10, warmup_steps=3, min_duration_s=1.0, run_timeout_s=60.0, max_rounds=3)
 KNOB = "dataloader.num_workers"
 
 

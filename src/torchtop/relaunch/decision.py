@@ -85,7 +85,7 @@ def decide(ratios: Sequence[float], settings: TrialSettings, final: bool) -> Dec
         return Decision(False, NO_EFFECT, why, estimate)
     if not final:
         return None
-    why = f"{NO_EFFECT}: {said}: not above {margin:.2f}x beyond noise; reverted"
+    why = f"{NO_EFFECT}: {said}: its interval reaches below {margin:.2f}x; reverted"
     return Decision(False, NO_EFFECT, why, estimate)
 
 

@@ -158,8 +158,8 @@ def run_trial(
         before = None
     decision: Decision | None = None
     failed: str | None = None
+    rounds.befores.append(before or run(plan_before, "before-1"))  # a failure here: no trial
     try:
-        rounds.befores.append(before or run(plan_before, "before-1"))
         rounds.afters.append(run(plan_after, "after-1", window_after))
         while (decision := _decide(rounds, settings, deadline_s, number, say)) is None:
             k = len(rounds.afters) + 1
