@@ -5,10 +5,16 @@ The issue's figures are the cases: the same do-nothing change measured 1.09x, 0.
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import pytest
 
 from torchtop.model.rounds import FASTER, NO_EFFECT, SLOWER
+from torchtop.model.trials import Stage, TrialEvent
 from torchtop.relaunch.decision import TrialSettings, decide
+from torchtop.relaunch.measure import Measurement
+from torchtop.relaunch.trial import _decide, _Rounds
 
 SETTINGS = TrialSettings(min_gain=0.05)
 DO_NOTHING = [1.09, 0.86, 1.53, 1.12, 0.95, 1.20]
@@ -76,3 +82,27 @@ def test_one_round_is_never_kept_however_large() -> None:
     decision = decide([7.0], SETTINGS, final=True)
     assert decision is not None and not decision.kept
     assert "too few rounds" in decision.reason
+
+
+def rounds_of(ratios: list[float], run_s: float) -> _Rounds:
+    """Measured rounds whose after/before rates have `ratios`, each run taking `run_s`."""
+    made = _Rounds()
+    for k, ratio in enumerate(ratios):
+        made.befores.append(Measurement(Path(f"b{k}"), (0.1,) * 20, 3))
+        made.afters.append(Measurement(Path(f"a{k}"), (0.1 / ratio,) * 20, 3))
+        made.run_s += [run_s, run_s]
+    return made
+
+
+def test_no_round_starts_that_would_end_past_the_deadline() -> None:
+    wide = rounds_of([1.4, 1.1], run_s=10.0)
+    said: list[TrialEvent] = []
+    # 30 s left: another round (two runs of 10 s) fits, so it is measured, and said.
+    assert _decide(wide, SETTINGS, time.monotonic() + 30.0, 1, said.append) is None
+    (stage,) = said
+    assert isinstance(stage, Stage)
+    assert stage.text.startswith("trial 1 round 2: 1.24x, 99% interval ")
+    assert stage.text.endswith("another round (at most 4 more, about 20 s each)")
+    # 15 s left: it does not fit, so the trial decides on the rounds it has.
+    decision = _decide(wide, SETTINGS, time.monotonic() + 15.0, 1, said.append)
+    assert decision is not None and not decision.kept and decision.effect == NO_EFFECT
