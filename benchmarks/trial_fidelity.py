@@ -62,9 +62,9 @@ from torchtop.relaunch.tune import TuneOptions, tune
 
 JOBS_DIR = Path(__file__).resolve().parent / "jobs"
 TARGET_ERROR = 0.15
-RUN_ESTIMATE_S = 14.0
-"""One measured run: start-up, warm-up and at least 5 s measured (8-12 s for `sleepy-input` alone,
-more at load 5-9 on the 2-core machine)."""
+RUN_ESTIMATE_S = 15.0
+"""One measured run on a quiet machine: start-up, warm-up and at least 5 s measured (10-12 s for
+`sleepy-input` alone; 20-23 s at load 11-14 on the 2-core machine, where the estimate is half)."""
 START_STOP_S = 3.0
 SKIP_SHARE, SKIP_MIN_S = 0.1, 10.0
 

@@ -106,3 +106,11 @@ def test_no_round_starts_that_would_end_past_the_deadline() -> None:
     # 15 s left: it does not fit, so the trial decides on the rounds it has.
     decision = _decide(wide, SETTINGS, time.monotonic() + 15.0, 1, said.append)
     assert decision is not None and not decision.kept and decision.effect == NO_EFFECT
+
+
+def test_an_interval_too_wide_to_print_reads_as_its_bounds() -> None:
+    decision = decide([0.89, 2.73], SETTINGS, final=False)  # 2 rounds at load 11: undecided
+    assert decision is None
+    wide = decide([0.89, 2.73], SETTINGS, final=True)
+    assert wide is not None
+    assert "99% interval <0.01->999x over 2 rounds (0.89x, 2.73x)" in wide.reason

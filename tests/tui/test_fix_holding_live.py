@@ -77,7 +77,7 @@ async def test_a_kept_fix_whose_gain_has_gone_is_offered_for_revert_and_reverted
     async with demo_dashboard(run_dir, JOB, "run", SPANS) as (app, pilot, watched):
         await open_apply(pilot, app, KNOB)
         await pilot.press("y")
-        await wait_until(pilot, lambda: app.trial_outcomes, "trial outcome", 120)
+        await wait_until(pilot, lambda: app.trial_outcomes, "trial outcome", 300)
         (outcome,) = app.trial_outcomes
         trial = outcome.trial
         assert trial is not None and trial.kept, trial and trial.reason

@@ -50,7 +50,16 @@ def interval_text(low: float | None, high: float | None, confidence: float | Non
     """`99% interval 3.51-4.52x`, or what stands in for one."""
     if low is None or high is None or confidence is None:
         return "no interval"
-    return f"{confidence:.0%} interval {low:.2f}-{high:.2f}x"
+    return f"{confidence:.0%} interval {_bound(low)}-{_bound(high)}x"
+
+
+def _bound(value: float) -> str:
+    """A bound as it reads: two rounds far apart give one of 1e15 on 1 degree of freedom."""
+    if value >= 1000.0:
+        return ">999"
+    if value < 0.01:
+        return "<0.01"
+    return f"{value:.0f}" if value >= 100.0 else f"{value:.2f}"
 
 
 def claim_text(
