@@ -55,11 +55,23 @@ def test_a_fix_that_stops_paying_halfway_is_seen_once_two_spans_of_slow_steps_ar
     assert one_span.recent_steps_per_s is not None and one_span.recent_steps_per_s < 12
     # ...two back to back are: the fix is said to fall short, while the whole relaunch's
     # figure still shows most of the trial's gain.
+    # Back at the rate before the fix, its gain has gone (the dashboard offers the revert).
     late = check_holding(paying + stopped[:80], trial, TEST)
-    assert late.holds is False
-    assert late.reason.startswith("falls short of the trial beyond noise: the last 30 steps ")
+    assert late.holds is False and late.gain_gone is True
+    assert late.reason.startswith("the fix's gain has gone: the last 30 steps ")
     assert late.speedup is not None and late.speedup > 1.5
     assert late.p_value is not None and late.p_value < TEST.alpha
+
+
+def test_a_fix_that_pays_less_than_its_trial_said_falls_short_with_its_gain_not_gone() -> None:
+    rng = random.Random(7)
+    trial = claim(rng)  # 2.5x: 10 -> 25 steps/s
+    halfway = jittered(rng, 1 / 16.0, 200)  # 1.6x: short of the trial, well above the before
+    holding = check_holding(jittered(rng, AFTER_S, 200) + halfway, trial, TEST)
+    assert holding.holds is False and holding.gain_gone is False
+    assert holding.reason.startswith("falls short of the trial beyond noise: the last ")
+    assert check_holding(jittered(rng, AFTER_S, 300), trial, TEST).gain_gone is False
+    assert check_holding([AFTER_S] * 10, trial, TEST).gain_gone is None  # not judged yet
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -143,7 +155,7 @@ def test_the_report_entry_names_its_units_and_when_it_was_checked() -> None:
     assert entry.checked_at == "2026-11-24T10:00:00+00:00"
     assert list(entry_json(entry)) == [
         "steps", "duration_s", "steps_per_s", "speedup", "holds", "reason", "recent_steps",
-        "recent_steps_per_s", "p_value", "margin", "checked_at",
+        "recent_steps_per_s", "p_value", "margin", "checked_at", "gain_gone",
     ]  # fmt: skip
 
 

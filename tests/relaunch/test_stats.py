@@ -1,4 +1,5 @@
-"""Mann-Whitney's U test, written out, agrees with the textbook values."""
+"""The statistics written out agree with the textbook: Student's t (quantiles, p-values), the
+interval over a trial's rounds, and Mann-Whitney's U."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import math
 
 import pytest
 
-from torchtop.relaunch.stats import compare, mann_whitney_p
+from torchtop.relaunch.stats import (
+    estimate_rounds,
+    mann_whitney_p,
+    t_quantile,
+    t_two_sided_p,
+)
 
 
 def test_two_samples_that_do_not_overlap_give_the_textbook_p_value() -> None:
@@ -31,13 +37,46 @@ def test_ties_across_samples_are_ranked_by_their_average() -> None:
     assert 0.02 < p < 0.06
 
 
-def test_the_speedup_is_steps_per_second_after_over_before() -> None:
-    comparison = compare([0.2] * 10, [0.1] * 10)
-    assert comparison.speedup == pytest.approx(2.0)
-    assert comparison.faster(alpha=0.01, min_gain=0.05)
-    assert not comparison.slower(alpha=0.01)
-
-
 def test_an_empty_sample_is_no_evidence() -> None:
     assert mann_whitney_p([], [1.0]) == 1.0
     assert math.isfinite(mann_whitney_p([1.0], [2.0]))
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "table"),
+    [(0.975, 1, 12.7062), (0.975, 2, 4.3027), (0.975, 5, 2.5706), (0.975, 30, 2.0423),
+     (0.995, 1, 63.6567), (0.995, 3, 5.8409), (0.95, 10, 1.8125)],
+)  # fmt: skip
+def test_the_t_quantiles_are_those_of_the_printed_tables(p: float, df: int, table: float) -> None:
+    assert t_quantile(p, df) == pytest.approx(table, abs=1e-3)
+
+
+def test_the_t_tests_p_value_is_the_tables() -> None:
+    assert t_two_sided_p(2.228138852, 10) == pytest.approx(0.05, abs=1e-6)
+    assert t_two_sided_p(0.0, 4) == pytest.approx(1.0)
+
+
+def test_the_interval_over_known_rounds_is_students_t_on_their_log_ratios() -> None:
+    # log-ratios 0.1, 0.2, 0.3: mean 0.2, sd 0.1, standard error 0.1 / sqrt(3), t(0.975, 2).
+    ratios = [math.exp(0.1), math.exp(0.2), math.exp(0.3)]
+    estimate = estimate_rounds(ratios, confidence=0.95)
+    reach = 4.302653 * 0.1 / math.sqrt(3)
+    assert estimate.speedup == pytest.approx(math.exp(0.2))
+    assert estimate.low == pytest.approx(math.exp(0.2 - reach))
+    assert estimate.high == pytest.approx(math.exp(0.2 + reach))
+    assert estimate.rounds == 3 and estimate.confidence == 0.95
+    # t = 0.2 / (0.1 / sqrt 3) = 3.4641 on 2 degrees of freedom: p = 0.0742.
+    assert estimate.p_value == pytest.approx(0.0742, abs=1e-4)
+
+
+def test_one_round_has_no_interval_and_every_round_alike_a_point() -> None:
+    single = estimate_rounds([1.5], confidence=0.99)
+    assert single.low is None and single.high is None and single.p_value is None
+    same = estimate_rounds([2.0, 2.0, 2.0], confidence=0.99)
+    assert same.low == pytest.approx(2.0) and same.high == pytest.approx(2.0)
+    assert same.p_value == 0.0
+
+
+def test_a_round_ratio_that_is_not_positive_is_refused() -> None:
+    with pytest.raises(ValueError, match="must be positive"):
+        estimate_rounds([1.0, 0.0], confidence=0.99)

@@ -12,9 +12,11 @@ import pytest
 from torchtop.advice.plan import initial_plan
 from torchtop.model.plan import AppliedFix
 from torchtop.model.report import Report
+from torchtop.model.rounds import FASTER
 from torchtop.model.trials import Trial
 from torchtop.offline import analyze_paths
 from torchtop.relaunch.measure import Measurement
+from torchtop.relaunch.stats import estimate_rounds
 from torchtop.relaunch.summary import render_summary
 from torchtop.relaunch.trial import measured, predicted_gain, trial_entry
 from torchtop.relaunch.tune import TuneResult
@@ -44,8 +46,9 @@ def trial(gain: float | None) -> Trial:
     after = replace(plan, command=(*plan.command, "--num-workers", "4"), fixes=(fix,))
     before = (Measurement(Path("b"), (0.2,) * 10, 8),)
     faster = (Measurement(Path("a"), (0.05,) * 10, 8),)
+    rounds = estimate_rounds([3.9, 4.1, 4.0], confidence=0.99)
     return Trial(1, (fix,), True, "faster beyond noise: 4.00x", before, faster, 1e-6, plan, after,
-                 30.0, predicted_gain=gain)  # fmt: skip
+                 30.0, predicted_gain=gain, estimate=rounds, effect=FASTER)  # fmt: skip
 
 
 def test_the_trials_predicted_gain_is_that_of_the_first_finding_offering_its_knob(
@@ -70,9 +73,14 @@ def test_predicted_and_measured_stand_side_by_side_in_the_json_and_the_text(
 ) -> None:
     tried = msgspec.structs.replace(report, trials=(trial_entry(trial(6.2), with_steps=False),))
     (entry,) = report_to_json(tried)["trials"]
-    assert entry["predicted_gain"] == 6.2 and entry["speedup"] == 4.0
+    assert entry["predicted_gain"] == 6.2 and entry["speedup"] == pytest.approx(4.0, abs=0.001)
     text = render_text(tried)
-    assert "5.00 -> 20.00 steps/s  4.00x (predicted 6.20x)  kept" in text
+    claim = "5.00 -> 20.00 steps/s  measured 4.00x (99% interval 3.47-4.62x, 3 rounds)"
+    assert f"{claim}; predicted up to 6.20x (the finding's bound)  kept" in text
+    assert entry["round_ratios"] == [3.9, 4.1, 4.0] and entry["rounds"] == 3
+    assert entry["speedup_low"] == pytest.approx(3.465, abs=0.001)
+    assert entry["speedup_high"] == pytest.approx(4.615, abs=0.001)
+    assert entry["confidence"] == 0.99 and entry["effect"] == "faster"
 
 
 def test_a_trial_without_a_prediction_says_none_and_shows_only_its_measurement(
@@ -93,6 +101,7 @@ def test_tunes_summary_shows_each_trials_prediction_beside_its_measurement(
     baseline = measured(made.before[0])
     result = TuneResult(tmp_path, made.plan_before, made.plan_after, (made,), (), baseline,
                         None, "no untried fix applies")  # fmt: skip
-    assert "5.00 -> 20.00 steps/s (4.00x) against 6.20x predicted: kept" in render_summary(
-        result, None
-    )
+    assert (
+        "5.00 -> 20.00 steps/s, measured 4.00x (99% interval 3.47-4.62x, 3 rounds); predicted up "
+        "to 6.20x (the finding's bound): kept"
+    ) in render_summary(result, None)

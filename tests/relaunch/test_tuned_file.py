@@ -109,7 +109,7 @@ def test_the_summary_names_each_trial_and_the_final_command_and_environment(
 ) -> None:
     text = render_summary(result(tmp_path), tmp_path / "torchtop.toml")
     assert "trial 1: override dataloader.persistent_workers: False -> True" in text
-    assert "5.00 -> 20.00 steps/s (4.00x): kept" in text
+    assert "5.00 -> 20.00 steps/s, measured 4.00x: kept" in text
     assert "command: python train.py --num-workers 8" in text
     assert "environment: OMP_NUM_THREADS: unset -> 1" in text
     assert "written to" in text

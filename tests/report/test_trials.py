@@ -16,6 +16,7 @@ from torchtop.model.report import Report
 from torchtop.model.trial_entry import Reverted, SinceRelaunch
 from torchtop.model.trials import Trial
 from torchtop.offline import analyze_paths
+from torchtop.relaunch.decision import TrialSettings, decide
 from torchtop.relaunch.measure import Measurement
 from torchtop.relaunch.trial import trial_entry
 from torchtop.report import render_text, report_to_json
@@ -34,18 +35,30 @@ def trial(kept: bool, before_s: float, after_s: float) -> Trial:
     fix = AppliedFix("dataloader.num_workers", 2, "arg", "Load batches in 2 worker processes.")
     after = replace(plan, command=(*plan.command, "--num-workers", "2"), fixes=(fix,),
                     changes=("option --num-workers: 0 -> 2",))  # fmt: skip
+    # Three rounds, the "after" runs 2% apart as real runs are: the rounds' ratios and interval
+    # come from the runs as `run_trial` makes them.
+    befores = tuple(Measurement(Path(f"b{k}"), (before_s,) * 10, 3) for k in range(3))
+    afters = tuple(Measurement(Path(f"a{k}"), (after_s * m,) * 10, 3) for k, m in SPREAD)
+    ratios = [a.steps_per_s / b.steps_per_s for b, a in zip(befores, afters, strict=True)]
+    decision = decide(ratios, TrialSettings(), final=True)
+    assert decision is not None
     return Trial(
         number=1,
         fixes=(fix,),
         kept=kept,
-        reason="faster beyond noise: 2.00x" if kept else "no difference beyond noise; reverted",
-        before=(Measurement(Path("b"), (before_s,) * 10, 3),),
-        after=(Measurement(Path("a"), (after_s,) * 10, 3),),
-        p_value=0.001,
+        reason=decision.reason,
+        before=befores,
+        after=afters,
+        p_value=decision.estimate.p_value,
         plan_before=plan,
         plan_after=after,
         duration_s=12.0,
+        estimate=decision.estimate,
+        effect=decision.effect,
     )
+
+
+SPREAD = ((0, 1.0), (1, 0.98), (2, 1.02))
 
 
 def test_a_report_without_trials_has_no_trials_key(report: Report) -> None:
@@ -64,7 +77,9 @@ def test_each_trial_has_the_contracts_keys_first_then_its_evidence(report: Repor
          "description": "Load batches in 2 worker processes."}
     ]  # fmt: skip
     assert entry["baseline_steps_per_s"] == 5.0 and entry["trial_steps_per_s"] == 10.0
-    assert entry["speedup"] == 2.0 and entry["kept"] is True
+    assert entry["speedup"] == pytest.approx(2.0, abs=1e-3) and entry["kept"] is True
+    assert entry["effect"] == "faster" and entry["rounds"] == 3
+    assert entry["round_ratios"] == pytest.approx([2.0, 2.0408, 1.9608], abs=1e-4)
     assert entry["command_after"] == ["python", "train.py", "--num-workers", "2"]
 
 
@@ -75,11 +90,15 @@ def test_the_text_report_lists_each_trial_with_its_rates_and_outcome(report: Rep
     )
     text = render_text(tried)
     section = text[text.index("TRIALS") :].splitlines()
+    interval = "99% interval 1.78-2.24x"
     assert section[1:5] == [
-        "  1  dataloader.num_workers = 2 [arg]  5.00 -> 10.00 steps/s  2.00x  kept",
-        "     faster beyond noise: 2.00x",
-        "  1  dataloader.num_workers = 2 [arg]  5.00 -> 5.00 steps/s  1.00x  reverted",
-        "     no difference beyond noise; reverted",
+        "  1  dataloader.num_workers = 2 [arg]  5.00 -> 10.00 steps/s  "
+        f"measured 2.00x ({interval}, 3 rounds)  kept",
+        f"     faster beyond noise: 2.00x, {interval} over 3 rounds (2.00x, 2.04x, 1.96x)",
+        "  1  dataloader.num_workers = 2 [arg]  5.00 -> 5.00 steps/s  "
+        "measured 1.00x (99% interval 0.89-1.12x, 3 rounds)  reverted",
+        "     no measurable effect: 1.00x, 99% interval 0.89-1.12x over 3 rounds (1.00x, 1.02x, "
+        "0.98x): its interval reaches below 1.02x; reverted",
     ]
 
 

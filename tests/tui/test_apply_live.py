@@ -8,6 +8,7 @@ round is `tune`'s tests' business), so the two tests take under a minute togethe
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -42,7 +43,7 @@ from torchtop.tui.widgets.trial import TrialPanel
 pytestmark = pytest.mark.slow
 
 DEMO = [sys.executable, "-m", "torchtop.demo.train", "--batch-size", "16", "--latency-ms", "5"]
-QUICK = TuneOptions(steps=10, warmup_steps=3, min_duration_s=1.0, run_timeout_s=60.0, max_rounds=1)
+QUICK = TuneOptions(steps=10, warmup_steps=3, min_duration_s=1.0, run_timeout_s=60.0, max_rounds=3)
 KNOB = "dataloader.num_workers"
 
 
@@ -145,7 +146,8 @@ async def test_applying_the_workers_fix_trials_it_and_the_dashboard_follows_the_
         after = screen.proposal.after
         frames_before = app.frames_received
         await pilot.press("y")
-        await wait_until(pilot, lambda: app.trial_outcomes, "trial outcome", 120)
+        # Up to three rounds of two runs (about 20 s each at load 12 on 2 cores).
+        await wait_until(pilot, lambda: app.trial_outcomes, "trial outcome", 300)
         # The dashboard kept ticking through the trial (about two frames a second).
         assert app.frames_received >= frames_before + 5
 
@@ -177,9 +179,10 @@ async def test_applying_the_workers_fix_trials_it_and_the_dashboard_follows_the_
     report = report_to_json(watched.with_trials(app.return_value))
     (entry,) = report["trials"]
     assert entry["kept"] is trial.kept
-    assert entry["speedup"] == pytest.approx(
-        entry["trial_steps_per_s"] / entry["baseline_steps_per_s"], rel=1e-3
-    )
+    # The claim is the rounds' geometric mean of paired ratios, inside the rounds' interval.
+    ratios = entry["round_ratios"]
+    assert entry["speedup"] == pytest.approx(math.prod(ratios) ** (1 / len(ratios)), rel=1e-3)
+    assert entry["speedup_low"] <= entry["speedup"] <= entry["speedup_high"]
     if entry["kept"]:
         assert entry["speedup"] >= 1 + QUICK.min_gain
     else:

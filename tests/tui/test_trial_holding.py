@@ -39,10 +39,19 @@ def test_a_fix_that_holds_shows_what_the_trial_said_beside_the_job_since() -> No
 
 
 def test_a_fix_that_falls_short_warns_first_and_offers_r() -> None:
-    view = judged([0.1] * 20 + [0.3] * 20)
+    view = judged([0.1] * 20 + [0.14] * 20)  # 7.1 steps/s: short of 10, above the 5 before
     last = trial_text(view).plain.splitlines()[-1]
-    assert view.falls_short
+    assert view.falls_short and not view.gain_gone
     assert last.startswith("⚠ falls short beyond noise · r: revert · trial said 2.00x")
+
+
+def test_a_fix_whose_gain_has_gone_says_so_first_and_offers_r() -> None:
+    view = judged([0.1] * 20 + [0.2] * 20)  # back at the 5 steps/s before the fix
+    last = trial_text(view).plain.splitlines()[-1]
+    assert view.falls_short and view.gain_gone
+    assert last.startswith(
+        "⚠ the fix's gain has gone: no faster than before it · r: revert · trial said 2.00x"
+    )
 
 
 def test_after_the_revert_the_figures_it_was_made_on_stay_and_new_ones_are_ignored() -> None:
@@ -76,5 +85,5 @@ def test_the_finished_trial_shows_the_predicted_bound_beside_the_measured_speedu
         TrialOutcome(predicted, predicted.plan_after, Path("run/jobs/01"))
     )
     line = trial_text(shown).plain.splitlines()[1]
-    assert "2.00x (predicted up to 2.50x)" in line
+    assert "2.00x · predicted up to 2.50x (the finding's bound)" in line
     assert "predicted" not in trial_text(kept_view()).plain  # no prediction: none is shown

@@ -84,6 +84,8 @@ class SinceRelaunch(Entry, frozen=True, forbid_unknown_fields=True):
     p_value: float | None
     margin: float | None
     checked_at: str
+    gain_gone: bool | None = None
+    """The job runs back at (within `margin` of) its rate before the fix: revert it."""
 
 
 class Reverted(Entry, frozen=True):
@@ -107,6 +109,7 @@ class TrialEntry(Entry, frozen=True):
     number: int
     reason: str
     p_value: float | None
+    """The t-test over the rounds that the change does nothing (was: Mann-Whitney over steps)."""
     rounds: int
     baseline_median_step_ms: float | None
     trial_median_step_ms: float | None
@@ -120,6 +123,17 @@ class TrialEntry(Entry, frozen=True):
     measured_as: MeasuredAs | None = None
     since_relaunch: SinceRelaunch | None = None
     reverted: Reverted | None = None
+    effect: str | None = None
+    """What the rounds showed: `faster` (beyond noise: kept), `slower` (beyond noise) or
+    `no measurable effect`; absent where a run failed."""
+    round_ratios: tuple[float, ...] = ()
+    """Each round's after rate over its before rate (adjacent runs); `speedup` is their
+    geometric mean."""
+    speedup_low: float | None = None
+    """The interval of `speedup` over the rounds (Student's t on the log-ratios) at
+    `confidence`; absent under two rounds."""
+    speedup_high: float | None = None
+    confidence: float | None = None
 
 
 def entry_json(entry: Entry) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from torchtop.model.findings import Fix
 from torchtop.model.plan import AppliedFix, LaunchPlan, NotApplicable
+from torchtop.model.rounds import RoundsEstimate
 from torchtop.model.trial_entry import (
     MeasuredAs,
     RunEntry,
@@ -146,6 +147,10 @@ class Trial:
     """The rule every run was measured by (None: not recorded)."""
     predicted_gain: float | None = None
     """The speedup bound its fix's finding predicted (None: not predicted)."""
+    estimate: RoundsEstimate | None = None
+    """The rounds' ratios and the interval the decision read (None: no round was completed)."""
+    effect: str | None = None
+    """`model.rounds.FASTER`, `SLOWER` or `NO_EFFECT`; None where a run failed."""
 
     @property
     def baseline_steps_per_s(self) -> float:
@@ -157,6 +162,9 @@ class Trial:
 
     @property
     def speedup(self) -> float | None:
+        """The rounds' geometric-mean ratio; the pooled rates' ratio where no round completed."""
+        if self.estimate is not None:
+            return self.estimate.speedup
         after = self.trial_steps_per_s
         return after / self.baseline_steps_per_s if after is not None else None
 
@@ -259,6 +267,8 @@ class Holding:
     recent_steps_per_s: float | None = None
     p_value: float | None = None
     margin: float | None = None
+    gain_gone: bool | None = None
+    """True: the job is back within the margin of the trial's "before" rate (None: not judged)."""
 
     def entry(self, checked_at: str) -> SinceRelaunch:
         """The report's `since_relaunch` entry of a kept trial."""
@@ -274,6 +284,7 @@ class Holding:
             p_value=self.p_value,
             margin=_round(self.margin),
             checked_at=checked_at,
+            gain_gone=self.gain_gone,
         )
 
 

@@ -169,7 +169,8 @@ class FixTracker:
 
 def claim_of(trial: Trial) -> TrialClaim:
     """What `trial` measured: its "before" rate and each "after" run's step times."""
-    return TrialClaim(trial.baseline_steps_per_s, tuple(m.step_wall_s for m in trial.after))
+    after = tuple(m.step_wall_s for m in trial.after)
+    return TrialClaim(trial.baseline_steps_per_s, after, trial.speedup)
 
 
 def _followed(state: RunState, run_dir: Path) -> Followed:

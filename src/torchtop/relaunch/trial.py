@@ -1,4 +1,4 @@
-"""The A/B trial: the job as it runs now, then with one fix, measured alike; keep or revert.
+"""The A/B trial: the job as it runs now, then with one fix, measured in rounds; keep or revert.
 
 Both variants are measured alike, as separate launches into `RUN/trials/NN/{before,after}-K/`,
 one right after the other so both see the same machine: each run's warm-up ends by the same rule
@@ -7,63 +7,58 @@ recorded in the run's entry), and each measures at least `steps` steps and at le
 `min_duration_s` of them, so a fast variant is measured over time as well as over steps.
 On a shared machine the load changes from one run to the next, and some jobs switch
 between a slow and a fast rhythm from one launch to the next (a DataLoader whose workers fight
-the training threads for cores): a step-level test within one pair of runs cannot see that, and
-two identical variants measured a minute apart have differed here by 25%, and by 7x, "beyond
-noise". So a fix is never kept on one round: the pair is measured again in the opposite order
-(after, then before), which also cancels a steady drift, and the fix is kept only when both
-rounds pooled are faster beyond noise (Mann-Whitney, `alpha`) and each round on its own is
-faster by at least `min_gain`. Only a fix that halves the speed is reverted after one round.
+the training threads for cores): two identical variants measured a minute apart have differed
+here by 25%, and by 7x. So the unit of evidence is a run: round K is one run of each variant,
+adjacent in time, in alternating order (before, after; after, before; before, after; ...: ABBA,
+so a steady drift of the machine cancels), and yields one ratio, after rate over before rate.
+`relaunch.decision` decides from the ratios (their geometric mean and its t interval over the
+rounds), adding rounds up to `max_rounds` while the interval cannot decide, or until `deadline_s`
+leaves no time for another; the progress says each round, its interval and the time left.
 Each trial is written to `RUN/trials/NN.json`; `trial_entry(trial)` is the report's `trials`
-entry (CONTRACT.md; a typed `model.trial_entry.TrialEntry`), with the evidence added, and the
-`predicted_gain` of its fix (the bound its finding put on the gain) beside the measured
-`speedup`. The trial's progress goes out as typed events (`model.trials.Measured`), and its
-caller ends it through a `relaunch.handle.TrialHandle`.
+entry (CONTRACT.md; a typed `model.trial_entry.TrialEntry`), with the rounds' ratios, the
+interval and the `predicted_gain` of its fix (the bound its finding put on the gain) beside the
+measured `speedup`. The trial's progress goes out as typed events (`model.trials.Measured`,
+`Stage` between rounds), and its caller ends it through a `relaunch.handle.TrialHandle`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchtop.advice.show import env_changes, format_overrides
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.report import Report
+from torchtop.model.rounds import RoundsEstimate
 from torchtop.model.trial_entry import TrialEntry, TrialRuns, entry_json
-from torchtop.model.trials import Decided, Measured, MeasuredRun, Span, Trial, TrialEvent, walls_of
+from torchtop.model.trials import (
+    Decided,
+    Measured,
+    MeasuredRun,
+    Stage,
+    Trial,
+    TrialEvent,
+    walls_of,
+)
+from torchtop.relaunch.decision import Decision, TrialSettings, decide, rounds_text
 from torchtop.relaunch.handle import TrialHandle
 from torchtop.relaunch.measure import MeasureError, Measurement, measure
-from torchtop.relaunch.stats import compare
+from torchtop.relaunch.stats import estimate_rounds
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
 
+__all__ = ["TrialSettings", "measured", "predicted_gain", "run_trial", "trial_entry"]
+
 EventSink = Callable[[TrialEvent], None]
-
-
-@dataclass(frozen=True)
-class TrialSettings:
-    min_gain: float = 0.02
-    """A kept fix is at least this much faster (0.05: 5%)."""
-    alpha: float = 0.01
-    """The rank test's level: how often step times of one distribution pass for different."""
-    decisive_loss: float = 1.0
-    """A first round this much slower (1.0: half the speed) is reverted without a second."""
-    max_rounds: int = 2
-    min_duration_s: float = 5.0
-    """Every run (baseline and fix, every round) measures at least this long after its warm-up:
-    at 40 steps/s, 20 steps are half a second, shorter than a DataLoader's burst cycle."""
-    capture_output: bool = True
-
-    def span(self, steps: int, warmup_steps: int) -> Span:
-        """What each run of a trial measures: the same for both variants."""
-        return Span(steps, warmup_steps, self.min_duration_s)
 
 
 def trial_entry(trial: Trial, with_steps: bool = True) -> TrialEntry:
     """The report's `trials` entry; `with_steps` adds every measured step's wall time."""
     speedup, after_rate = trial.speedup, trial.trial_steps_per_s
     before, after = trial.plan_before, trial.plan_after
+    estimate = trial.estimate
     return TrialEntry(
         fixes=tuple(f.entry() for f in trial.fixes),
         baseline_steps_per_s=round(trial.baseline_steps_per_s, 4),
@@ -74,7 +69,7 @@ def trial_entry(trial: Trial, with_steps: bool = True) -> TrialEntry:
         number=trial.number,
         reason=trial.reason,
         p_value=trial.p_value,
-        rounds=len(trial.after),
+        rounds=estimate.rounds if estimate is not None else 0,
         baseline_median_step_ms=_median_ms(trial.before),
         trial_median_step_ms=_median_ms(trial.after),
         changes=tuple(after.changes),
@@ -88,7 +83,31 @@ def trial_entry(trial: Trial, with_steps: bool = True) -> TrialEntry:
         ),
         duration_s=round(trial.duration_s, 2),
         measured_as=trial.measured_as.entry() if trial.measured_as is not None else None,
+        effect=trial.effect,
+        round_ratios=tuple(round(r, 4) for r in estimate.ratios) if estimate else (),
+        speedup_low=_rounded(estimate.low if estimate else None),
+        speedup_high=_rounded(estimate.high if estimate else None),
+        confidence=estimate.confidence if estimate and estimate.low is not None else None,
     )
+
+
+@dataclass
+class _Rounds:
+    """The runs measured so far, paired by round (`before[k]` with `after[k]`)."""
+
+    befores: list[Measurement] = field(default_factory=list)
+    afters: list[Measurement] = field(default_factory=list)
+    run_s: list[float] = field(default_factory=list)
+    """How long each run launched here took, start to stop."""
+
+    @property
+    def ratios(self) -> list[float]:
+        pairs = zip(self.befores, self.afters, strict=False)
+        return [a.steps_per_s / b.steps_per_s for b, a in pairs if b.steps_per_s > 0]
+
+    def round_s(self) -> float:
+        """The expected time of another round: two runs as long as those so far."""
+        return 2.0 * (sum(self.run_s) / len(self.run_s)) if self.run_s else 0.0
 
 
 def run_trial(
@@ -104,65 +123,72 @@ def run_trial(
     on_event: EventSink | None = None,
     predicted_gain: float | None = None,
     handle: TrialHandle | None = None,
+    deadline_s: float | None = None,
 ) -> Trial:
-    """Measure both plans, decide, and write `run_root/trials/NN.json`. Each measured run is
-    said as a `Measured` event, the decision as `Decided`; the run being measured is registered
-    on `handle`, and once the handle is cancelled the trial ends with `TrialCancelled`, writing
-    nothing."""
+    """Measure both plans in rounds, decide, and write `run_root/trials/NN.json`. Each measured
+    run is said as a `Measured` event, an undecided round as a `Stage`, the decision as
+    `Decided`; the run being measured is registered on `handle`, and once the handle is
+    cancelled the trial ends with `TrialCancelled`, writing nothing. `deadline_s`
+    (`time.monotonic()`): no round is started that would end past it."""
     settings = settings or TrialSettings()
     say = on_event or (lambda _: None)
     handle = handle or TrialHandle()
     number = next_trial_number(run_root)
     folder = RunLayout(run_root).trial_dir(number)
     started = time.monotonic()
+    same = settings.span(steps, warmup_steps)
+    rounds = _Rounds()
 
-    def run(plan: LaunchPlan, label: str, span: Span, window: bool = False) -> Measurement:
+    def run(plan: LaunchPlan, label: str, window: bool = False) -> Measurement:
         handle.check()
+        launched = time.monotonic()
         try:
             result = measure(
-                plan, folder / label, span, timeout_s, window, settings.capture_output, handle
+                plan, folder / label, same, timeout_s, window, settings.capture_output, handle
             )
         except MeasureError:
             handle.check()  # a run cut short by the cancel is no failed run
             raise
         handle.check()
+        rounds.run_s.append(time.monotonic() - launched)
         say(Measured(number, label, result.steps_per_s))
         return result
 
     if before is not None and not _long_enough(before, steps, settings.min_duration_s):
         before = None
-    same = settings.span(steps, warmup_steps)
-    befores = [before or run(plan_before, "before-1", same)]
-    afters: list[Measurement] = []
-    decision: tuple[bool, str, float | None] | None = None
+    decision: Decision | None = None
+    failed: str | None = None
+    rounds.befores.append(before or run(plan_before, "before-1"))  # a failure here: no trial
     try:
-        afters.append(run(plan_after, "after-1", same, window_after))
-        decision = _decide(befores, afters, settings, final=settings.max_rounds <= 1)
-        while decision is None:
-            k = len(afters) + 1
-            afters.append(run(plan_after, f"after-{k}", same))
-            befores.append(run(plan_before, f"before-{k}", same))
-            decision = _decide(befores, afters, settings, final=k >= settings.max_rounds)
+        rounds.afters.append(run(plan_after, "after-1", window_after))
+        while (decision := _decide(rounds, settings, deadline_s, number, say)) is None:
+            k = len(rounds.afters) + 1
+            first, second = ("after", "before") if k % 2 == 0 else ("before", "after")
+            for variant in (first, second):
+                plan = plan_after if variant == "after" else plan_before
+                runs = rounds.afters if variant == "after" else rounds.befores
+                runs.append(run(plan, f"{variant}-{k}"))
     except MeasureError as exc:
-        decision = (False, f"a run failed, so the fix is reverted: {exc}", None)
-    kept, reason, p_value = decision
-    fixes = plan_after.fixes[len(plan_before.fixes) :]
+        failed = f"a run failed, so the fix is reverted: {exc}"
+    estimate = decision.estimate if decision is not None else _estimate(rounds, settings)
     trial = Trial(
         number=number,
-        fixes=fixes,
-        kept=kept,
-        reason=reason,
-        before=tuple(befores),
-        after=tuple(afters),
-        p_value=p_value,
+        fixes=plan_after.fixes[len(plan_before.fixes) :],
+        kept=decision is not None and decision.kept,
+        reason=failed or (decision.reason if decision is not None else "not decided"),
+        before=tuple(rounds.befores),
+        after=tuple(rounds.afters),
+        p_value=estimate.p_value if estimate is not None else None,
         plan_before=plan_before,
         plan_after=plan_after,
         duration_s=time.monotonic() - started,
         measured_as=same,
         predicted_gain=predicted_gain,
+        estimate=estimate,
+        effect=decision.effect if decision is not None else None,
     )
     write_once(RunLayout(run_root).trial_json(number), entry_json(trial_entry(trial)))
-    say(Decided(number, kept, reason))
+    say(Decided(number, trial.kept, trial.reason))
     return trial
 
 
@@ -174,31 +200,34 @@ def measured(run: MeasuredRun) -> Measurement:
 
 
 def _decide(
-    befores: list[Measurement], afters: list[Measurement], settings: TrialSettings, final: bool
-) -> tuple[bool, str, float | None] | None:
-    """(kept, reason, p) once decided; None to measure another round."""
-    pooled = compare(walls_of(befores), walls_of(afters))
-    pairs = zip(befores, afters, strict=True)
-    rounds = [compare(b.step_wall_s, a.step_wall_s).speedup for b, a in pairs]
-    gain = f"{pooled.speedup:.2f}x (p={pooled.p_value:.2g}, {len(rounds)} round(s))"
-    significant = pooled.p_value < settings.alpha
-    if not final:
-        if significant and pooled.speedup <= 1.0 / (1.0 + settings.decisive_loss):
-            return False, f"slower beyond noise: {gain}; reverted", pooled.p_value
-        return None
-    margin = 1.0 + settings.min_gain
-    if pooled.faster(settings.alpha, settings.min_gain) and all(r >= margin for r in rounds):
-        return True, f"faster beyond noise: {gain}", pooled.p_value
-    if pooled.slower(settings.alpha):
-        why = "slower beyond noise"
-    elif not significant:
-        why = "no difference beyond noise"
-    elif pooled.speedup >= margin:
-        shown = ", ".join(f"{r:.2f}x" for r in rounds)
-        why = f"not faster by {settings.min_gain:.0%} in every round ({shown})"
-    else:
-        why = f"gains less than the {settings.min_gain:.0%} a kept fix must"
-    return False, f"{why}: {gain}; reverted", pooled.p_value
+    rounds: _Rounds,
+    settings: TrialSettings,
+    deadline_s: float | None,
+    number: int,
+    say: EventSink,
+) -> Decision | None:
+    """The decision on the rounds so far, or None (said as a `Stage`) to measure another."""
+    done = len(rounds.afters)
+    round_s = rounds.round_s()
+    out_of_time = deadline_s is not None and time.monotonic() + round_s > deadline_s
+    final = done >= settings.max_rounds or out_of_time
+    decision = decide(rounds.ratios, settings, final)
+    if decision is None:
+        left = settings.max_rounds - done
+        said = rounds_text(estimate_rounds(rounds.ratios, settings.confidence))
+        say(
+            Stage(
+                f"trial {number} round {done}: {said}: not decided; another round (at most "
+                f"{left} more, about {round_s:.0f} s each)"
+            )
+        )
+    return decision
+
+
+def _estimate(rounds: _Rounds, settings: TrialSettings) -> RoundsEstimate | None:
+    """What the rounds completed before a run failed measured (None: not one round)."""
+    ratios = rounds.ratios
+    return estimate_rounds(ratios, settings.confidence) if ratios else None
 
 
 def _long_enough(measurement: Measurement, steps: int, min_duration_s: float) -> bool:

@@ -5,9 +5,10 @@ findings, most important first, each with fixes; the first fix that applies (not
 change, not a knob whose convergence group was not allowed, not tried before, not already in
 effect) is tried in an A/B trial. A kept fix becomes the job as it runs now, and that trial's
 run (also profiled) is diagnosed for the next fix; a reverted one leaves the job as it was and
-the next fix is tried against a fresh baseline. Tuning ends when no untried fix applies (every
-remaining fix gained too little, or none is left), when the time budget would be overrun, or
-after `max_trials`.
+the next fix is tried against a fresh baseline. A trial measures rounds until it can decide
+(`relaunch.decision`), and starts no round that would end past the budget. Tuning ends when no
+untried fix applies (every remaining fix gained too little, or none is left), when the time
+budget would be overrun, or after `max_trials`.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ class TuneOptions:
     bindings: Mapping[str, str] = field(default_factory=dict)
     """knob -> command-line flag, from `torchtop.toml` [bind]."""
     run_timeout_s: float = 120.0
-    max_rounds: int = 2
+    max_rounds: int = TrialSettings.max_rounds
+    """A trial measures rounds (a run of each variant) until it can decide, up to this many."""
     min_duration_s: float = TrialSettings.min_duration_s
     """Every measured run (baseline and trials) measures at least this long (and `steps` steps)."""
     capture_output: bool = True
@@ -139,7 +141,8 @@ def tune(
             break
         say(format_plan(progress.plan, candidate).rstrip())
         gain = predicted_gain(report, candidate.fixes[-1].knob)
-        trial = _trial(progress, candidate, options, run_dir, say, gain)
+        deadline_s = started + options.budget_s
+        trial = _trial(progress, candidate, options, run_dir, say, gain, deadline_s)
         progress.fresh = None
         if trial.kept:
             progress.plan, progress.current = candidate, measured(trial.after[0])
@@ -199,7 +202,8 @@ def _stop_reason(progress: _Progress, options: TuneOptions, elapsed_s: float) ->
     if len(progress.trials) >= options.max_trials:
         return f"reached the limit of {options.max_trials} trials"
     per_run_s = max(progress.run_durations_s)
-    runs = 1 if progress.fresh is not None else 2
+    # The fewest runs a trial decides on: `min_rounds` of each variant (a fresh baseline is one).
+    runs = 2 * TrialSettings.min_rounds - (1 if progress.fresh is not None else 0)
     if elapsed_s + runs * per_run_s > options.budget_s:
         return f"another trial would overrun the time budget of {options.budget_s:g} s"
     return None
@@ -248,6 +252,7 @@ def _trial(
     run_dir: Path,
     say: EventSink,
     gain: float | None = None,
+    deadline_s: float | None = None,
 ) -> Trial:
     trial = run_trial(
         progress.plan,
@@ -261,6 +266,7 @@ def _trial(
         window_after=True,
         on_event=lambda event: say(event.text),
         predicted_gain=gain,
+        deadline_s=deadline_s,
     )
     progress.trials.append(trial)
     runs = len(trial.before) + len(trial.after) - (1 if progress.fresh is not None else 0)

@@ -197,9 +197,8 @@ class WatchedJob:
             self.tracker.started(plan, run_dir, self.trials)
 
     def _holding_test(self) -> HoldingTest:
-        # The relaunched job is judged with the trial's own warm-up and alpha.
-        settings = self.options.trial_settings()
-        return HoldingTest(warmup_steps=self.options.warmup_steps, alpha=settings.alpha)
+        # The relaunched job is judged with the trial's own warm-up.
+        return HoldingTest(warmup_steps=self.options.warmup_steps)
 
     def close(self) -> None:
         """Stop the collectors of the job that runs now (the monitor stops the job itself)."""

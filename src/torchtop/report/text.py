@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding, format_value, gain_text
 from torchtop.model.report import RankStanding, Report
+from torchtop.model.rounds import bound_text, claim_text
 from torchtop.model.trial_entry import TrialEntry
 from torchtop.report import communication
 from torchtop.report.contract import breakdown_steps, steps_per_s
@@ -246,16 +247,20 @@ def _tops(job: RankAnalysis) -> list[str]:
 
 
 def _trials(trials: Iterable[TrialEntry], style: _Style) -> list[str]:
-    """`1  dataloader.num_workers = 4 [arg]  4.10 -> 16.32 steps/s  3.98x  kept`, one a line."""
+    """`1  dataloader.num_workers = 4 [arg]  4.10 -> 16.32 steps/s  measured 3.98x (99% interval
+    3.51-4.52x, 4 rounds); predicted up to 6.25x (the finding's bound)  kept`, one a line."""
     lines = ["", style("TRIALS", "1")]
     for trial in trials:
         named = ", ".join(f"{f.knob} = {f.value} [{f.apply}]" for f in trial.fixes)
-        after, speedup = trial.trial_steps_per_s, trial.speedup
+        after = trial.trial_steps_per_s
         measured = f"{trial.baseline_steps_per_s:.2f} -> "
         measured += f"{after:.2f} steps/s" if after else "not measured"
-        measured += f"  {speedup:.2f}x" if speedup is not None else ""
+        claim = claim_text(
+            trial.speedup, trial.speedup_low, trial.speedup_high, trial.confidence, trial.rounds
+        )
+        measured += f"  {claim}" if trial.speedup is not None else ""
         predicted = trial.predicted_gain
-        measured += f" (predicted {predicted:.2f}x)" if predicted is not None else ""
+        measured += f"; {bound_text(predicted)}" if predicted is not None else ""
         outcome = style("kept", "1;32") if trial.kept else style("reverted", "33")
         lines.append(f"  {trial.number}  {named or 'no fix'}  {measured}  {outcome}")
         if trial.reason:
@@ -277,7 +282,8 @@ def _since_relaunch(trial: TrialEntry, style: _Style) -> list[str]:
         )
         said = f"trial said {claimed:.2f}x, " if claimed is not None else ""
         word = {True: "holds", False: style("FALLS SHORT", "1;31"), None: "not judged"}
-        lines.append(f"     {said}since relaunch {figures}: {word[since.holds]}")
+        judged = style("GAIN GONE", "1;31") if since.gain_gone else word[since.holds]
+        lines.append(f"     {said}since relaunch {figures}: {judged}")
         if since.holds is False and since.reason:
             lines.append(f"     {since.reason}")
     if trial.reverted is not None:

@@ -108,8 +108,9 @@ def proposal_text(proposal: Proposal, explain: bool = True) -> Text:
         return text
     text.append(
         "\nApplying stops the job, measures it as it ran and with this change, alike (the same "
-        "steady-state steps after the same warm-up, then again in the opposite order), keeps "
-        "the change only if it is faster beyond noise, and starts the job again either way.\n",
+        "steady-state steps after the same warm-up), in rounds of alternating order until the "
+        "rounds' interval decides (2 to 6 rounds), keeps the change only if it is faster beyond "
+        "noise, and starts the job again either way.\n",
         style=MUTED,
     )
     return text

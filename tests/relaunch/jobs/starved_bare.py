@@ -1,11 +1,12 @@
 """A DataLoader-starved job with no command-line options: `num_workers=0` is in the code.
 
 Optional positional words: the number of steps (default: run until stopped) and a file to
-write the losses to.
+write the losses to. `STARVED_SLEEP_MS` in the environment sets each sample's sleep (default 3).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -14,4 +15,6 @@ from starved_loop import train
 
 if __name__ == "__main__":
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-    train(steps, num_workers=0, sleep_ms=3.0, out=Path(sys.argv[2]) if len(sys.argv) > 2 else None)
+    sleep_ms = float(os.environ.get("STARVED_SLEEP_MS", "3"))
+    out = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+    train(steps, num_workers=0, sleep_ms=sleep_ms, out=out)

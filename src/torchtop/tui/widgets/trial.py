@@ -1,12 +1,14 @@
 """The trial of an accepted fix: its progress, steps/s before and after side by side, the outcome.
 
 Hidden until the user applies a fix. While the trial runs it shows the change, what is being
-done, and each measured run's steps/s in two columns (the job as it ran, and with the fix);
-at the end the pooled rates, the speedup and whether the fix was kept (the job now runs with
-it) or reverted (the job runs as before). After a kept fix a fourth line follows the relaunched
-job: what the trial said against what the job has done since (a `Holding`), in the
-warning colour with `r: revert` when it falls short of the trial beyond noise, until the user
-reverts. `TrialView` is the state; the panel draws it.
+done (each undecided round: its interval and the rounds left), and each measured run's steps/s
+in two columns (the job as it ran, and with the fix); at the end the pooled rates, the speedup
+with the finding's predicted bound beside it, and whether the fix was kept (the job now runs
+with it) or reverted (the job runs as before), with the rounds' interval. After a kept fix a
+fourth line follows the relaunched job: what the trial said against what the job has done since
+(a `Holding`), in the warning colour with `r: revert` when it falls short of the trial beyond
+noise, and saying the fix's gain has gone when the job is no faster than before the fix, until
+the user reverts. `TrialView` is the state; the panel draws it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from torchtop.model.rounds import bound_text, estimate_claim
 from torchtop.model.trials import (
     Decided,
     Holding,
@@ -82,16 +85,22 @@ class TrialView:
     def falls_short(self) -> bool:
         return self.holding is not None and self.holding.holds is False
 
+    @property
+    def gain_gone(self) -> bool:
+        """The relaunched job is back at its rate before the fix: the fix no longer pays."""
+        return self.holding is not None and self.holding.gain_gone is True
+
 
 def outcome_line(outcome: TrialOutcome) -> str:
-    """`kept: measured 3.98x, faster beyond noise; ...` or `reverted: measured 1.01x, ...`."""
+    """`kept: measured 3.98x (99% interval 3.51-4.52x, 4 rounds), faster beyond noise; ...` or
+    `reverted: measured 1.01x (...), no measurable effect; ...`."""
     trial = outcome.trial
     if outcome.cancelled:
         return "cancelled: torchtop is quitting"
     if trial is None:
         runs = "; the job runs as it did" if outcome.plan is not None else ""
         return f"no trial: {outcome.error or 'it could not run'}{runs}"
-    measured = f"measured {trial.speedup:.2f}x" if trial.speedup is not None else "not measured"
+    measured = estimate_claim(trial.speedup, trial.estimate)
     if trial.kept:
         return f"kept: {measured}, faster beyond noise; the job now runs with the fix"
     why = trial.reason.split(":", 1)[0]
@@ -123,8 +132,8 @@ def trial_text(view: TrialView) -> Text:
             text.append("  │  ", style=MUTED)
             text.append(f"{trial.speedup:.2f}x", style="bold")
         if trial.predicted_gain is not None:
-            # The verdict's bound beside the measurement: the report keeps both.
-            text.append(f" (predicted up to {trial.predicted_gain:.2f}x)", style=MUTED)
+            # The finding's bound beside the measurement (its interval is on the outcome line).
+            text.append(f" · {bound_text(trial.predicted_gain)}", style=MUTED)
         text.append(f"   (runs: {rates_text(view.before)} │ {rates_text(view.after)})\n", MUTED)
     else:
         text.append(f"before {rates_text(view.before)} steps/s")
@@ -155,8 +164,11 @@ def since_text(view: TrialView) -> Text:
         if view.revert.cancelled:
             return Text("revert cancelled: torchtop is quitting", style=MUTED)
         return Text(f"reverted by you: the job runs without the fix again ({figures})", MUTED)
-    if view.falls_short:
+    if view.gain_gone:
         # The warning first: a narrow terminal cuts the end of the line.
+        warning = "⚠ the fix's gain has gone: no faster than before it · r: revert"
+        return Text(f"{warning} · {figures}", SHORT_STYLE)
+    if view.falls_short:
         return Text(f"⚠ falls short beyond noise · r: revert · {figures}", SHORT_STYLE)
     return Text(figures, style="" if view.holding and view.holding.holds else MUTED)
 
@@ -185,7 +197,8 @@ class TrialPanel(Static):
         elif view.revert is not None and not view.revert.cancelled:
             self.border_title, self.border_subtitle = "Trial · kept, then reverted by you", ""
         elif view.falls_short and view.kept_and_running:
-            self.border_title = f"Trial · {outcome_word(outcome)} · falls short since relaunch"
+            since = "gain gone" if view.gain_gone else "falls short"
+            self.border_title = f"Trial · {outcome_word(outcome)} · {since} since relaunch"
             self.border_subtitle = "r: revert"
         else:
             self.border_title, self.border_subtitle = f"Trial · {outcome_word(outcome)}", ""

@@ -1,0 +1,93 @@
+"""A trial's rounds as data: the speedup they measured with its interval, and how it reads.
+
+A round is one run of each variant, adjacent in time; its ratio is the after rate over the
+before rate. `relaunch.stats.estimate_rounds` makes a `RoundsEstimate` from the ratios (the
+geometric mean, and Student's t interval over the rounds' log-ratios); `relaunch.decision` says
+what it shows (`FASTER`, `SLOWER`, or `NO_EFFECT`). The words live here, with the data, so that
+the dashboard, the text report and `tune`'s summary say a trial's figures alike: the measured
+speedup with its interval, and beside it the finding's figure for what it is, a bound
+(`bound_text`: "up to", never a promise).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+FASTER = "faster"
+SLOWER = "slower"
+NO_EFFECT = "no measurable effect"
+
+
+@dataclass(frozen=True)
+class RoundsEstimate:
+    """The speedup a trial's rounds measured, with its interval over the rounds."""
+
+    ratios: tuple[float, ...]
+    """Each round's after rate over its before rate, in the order measured."""
+    speedup: float
+    """The geometric mean of `ratios`: the point estimate."""
+    low: float | None
+    """The interval's bounds at `confidence`; None with fewer than two rounds (no spread)."""
+    high: float | None
+    confidence: float
+    p_value: float | None
+    """The t-test that the change does nothing (mean log-ratio 0); None under two rounds."""
+
+    @property
+    def rounds(self) -> int:
+        return len(self.ratios)
+
+    @property
+    def half_width(self) -> float | None:
+        """The interval's half-width as a share of the estimate (0.1: within about 10%)."""
+        if self.low is None or self.high is None:
+            return None
+        return math.sqrt(self.high / self.low) - 1.0
+
+
+def interval_text(low: float | None, high: float | None, confidence: float | None) -> str:
+    """`99% interval 3.51-4.52x`, or what stands in for one."""
+    if low is None or high is None or confidence is None:
+        return "no interval"
+    return f"{confidence:.0%} interval {_bound(low)}-{_bound(high)}x"
+
+
+def _bound(value: float) -> str:
+    """A bound as it reads: two rounds far apart give one of 1e15 on 1 degree of freedom."""
+    if value >= 1000.0:
+        return ">999"
+    if value < 0.01:
+        return "<0.01"
+    return f"{value:.0f}" if value >= 100.0 else f"{value:.2f}"
+
+
+def claim_text(
+    speedup: float | None,
+    low: float | None,
+    high: float | None,
+    confidence: float | None,
+    rounds: int,
+) -> str:
+    """`measured 3.98x (99% interval 3.51-4.52x, 4 rounds)`."""
+    if speedup is None:
+        return "not measured"
+    if rounds == 0:
+        return f"measured {speedup:.2f}x"
+    plural = "round" if rounds == 1 else "rounds"
+    return f"measured {speedup:.2f}x ({interval_text(low, high, confidence)}, {rounds} {plural})"
+
+
+def estimate_claim(speedup: float | None, estimate: RoundsEstimate | None) -> str:
+    """`claim_text` of a trial's estimate (none: no round completed)."""
+    if estimate is None:
+        return claim_text(speedup, None, None, None, 0)
+    low, high, confidence = estimate.low, estimate.high, estimate.confidence
+    return claim_text(speedup, low, high, confidence, estimate.rounds)
+
+
+def bound_text(predicted_gain: float | None) -> str:
+    """The finding's figure beside a trial: `predicted up to 6.25x (the finding's bound)`."""
+    if predicted_gain is None:
+        return "no predicted bound"
+    return f"predicted up to {predicted_gain:.2f}x (the finding's bound)"
