@@ -85,5 +85,5 @@ def test_the_finished_trial_shows_the_predicted_bound_beside_the_measured_speedu
         TrialOutcome(predicted, predicted.plan_after, Path("run/jobs/01"))
     )
     line = trial_text(shown).plain.splitlines()[1]
-    assert "2.00x · predicted up to 2.50x (the finding's bound)" in line
+    assert "2.00x · predicted 2.50x" in line
     assert "predicted" not in trial_text(kept_view()).plain  # no prediction: none is shown

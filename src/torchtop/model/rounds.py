@@ -5,14 +5,16 @@ before rate. `relaunch.stats.estimate_rounds` makes a `RoundsEstimate` from the 
 geometric mean, and Student's t interval over the rounds' log-ratios); `relaunch.decision` says
 what it shows (`FASTER`, `SLOWER`, or `NO_EFFECT`). The words live here, with the data, so that
 the dashboard, the text report and `tune`'s summary say a trial's figures alike: the measured
-speedup with its interval, and beside it the finding's figure for what it is, a bound
-(`bound_text`: "up to", never a promise).
+speedup with its interval, and beside it the finding's figure for what it is, a prediction
+(`predicted_text`: the finding's prediction, as the finding words it).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from torchtop.model.findings import ALMOST_ALL_SHARE
 
 FASTER = "faster"
 SLOWER = "slower"
@@ -86,8 +88,12 @@ def estimate_claim(speedup: float | None, estimate: RoundsEstimate | None) -> st
     return claim_text(speedup, low, high, confidence, estimate.rounds)
 
 
-def bound_text(predicted_gain: float | None) -> str:
-    """The finding's figure beside a trial: `predicted up to 6.25x (the finding's bound)`."""
+def predicted_text(predicted_gain: float | None) -> str:
+    """The finding's figure beside a trial, as the finding itself says it (`gain_text`): a
+    prediction, not a bound (more workers can also overlap compute, so a measured gain may pass
+    it): `predicted 6.25x`; a step almost all stall (a prediction of 10x or more) in words."""
     if predicted_gain is None:
-        return "no predicted bound"
-    return f"predicted up to {predicted_gain:.2f}x (the finding's bound)"
+        return "no prediction"
+    if predicted_gain >= 1.0 / (1.0 - ALMOST_ALL_SHARE):
+        return "predicted: many times faster (the step was almost all stall)"
+    return f"predicted {predicted_gain:.2f}x"

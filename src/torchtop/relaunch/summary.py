@@ -17,7 +17,7 @@ from typing import Any
 from msgspec.structs import replace
 
 from torchtop.advice.show import env_changes, format_overrides
-from torchtop.model.rounds import bound_text, estimate_claim
+from torchtop.model.rounds import estimate_claim, predicted_text
 from torchtop.model.trials import Trial
 from torchtop.relaunch.trial import trial_entry
 from torchtop.relaunch.tune import TuneResult
@@ -85,7 +85,7 @@ def render_summary(result: TuneResult, written: Path | None) -> str:
 
 def _trial_line(trial: Trial) -> str:
     """`trial 1: <change>: 4.10 -> 16.32 steps/s, measured 3.98x (99% interval ...); predicted
-    up to 6.25x (the finding's bound): kept (<reason>)`."""
+    6.25x: kept (<reason>)`."""
     changes = "; ".join(trial.plan_after.changes) or trial.plan_after.description
     after = trial.trial_steps_per_s
     rates = (
@@ -95,6 +95,6 @@ def _trial_line(trial: Trial) -> str:
     )
     measured = rates + estimate_claim(trial.speedup, trial.estimate)
     if trial.predicted_gain is not None:
-        measured += f"; {bound_text(trial.predicted_gain)}"
+        measured += f"; {predicted_text(trial.predicted_gain)}"
     verdict = "kept" if trial.kept else "reverted"
     return f"trial {trial.number}: {changes}: {measured}: {verdict} ({trial.reason})"

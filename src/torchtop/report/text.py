@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding, format_value, gain_text
 from torchtop.model.report import RankStanding, Report
-from torchtop.model.rounds import bound_text, claim_text
+from torchtop.model.rounds import claim_text, predicted_text
 from torchtop.model.trial_entry import TrialEntry
 from torchtop.report import communication
 from torchtop.report.contract import breakdown_steps, steps_per_s
@@ -248,7 +248,7 @@ def _tops(job: RankAnalysis) -> list[str]:
 
 def _trials(trials: Iterable[TrialEntry], style: _Style) -> list[str]:
     """`1  dataloader.num_workers = 4 [arg]  4.10 -> 16.32 steps/s  measured 3.98x (99% interval
-    3.51-4.52x, 4 rounds); predicted up to 6.25x (the finding's bound)  kept`, one a line."""
+    3.51-4.52x, 4 rounds); predicted 6.25x  kept`, one a line."""
     lines = ["", style("TRIALS", "1")]
     for trial in trials:
         named = ", ".join(f"{f.knob} = {f.value} [{f.apply}]" for f in trial.fixes)
@@ -260,7 +260,7 @@ def _trials(trials: Iterable[TrialEntry], style: _Style) -> list[str]:
         )
         measured += f"  {claim}" if trial.speedup is not None else ""
         predicted = trial.predicted_gain
-        measured += f"; {bound_text(predicted)}" if predicted is not None else ""
+        measured += f"; {predicted_text(predicted)}" if predicted is not None else ""
         outcome = style("kept", "1;32") if trial.kept else style("reverted", "33")
         lines.append(f"  {trial.number}  {named or 'no fix'}  {measured}  {outcome}")
         if trial.reason:

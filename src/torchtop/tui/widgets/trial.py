@@ -19,7 +19,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from torchtop.model.rounds import bound_text, estimate_claim
+from torchtop.model.rounds import estimate_claim, predicted_text
 from torchtop.model.trials import (
     Decided,
     Holding,
@@ -132,8 +132,8 @@ def trial_text(view: TrialView) -> Text:
             text.append("  │  ", style=MUTED)
             text.append(f"{trial.speedup:.2f}x", style="bold")
         if trial.predicted_gain is not None:
-            # The finding's bound beside the measurement (its interval is on the outcome line).
-            text.append(f" · {bound_text(trial.predicted_gain)}", style=MUTED)
+            # The finding's prediction beside the measurement (its interval is on the outcome line).
+            text.append(f" · {predicted_text(trial.predicted_gain)}", style=MUTED)
         text.append(f"   (runs: {rates_text(view.before)} │ {rates_text(view.after)})\n", MUTED)
     else:
         text.append(f"before {rates_text(view.before)} steps/s")
