@@ -59,8 +59,8 @@ def help_text() -> Text:
     for route, meaning in APPLY_MEANING.items():
         text.append(f"  {route:<9}", style=APPLY_COLOUR[route])
         text.append(f" {meaning}\n")
-    text.append("\n~N% after a fix: the share of step time its class explains, weighted by ")
-    text.append("severity; it ranks the fixes and promises no speed-up.\n")
+    text.append("\npred N.NNx after a fix: its finding's predicted speed-up if the time it names ")
+    text.append("were recovered and nothing else changed; a prediction, not a bound.\n")
     return text
 
 
