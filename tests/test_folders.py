@@ -163,3 +163,22 @@ def test_view_on_unrelated_models_shows_the_first_as_one_job_and_says_so(
         f"torchtop: the traces are 5 jobs, not one: showed the first, {first.name}; "
         "`torchtop analyze` reports each, `torchtop view FILE` shows another\n"
     )
+
+
+def test_view_draws_a_progress_bar_on_stderr_while_it_reads_before_the_dashboard_opens(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, shared: Path
+) -> None:
+    """`view` of a big trace was blank for seconds: now the read shows its progress first."""
+    monkeypatch.setenv("TORCHTOP_PROGRESS", "1")
+    monkeypatch.setattr("torchtop.progress.DELAY_S", 0.0)  # drawn however fast the read
+    opened: list[str] = []
+    monkeypatch.setattr(
+        "torchtop.tui.app.run_view",
+        lambda report, state, aside=None: opened.append(capsys.readouterr().err),
+    )
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["view", str(shared / RESNET_NW0)]) == 0
+    (before,) = opened
+    name = Path(RESNET_NW0).name
+    assert f"{name[-39:]} [" in before or f"{name} [" in before
+    assert "100%" in before

@@ -12,7 +12,7 @@ import difflib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -446,26 +446,11 @@ def _analyze_paths(args: argparse.Namespace) -> int:
     from torchtop.traces.parallel import start_early
 
     start_early(args.paths)  # a big trace starts being read while the analysis is imported
-    from torchtop.progress import FileProgress, progress_enabled
     from torchtop.report.jobs import render_jobs
 
     tree = _load_tree(args.rules)
-    bars: list[FileProgress] = []
-
-    def progress(path: Path) -> FileProgress | None:
-        for bar in bars:
-            bar.close()
-        bars.clear()
-        if not progress_enabled():
-            return None
-        bars.append(FileProgress(path))
-        return bars[-1]
-
-    try:
+    with _file_progress() as progress:
         jobs = _analyze_or_annotate(args, tree, progress)
-    finally:
-        for bar in bars:
-            bar.close()
     _warn_damaged(jobs)
     sys.stdout.write(render_jobs(jobs, args.format, colour=_colour(args.color)))
     return EXIT_OK
@@ -480,6 +465,30 @@ def _warn_damaged(jobs: JobReports) -> None:
         for info in report.job.infos:
             if info.truncated:
                 print(f"torchtop: {info.path}: {info.truncation()}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _file_progress() -> Iterator[Callable[[Path], Callable[[int, int], None] | None]]:
+    """A progress bar on stderr for each trace file that takes over a second to read (on a
+    terminal): `analyze`'s, and `view`'s before its dashboard opens."""
+    from torchtop.progress import FileProgress, progress_enabled
+
+    bars: list[FileProgress] = []
+
+    def progress(path: Path) -> FileProgress | None:
+        for bar in bars:
+            bar.close()
+        bars.clear()
+        if not progress_enabled():
+            return None
+        bars.append(FileProgress(path))
+        return bars[-1]
+
+    try:
+        yield progress
+    finally:
+        for bar in bars:
+            bar.close()
 
 
 def _analyze_or_annotate(args: argparse.Namespace, tree, progress):  # type: ignore[no-untyped-def]
@@ -520,7 +529,9 @@ def _view(args: argparse.Namespace) -> int:
     from torchtop.report.jobs import job_name
     from torchtop.tui.app import run_view
 
-    jobs, state = analyze_jobs(args.paths, _load_tree(args.rules), one_job=args.one_job)
+    tree = _load_tree(args.rules)
+    with _file_progress() as progress:  # a big trace is read before the dashboard opens
+        jobs, state = analyze_jobs(args.paths, tree, progress, one_job=args.one_job)
     _warn_damaged(jobs)
     if not _on_a_terminal("view"):
         from torchtop.report.jobs import render_jobs_text
