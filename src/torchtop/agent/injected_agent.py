@@ -30,7 +30,13 @@ from typing import Any
 
 from torchtop.agent import api, main_thread
 from torchtop.agent.agent import Agent
-from torchtop.agent.hooks import INSTALLERS, Installer, Undo, watch_optimizers
+from torchtop.agent.hooks import (
+    INSTALLERS,
+    Installer,
+    Undo,
+    recover_cli_options,
+    watch_optimizers,
+)
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import Bye
@@ -42,9 +48,11 @@ KICK_EVERY_S = 0.05
 
 RUN_ONLY = ("knob overrides", "argparse watch", "child exit watch")
 """`run`'s installers that have no after-the-fact form: knob overrides apply at start-up,
-argparse has parsed already, and the child exit watcher belongs to a launcher."""
+argparse has parsed already (its options are recovered from the parsers left in memory), and
+the child exit watcher belongs to a launcher."""
 INJECTED_INSTALLERS: list[tuple[str, Installer]] = [
-    (name, install) for name, install in INSTALLERS if name not in RUN_ONLY
+    *((name, install) for name, install in INSTALLERS if name not in RUN_ONLY),
+    ("argparse recovery", recover_cli_options),
 ]
 
 
