@@ -42,7 +42,9 @@ def seen_options() -> list[dict[str, Any]]:
 def recover() -> int:
     """Record the options of the parsers that already parsed sys.argv (see the module's
     docstring); how many parsers were recorded."""
-    parsers = [o for o in gc.get_objects() if isinstance(o, argparse.ArgumentParser)]
+    # type(), not isinstance(): isinstance reads `__class__`, which a lazy module attribute
+    # (torch's deprecated ones) answers with a warning on the job's stderr.
+    parsers = [o for o in gc.get_objects() if issubclass(type(o), argparse.ArgumentParser)]
     parsers = [
         p for p in parsers if not any(isinstance(a.type, argparse.FileType) for a in p._actions)
     ]
