@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import difflib
 import json
 import os
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from torchtop.errors import InputError, positive_seconds
+from torchtop.errors import InputError, percent, positive_seconds
 
 if TYPE_CHECKING:
     from torchtop.model.report import JobReports
@@ -151,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="load torchtop's agent into the running job (gdb on Python 3.11-3.13, "
         "sys.remote_exec on 3.14+), so attach records steps and profiler windows as run does; "
         "it unloads when attach ends (docs/attach-inject.md)",
+    )
+    attach.add_argument(
+        "--sample-budget",
+        metavar="PERCENT",
+        help="the native stack sampler's own CPU, in percent of one core, that its pace keeps "
+        "under after a fast start (default 1)",
     )
     attach.add_argument(
         "--inject-timeout",
@@ -569,9 +576,15 @@ def _watch(args: argparse.Namespace) -> int:
     from torchtop.sessions.watching import WatchOptions, run_session
 
     tree = _load_tree(args.rules)
+    # Bad input is refused in its one line before anything is said or started: the options
+    # first, then the process to attach to.
     if args.verb == "attach" and not args.inject:
-        _check_frame_patterns()  # bad input is refused before anything is said or started
+        _check_frame_patterns()
     for_s = None if args.for_s is None else positive_seconds("--for", args.for_s)
+    if args.verb == "attach":
+        from torchtop.live.attach import check_target
+
+        check_target(args.pid)
     headless = args.headless or not _on_a_terminal(args.verb)
     if for_s is None and args.verb == "demo" and headless:
         for_s = DEMO_FOR_S  # nobody is there to press q
@@ -602,6 +615,11 @@ def _watch(args: argparse.Namespace) -> int:
     if args.verb == "attach":
         from torchtop.sessions.watching import attach_session
 
+        budget = args.sample_budget
+        if budget is not None:
+            options = dataclasses.replace(
+                options, sample_budget_share=percent("--sample-budget", budget)
+            )
         return attach_session(args.pid, options, tree)
     if args.verb == "demo":
         command = [sys.executable, "-m", "torchtop.demo.train", *_after_dashes(args.job_args)]

@@ -23,3 +23,15 @@ def positive_seconds(option: str, text: str) -> float:
     if not math.isfinite(seconds) or seconds <= 0:
         raise InputError(option, f"{text!r} is not a positive number of seconds")
     return seconds
+
+
+def percent(option: str, text: str) -> float:
+    """A percentage option's value (`--sample-budget 2`) as a share; InputError unless it is
+    above 0 and at most 100."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not 0 < value <= 100:
+        raise InputError(option, f"{text!r} is not a percentage above 0 and at most 100")
+    return value / 100

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,3 +84,44 @@ def test_a_subcommands_options_from_the_tail_of_sys_argv_are_recorded(
     options = {o["dest"]: o for o in cli_options.seen_options()}
     assert options["workers"]["flags"] == ["--workers"]
     assert options["workers"]["value"] == 3
+
+
+RECOVERING = """
+import argparse, json, sys
+from torchtop.agent import cli_options
+
+def build():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--num-workers", type=int, default=0)
+    parser.add_argument("--amp", action="store_true")
+    return parser
+
+script = build()
+args = script.parse_args()  # parsed before any agent was there, as a job attach finds
+library = argparse.ArgumentParser()  # another parser in memory that reads none of sys.argv
+library.add_argument("--port", type=int, default=1)
+strict = argparse.ArgumentParser()  # one whose parse of sys.argv fails: skipped, quietly
+strict.add_argument("--needed", required=True)
+print(cli_options.recover())
+print(json.dumps(cli_options.seen_options()))
+"""
+
+
+def test_an_injected_agent_recovers_the_options_the_script_parsed_before_it_came(
+    tmp_path: Path,
+) -> None:
+
+    script = tmp_path / "train.py"
+    script.write_text(RECOVERING)
+    done = subprocess.run(
+        [sys.executable, str(script), "--num-workers", "3", "--amp"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    count, options = done.stdout.splitlines()
+    assert count == "1", "only the script's parser recognised sys.argv"
+    by_dest = {o["dest"]: o for o in json.loads(options)}
+    assert by_dest["num_workers"]["flags"] == ["--num-workers"]
+    assert by_dest["num_workers"]["value"] == 3 and by_dest["num_workers"]["default"] == 0
+    assert by_dest["amp"]["value"] is True and by_dest["amp"]["type"] == "bool"
+    assert "port" not in by_dest and "needed" not in by_dest
+    assert done.stderr == "", "a failed parse of someone else's parser prints nothing"

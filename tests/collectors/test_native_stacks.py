@@ -14,7 +14,7 @@ from tests.collectors.conftest import Spawn
 from torchtop.assess.stack_shares import shares_of
 from torchtop.collectors.stacks import StackCollector, find_py_spy
 from torchtop.diagnosis.frames import load_frame_patterns
-from torchtop.runs.records import StacksSample
+from torchtop.runs.records import SamplerPace, StacksSample
 
 PY_SPY = find_py_spy()
 pytestmark = [
@@ -91,3 +91,22 @@ def test_where_native_dumps_fail_the_collector_falls_back_to_python_frames_and_s
         assert "not supported" in record.python_only
         assert record.processes[0].threads[0].frames, "Python frames, from dumps"
     assert job.poll() is None, "the job runs on"
+
+
+def test_the_native_pace_lengthens_chunks_after_the_fast_start_and_says_its_own_cpu(
+    spawn: Spawn,
+) -> None:
+    job = spawn(CONVERTING)
+    collector = StackCollector(job.pid, native=True, budget_share=0.01)
+    typed = chunks(collector, 3, timeout_s=120.0)
+    collector.close()
+    paces = [r.processes[0].sampler for r in typed]
+    assert all(isinstance(p, SamplerPace) for p in paces)
+    lengths = [p.chunk_s for p in paces if isinstance(p, SamplerPace)]
+    assert lengths == [4, 4, 8], "two short chunks, then the budget asks for longer ones"
+    # py-spy loads libtorch's symbols each chunk: a tenth of a CPU-second at the very least.
+    assert all(
+        p.cpu_s > 0.1 and p.budget_share == 0.01 for p in paces if isinstance(p, SamplerPace)
+    )
+    mains = [t for t in typed[2].processes[0].threads if t.tid == job.pid]
+    assert len(mains) >= 16, "an 8 s chunk at 4 a second holds about 32 looks"

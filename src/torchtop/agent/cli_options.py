@@ -9,12 +9,21 @@ go through argparse's `_parse_known_args`: there an option list that is the tail
 subcommand's, such as `fit --data.num_workers 2`) is the script's own too.
 Stdlib only: the bootstrap installs it as soon as the job imports argparse,
 which may be before torch.
+
+An agent injected into a running job (`attach --inject`) comes after the parse: `recover()`
+finds the parsers still alive in the job's memory and parses sys.argv again with each, quietly
+(a parse that fails is left alone, and one holding a `FileType` option is not run again: it
+would open files). A parser that recognises some of sys.argv is the script's; with no
+arguments, a lone parser is (its defaults are the values).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import gc
+import io
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +37,39 @@ _options: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
 def seen_options() -> list[dict[str, Any]]:
     """`{flags, dest, type, default, value}` for each option parsed from sys.argv so far."""
     return [dict(option) for option in _options.values()]
+
+
+def recover() -> int:
+    """Record the options of the parsers that already parsed sys.argv (see the module's
+    docstring); how many parsers were recorded."""
+    # type(), not isinstance(): isinstance reads `__class__`, which a lazy module attribute
+    # (torch's deprecated ones) answers with a warning on the job's stderr.
+    parsers = [o for o in gc.get_objects() if issubclass(type(o), argparse.ArgumentParser)]
+    parsers = [
+        p for p in parsers if not any(isinstance(a.type, argparse.FileType) for a in p._actions)
+    ]
+    argv = sys.argv[1:]
+    recorded = 0
+    for parser in parsers:
+        parsed = _quiet_parse(parser, argv)
+        if parsed is None:
+            continue
+        namespace, unknown = parsed
+        if (argv and len(unknown) < len(argv)) or (not argv and len(parsers) == 1):
+            _record(parser, namespace)
+            recorded += 1
+    return recorded
+
+
+def _quiet_parse(
+    parser: argparse.ArgumentParser, argv: list[str]
+) -> tuple[argparse.Namespace, list[str]] | None:
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            namespace, unknown = argparse.ArgumentParser.parse_known_args(parser, argv)
+    except (Exception, SystemExit):  # the job's parser, not ours: any failure is a skip
+        return None
+    return namespace, list(unknown)
 
 
 def install(module: Any = argparse) -> None:

@@ -300,6 +300,11 @@ def watch_cli_options(agent: Agent) -> None:
     cli_options.install(argparse)
 
 
+def recover_cli_options(agent: Agent) -> None:
+    """Injected after the script parsed its command line: its parsers, parsed again."""
+    cli_options.recover()
+
+
 Installer = Callable[[Agent], Undo | None]
 
 INSTALLERS: list[tuple[str, Installer]] = [

@@ -30,7 +30,13 @@ from typing import Any
 
 from torchtop.agent import api, main_thread
 from torchtop.agent.agent import Agent
-from torchtop.agent.hooks import INSTALLERS, Installer, Undo, watch_optimizers
+from torchtop.agent.hooks import (
+    INSTALLERS,
+    Installer,
+    Undo,
+    recover_cli_options,
+    watch_optimizers,
+)
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import Bye
@@ -47,10 +53,12 @@ RUN_ONLY = (
     "DistributedDataParallel watch",
 )
 """`run`'s installers that have no after-the-fact form: knob overrides apply at start-up,
-argparse has parsed already, the child exit watcher belongs to a launcher, and a running job
-built its `DistributedDataParallel` long before."""
+argparse has parsed already (its options are recovered from the parsers left in memory), the
+child exit watcher belongs to a launcher, and a running job built its `DistributedDataParallel`
+long before."""
 INJECTED_INSTALLERS: list[tuple[str, Installer]] = [
-    (name, install) for name, install in INSTALLERS if name not in RUN_ONLY
+    *((name, install) for name, install in INSTALLERS if name not in RUN_ONLY),
+    ("argparse recovery", recover_cli_options),
 ]
 
 

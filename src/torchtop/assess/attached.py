@@ -26,9 +26,10 @@ from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.frames import OP, load_frame_patterns
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis
-from torchtop.model.attach import AttachedRank
+from torchtop.model.attach import AttachedRank, SamplerCost
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
+from torchtop.runs.records import SamplerPace
 from torchtop.runs.state import RunState
 
 RECENT_DUMPS = 60
@@ -173,6 +174,27 @@ def assess_attached(
         command=tuple(state.launch.command) or None,
         pid=state.launch.pid,
         notes=tuple(f"{s} not measured: {r}" for s, r in state.unavailable.items()),
+        sampler=sampler_cost(state),
+    )
+
+
+def sampler_cost(state: RunState) -> SamplerCost | None:
+    """The newest native chunk of each process in the recent records, summed up."""
+    newest: dict[int, SamplerPace] = {}
+    for dump in list(state.samples.stacks)[-RECENT_CHUNKS:]:
+        for process in dump.processes:
+            if not isinstance(process.sampler, msgspec.UnsetType):
+                newest[process.pid] = process.sampler
+    if not newest:
+        return None
+    paces = list(newest.values())
+    last = paces[-1]
+    return SamplerCost(
+        processes=len(paces),
+        chunk_s=last.chunk_s,
+        rate_per_s=last.rate_per_s,
+        cpu_share=sum(p.cpu_s / p.chunk_s for p in paces) / len(paces),
+        budget_share=last.budget_share,
     )
 
 

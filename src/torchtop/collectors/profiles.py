@@ -6,6 +6,9 @@ loads them once per chunk and then samples at `rate_per_s`: each chunk of `chunk
 one `stacks` record holding every sample of every Python thread (a thread appears once per
 sample, innermost frame first, as a dump's thread does). Chunks run back to back in the
 background: `finished()` gives a finished chunk's process entry, and the caller starts the next.
+Each process has its own `collectors.pace.Pace`: short chunks first, then chunks as long as
+keeps py-spy's own CPU (read from the finished child's rusage) under a budget; the entry's
+`sampler` says the chunk's length, rate and CPU.
 
 The speedscope output keeps each thread's samples in time order with their frames; py-spy
 writes a compiled frame with line 0 and its shared object as the file. Idle samples are kept
@@ -30,14 +33,10 @@ from typing import Any
 
 import msgspec
 
+from torchtop.collectors.pace import BUDGET_SHARE, Pace
 from torchtop.collectors.tasks import read_tasks
 from torchtop.runs.records import NATIVE_NAME_CHARS, TaskTime
 
-CHUNK_S = 4
-RATE_PER_S = 4
-"""Each native sample stops every thread of the job while py-spy unwinds it (a few ms on this
-2-core machine, more under load; docs/benchmarks.md): 4 a second bounds that to a few percent,
-and 16 samples a chunk are three times the 5 looks a verdict needs."""
 WAITS = re.compile(
     r"^(pthread_cond_(timed)?wait|__futex|futex|syscall|clock_nanosleep|nanosleep|epoll_wait|"
     r"poll|ppoll|select|pselect|sem_(timed)?wait|__lll_lock_wait|read|recv|recvfrom|accept|0x)"
@@ -54,29 +53,34 @@ class Chunk:
     process: subprocess.Popen[bytes]
     output: Path
     tasks_start: list[TaskTime] | None
+    chunk_s: int
+    rate_per_s: int
 
 
 class ChunkedProfiler:
     """Back-to-back `py-spy record --native` chunks of each training process."""
 
-    def __init__(self, py_spy: list[str], chunk_s: int = CHUNK_S, rate_per_s: int = RATE_PER_S):
-        self.py_spy, self.chunk_s, self.rate_per_s = py_spy, chunk_s, rate_per_s
+    def __init__(self, py_spy: list[str], budget_share: float = BUDGET_SHARE) -> None:
+        self.py_spy, self.budget_share = py_spy, budget_share
         self._running: dict[int, Chunk] = {}
+        self._paces: dict[int, Pace] = {}
         self._folder = Path(tempfile.mkdtemp(prefix="torchtop-stacks-"))
         weakref.finalize(self, shutil.rmtree, self._folder, True)
 
     def start(self, pid: int) -> None:
         output = self._folder / f"{pid}-{time.monotonic_ns()}.json"
+        pace = self._paces.setdefault(pid, Pace(self.budget_share))
+        chunk_s, rate_per_s = pace.next_chunk()
         command = [
             *self.py_spy, "record", "--native", "--idle", "--threads", "--format", "speedscope",
-            "--rate", str(self.rate_per_s), "--duration", str(self.chunk_s),
+            "--rate", str(rate_per_s), "--duration", str(chunk_s),
             "--pid", str(pid), "--output", str(output),
         ]  # fmt: skip
         env = {**os.environ, "RUST_BACKTRACE": "0"}
         child = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
         )
-        self._running[pid] = Chunk(pid, child, output, read_tasks(pid))
+        self._running[pid] = Chunk(pid, child, output, read_tasks(pid), chunk_s, rate_per_s)
 
     def running(self, pid: int) -> bool:
         return pid in self._running
@@ -85,14 +89,25 @@ class ChunkedProfiler:
         """A finished chunk's process entry (`threads`, `tasks_start`; None while it runs),
         or why it failed (what py-spy said)."""
         chunk = self._running.get(pid)
-        if chunk is None or chunk.process.poll() is None:
+        cpu_s = None if chunk is None else _reaped_cpu_s(chunk.process)
+        if chunk is None or cpu_s is None:
             return None, None
         del self._running[pid]
         err = chunk.process.communicate()[1].decode(errors="replace")
+        pace = self._paces[pid]
+        pace.record(chunk.chunk_s, chunk.rate_per_s, cpu_s)
         try:
             if chunk.process.returncode != 0:
                 return None, err or f"py-spy record exited with status {chunk.process.returncode}"
-            entry: dict[str, Any] = {"threads": threads_of(json.loads(chunk.output.read_text()))}
+            entry: dict[str, Any] = {
+                "threads": threads_of(json.loads(chunk.output.read_text())),
+                "sampler": {
+                    "chunk_s": chunk.chunk_s,
+                    "rate_per_s": chunk.rate_per_s,
+                    "cpu_s": round(cpu_s, 4),
+                    "budget_share": self.budget_share,
+                },
+            }
             if chunk.tasks_start is not None:
                 entry["tasks_start"] = [msgspec.to_builtins(t) for t in chunk.tasks_start]
             return entry, None
@@ -107,6 +122,22 @@ class ChunkedProfiler:
             chunk.process.communicate()
             chunk.output.unlink(missing_ok=True)
         self._running.clear()
+
+
+def _reaped_cpu_s(child: subprocess.Popen[bytes]) -> float | None:
+    """The CPU seconds (user and system) of a child that has ended, reaped here so that its
+    rusage is ours to read; None while it runs."""
+    if child.returncode is not None:
+        return 0.0  # reaped elsewhere (a kill): its CPU is not known
+    try:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+    except ChildProcessError:
+        child.poll()
+        return 0.0
+    if pid == 0:
+        return None
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime
 
 
 def threads_of(profile: dict[str, Any]) -> list[dict[str, Any]]:

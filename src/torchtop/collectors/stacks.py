@@ -12,7 +12,7 @@ every OS thread's name and CPU time read from /proc (`collectors.tasks`), since 
 only threads that run Python. Where native sampling fails for a reason other than permission
 (a py-spy built without unwinding, an unwinder that cannot read the job) while a Python dump
 works, the collector falls back to Python-only dumps for good and says why in each record's
-`python_only`.
+`python_only`. Each native chunk's length and rate follow a CPU budget (`collectors.pace`).
 
 When py-spy cannot read the job (no ptrace permission, not a Python process, py-spy missing),
 the collector writes one `unavailable` record with a one-line reason and stops trying. A pid
@@ -41,6 +41,7 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
+from torchtop.collectors.pace import BUDGET_SHARE
 from torchtop.collectors.profiles import ChunkedProfiler
 from torchtop.collectors.tasks import read_tasks
 from torchtop.collectors.tree import JobProcess, job_tree
@@ -83,9 +84,11 @@ class StackCollector:
         py_spy: list[str] | None = None,
         timeout_s: float = 10.0,
         native: bool = False,
+        budget_share: float = BUDGET_SHARE,
     ) -> None:
         """`py_spy` is the command to run (default: `find_py_spy()`), arguments appended;
-        `native`: dump compiled frames too, and every thread's CPU time (Linux only)."""
+        `native`: dump compiled frames too, and every thread's CPU time (Linux only);
+        `budget_share`: of one core, what the native sampler's own CPU aims under."""
         self.root_pid = root_pid
         self.timeout_s = timeout_s
         self.native = native and sys.platform.startswith("linux")
@@ -94,7 +97,9 @@ class StackCollector:
         found = find_py_spy()
         self._py_spy = py_spy if py_spy is not None else ([found] if found else None)
         self._profiler = (
-            ChunkedProfiler(self._py_spy) if self.native and self._py_spy is not None else None
+            ChunkedProfiler(self._py_spy, budget_share)
+            if self.native and self._py_spy is not None
+            else None
         )
         self._given_up: set[int] = set()
         self._failures: dict[int, int] = {}
@@ -290,8 +295,9 @@ def _process_entry(member: JobProcess, dump: Dump, native: bool) -> dict[str, An
     tasks = read_tasks(member.pid) if native else None
     if tasks is not None:
         entry["tasks"] = [{"tid": t.tid, "name": t.name, "cpu_s": t.cpu_s} for t in tasks]
-    if dump.extra and "tasks_start" in dump.extra:
-        entry["tasks_start"] = dump.extra["tasks_start"]
+    for key in ("tasks_start", "sampler"):
+        if dump.extra and key in dump.extra:
+            entry[key] = dump.extra[key]
     return entry
 
 

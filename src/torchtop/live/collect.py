@@ -13,6 +13,7 @@ from pathlib import Path
 
 from torchtop.collectors.host import HostCollector
 from torchtop.collectors.nvml import NvmlCollector
+from torchtop.collectors.pace import BUDGET_SHARE
 from torchtop.collectors.sampler import SampleFn, Sampler
 from torchtop.collectors.silence import SilenceWatch, StacksSchedule
 from torchtop.collectors.stacks import StackCollector
@@ -50,13 +51,15 @@ class Collectors:
             writer.close()
 
 
-def start_collectors(layout: RunLayout, root_pid: int, with_agent: bool) -> Collectors:
+def start_collectors(
+    layout: RunLayout, root_pid: int, with_agent: bool, budget_share: float = BUDGET_SHARE
+) -> Collectors:
     layout.create()
     collectors = Collectors(nvml=NvmlCollector())
     nvml = collectors.nvml
     assert nvml is not None
     # Without an agent the stacks are the evidence: native frames say what libtorch does.
-    collectors.stacks = StackCollector(root_pid, native=not with_agent)
+    collectors.stacks = StackCollector(root_pid, native=not with_agent, budget_share=budget_share)
     stacks: SampleFn = collectors.stacks.sample
     if with_agent:
         silence = SilenceWatch(layout.events_dir, SILENT_AFTER_S, lambda: _peer_events(layout))

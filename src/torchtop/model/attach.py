@@ -10,6 +10,25 @@ from __future__ import annotations
 import msgspec
 
 
+class SamplerCost(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What attach's native sampler costs now: the newest chunk of each sampled process, its
+    pace and its own CPU as a share of one core (the mean over the processes), against the
+    budget (`attach --sample-budget`)."""
+
+    processes: int
+    chunk_s: int
+    rate_per_s: int
+    cpu_share: float
+    budget_share: float
+
+    def words(self) -> str:
+        each = " each" if self.processes > 1 else ""
+        return (
+            f"sampling {self.rate_per_s}/s in {self.chunk_s} s chunks, "
+            f"{self.cpu_share:.1%} of a core{each} (budget {self.budget_share:.1%})"
+        )
+
+
 class AttachedRank(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     pid: int
     rank: int | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from torchtop.model.analysis import RankAnalysis
-from torchtop.model.attach import AttachTarget
+from torchtop.model.attach import AttachTarget, SamplerCost
 from torchtop.model.findings import Verdict
 from torchtop.model.memory import OutOfMemory
 from torchtop.model.trial_entry import TrialEntry
@@ -138,6 +138,8 @@ class Report(msgspec.Struct, frozen=True):
     """How the job ended, where torchtop launched it and it has ended (`run`, `demo`, `tune`)."""
     out_of_memory: OutOfMemory | None = None
     """The job died of out-of-memory (its stderr says so), with the last peak measured."""
+    sampler: SamplerCost | None = None
+    """`attach` without an agent: what its native stack sampler costs now (the header)."""
 
 
 class SkippedTrace(msgspec.Struct, frozen=True):

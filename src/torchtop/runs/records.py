@@ -254,6 +254,16 @@ class TaskTime(Part):
     """User and system CPU time the thread has used since it started."""
 
 
+class SamplerPace(Part):
+    """One native chunk's own pace and cost: its length, its samples a second, and the CPU
+    seconds py-spy spent on it (user and system), against the budget it aims under."""
+
+    chunk_s: int
+    rate_per_s: int
+    cpu_s: float
+    budget_share: float
+
+
 class StackProcess(Part):
     pid: int
     role: str | None = None
@@ -263,6 +273,8 @@ class StackProcess(Part):
     threads py-spy cannot show, by name and CPU time, as the samples of this record ended."""
     tasks_start: list[TaskTime] | msgspec.UnsetType = msgspec.UNSET
     """The same as this record's samples began (a native chunk): CPU used between the two."""
+    sampler: SamplerPace | msgspec.UnsetType = msgspec.UNSET
+    """What the native chunk of this record cost the sampler (`collectors.pace`)."""
 
 
 class Unreadable(Part):

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from torchtop.assess.attached_ranks import assess_attached_ranks
 from torchtop.assess.snapshot import Snapshot
+from torchtop.collectors.pace import BUDGET_SHARE
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.jobs.job import TERMINAL, Output, start
@@ -63,6 +64,8 @@ class WatchOptions:
     """`--tensorboard [DIR]`: write TensorBoard event files there ("": `RUN/tensorboard`)."""
     output_format: str = "text"
     """`--format json`: the final report on stdout as the JSON report, not as text."""
+    sample_budget_share: float = BUDGET_SHARE
+    """`attach --sample-budget`: the native sampler's own CPU it aims under, of one core."""
 
 
 def run_session(
@@ -181,7 +184,9 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
         layout.create()
         write_run_record(layout, "attach", root.cmdline(), root.pid, attached=target)
         print(f"torchtop: recording to {run_dir}", file=sys.stderr)
-        collectors = start_collectors(layout, root.pid, with_agent=False)
+        collectors = start_collectors(
+            layout, root.pid, with_agent=False, budget_share=options.sample_budget_share
+        )
         monitor = LiveMonitor(
             run_dir,
             tree,

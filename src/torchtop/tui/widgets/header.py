@@ -3,8 +3,8 @@
 Line one names the job (its command, its PID, or the trace files) and the dashboard's state
 (live, paused, finished, offline). Line two: ranks, uptime, step (and what marks the steps),
 steps/s with an arrow for its trend and a sparkline of its history, and samples/s when the
-batch size is known; a node followed through `--serve` that stopped answering, with when it
-was last seen.
+batch size is known; attach's native sampler, its pace and its own CPU; a node followed
+through `--serve` that stopped answering, with when it was last seen.
 """
 
 from __future__ import annotations
@@ -97,6 +97,8 @@ class JobHeader(Panel):
                 text.append(f" {trend(rates)}", style="bold")
         if frame.samples_per_s is not None:
             text.append(f" · {frame.samples_per_s:,.0f} samples/s")
+        if frame.live and frame.report.sampler is not None:
+            text.append(f" · {frame.report.sampler.words()}")
         for node in frame.report.nodes:  # followed through `--serve`: one that fell silent
             if node.answering is False:
                 text.append(" · ")
