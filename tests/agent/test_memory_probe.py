@@ -9,7 +9,13 @@ import psutil
 import torch
 
 from tests.fakes.fake_torch_cuda import FakeCuda
-from torchtop.agent.memory_probe import ALLOCATED_KEY, PEAK_KEY, RESERVED_KEY, MemoryProbe
+from torchtop.agent.memory_probe import (
+    ALLOCATED_KEY,
+    PEAK_KEY,
+    READ_EVERY_S,
+    RESERVED_KEY,
+    MemoryProbe,
+)
 
 GIB = 2**30
 
@@ -78,3 +84,14 @@ def test_the_rss_agrees_with_psutil_s_reading_of_the_same_process() -> None:
     assert ours is not None
     assert abs(ours - theirs) < 2 * 2**20, (ours, theirs)
     del ballast
+
+
+def test_steps_shorter_than_the_reading_interval_share_one_reading_whose_peak_covers_them() -> None:
+    cuda = FakeCuda(total_memory=80 * GIB)
+    probe = MemoryProbe(cuda)
+    assert probe.read(now_s=100.0)["cuda_peak_allocated_bytes"] == 0
+    cuda.allocate(30 * GIB)  # a short step's peak
+    cuda.free(30 * GIB)
+    assert probe.read(now_s=100.0 + READ_EVERY_S / 2) == {}  # too soon: nothing read or reset
+    later = probe.read(now_s=100.0 + 2 * READ_EVERY_S)
+    assert later["cuda_peak_allocated_bytes"] == 30 * GIB  # the skipped step's peak is kept

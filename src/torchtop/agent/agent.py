@@ -160,7 +160,7 @@ class Agent:
     def _write_steps(self, records: list[dict[str, Any]], now_s: float) -> None:
         now_t = time.time()
         # Memory is read now: it belongs to the step ending now, not to ones released late.
-        memory = self.memory.read() if records[-1]["end_s"] == now_s else {}
+        memory = self.memory.read(now_s) if records[-1]["end_s"] == now_s else {}
         for record in records:
             # A record held back (provisional) ended earlier than it is released.
             step = Step(

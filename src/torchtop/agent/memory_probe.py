@@ -9,6 +9,11 @@ figures are host-side counters of PyTorch's allocator (`memory_stats`, no device
 already initialised it: asking a CPU job would create a CUDA context in it. The capacity is
 asked once per device.
 
+At most one reading each `READ_EVERY_S`: a step shorter than that (a small model, a fast card)
+gets no figures, and the next reading's peak covers every step since the last (the peak is reset
+only when read), so the run's peak stays exact while the cost stays under 20 readings a second
+(about 15 us each for the RSS on a loaded 2-core machine).
+
 The CUDA branch takes a module-like object (`torch.cuda`, or a test's fake of it), so it can be
 tested without a GPU.
 """
@@ -23,6 +28,7 @@ STATM = "/proc/self/statm"
 PEAK_KEY = "allocated_bytes.all.peak"
 ALLOCATED_KEY = "allocated_bytes.all.current"
 RESERVED_KEY = "reserved_bytes.all.current"
+READ_EVERY_S = 0.05
 
 
 class CudaLike(Protocol):
@@ -77,9 +83,15 @@ class MemoryProbe:
         self._cuda_broken = False
         self._capacities: dict[int, int | None] = {}
         self._capacity_said: set[int] = set()
+        self._read_s: float | None = None
 
-    def read(self) -> dict[str, int | None]:
-        """The step's figures: `rss_bytes`, and the CUDA ones where CUDA is in use."""
+    def read(self, now_s: float | None = None) -> dict[str, int | None]:
+        """The step's figures: `rss_bytes`, and the CUDA ones where CUDA is in use; {} where
+        the last reading was under `READ_EVERY_S` before `now_s` (perf_counter seconds)."""
+        if now_s is not None:
+            if self._read_s is not None and now_s - self._read_s < READ_EVERY_S:
+                return {}
+            self._read_s = now_s
         figures: dict[str, int | None] = {}
         rss = self.rss_bytes()
         if rss is not None:

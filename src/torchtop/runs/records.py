@@ -107,13 +107,14 @@ class Step(JournalRecord, tag="step"):
     step had no backward (and in folders written before it existed)."""
     rss_bytes: int | msgspec.UnsetType = msgspec.UNSET
     """The process's resident set at the step's end (`/proc/self/statm`); absent where not
-    read (not Linux, a step released late, folders written before it existed)."""
+    read (not Linux, a step released late, a step ended under 50 ms after the last reading,
+    folders written before it existed)."""
     cuda_device: int | msgspec.UnsetType = msgspec.UNSET
     """The CUDA device the figures below are of; these are absent where the job did not use
     CUDA (never 0 for a CPU job)."""
     cuda_peak_allocated_bytes: int | msgspec.UnsetType = msgspec.UNSET
-    """The caching allocator's peak during the step (`torch.cuda.max_memory_allocated`, reset
-    at each step end)."""
+    """The caching allocator's peak since the previous reading (`torch.cuda.max_memory_allocated`,
+    reset when read): the step's own where steps take over 50 ms."""
     cuda_allocated_bytes: int | msgspec.UnsetType = msgspec.UNSET
     """Allocated at the step's end (`torch.cuda.memory_allocated`)."""
     cuda_reserved_bytes: int | msgspec.UnsetType = msgspec.UNSET
