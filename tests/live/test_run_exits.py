@@ -108,3 +108,30 @@ def test_a_job_that_dies_of_out_of_memory_is_named_so_with_its_device(tmp_path: 
     # The agent's windows record no memory: no peak is invented.
     assert found["last_peak_bytes"] is None
     assert "out of memory on cuda:0; no peak was measured" in result.stdout
+
+
+def test_a_cpu_job_that_runs_out_of_memory_reports_its_highest_resident_set_as_the_last_peak(
+    tmp_path: Path,
+) -> None:
+    report_path = tmp_path / "report.json"
+    job = [sys.executable, str(JOBS / "grows_memory.py"), "oom"]
+    result = torchtop_run(tmp_path, "--report", str(report_path), "--", *job)
+    assert result.returncode == 1, result.stderr[-2000:]
+    report = json.loads(report_path.read_text())
+    found = report["out_of_memory"]
+    assert "DefaultCPUAllocator: can't allocate memory" in found["message"]
+    assert (found["device"], found["last_peak_of"]) == ("cpu", "resident set")
+    (host,) = [m for m in report["memory"] if m["device"] == "host"]
+    # The peak is the agent's highest step reading, and holds the 8 x 32 MiB the job kept.
+    steps = [
+        json.loads(line)
+        for line in next((tmp_path / "run" / "events").glob("agent-*.jsonl"))
+        .read_text()
+        .splitlines()
+    ]
+    highest = max(s.get("rss_bytes", 0) for s in steps if s["kind"] == "step")
+    assert found["last_peak_bytes"] == host["peak_allocated_bytes"] == highest
+    assert highest > 8 * 32 * 2**20
+    assert f"out of memory on cpu; the last peak measured: {highest / 2**30:.2f} GiB" in (
+        result.stdout
+    )

@@ -28,6 +28,7 @@ from torchtop.agent import overrides
 from torchtop.agent.cli_options import seen_options
 from torchtop.agent.config import AgentConfig
 from torchtop.agent.identity import Identity, hello_record
+from torchtop.agent.memory_probe import MemoryProbe
 from torchtop.agent.profiler_window import ProfilerWindow, job_profiler_active
 from torchtop.agent.settings import JobFacts, loader_settings, settings_record
 from torchtop.agent.sink import RecordSink
@@ -67,6 +68,7 @@ class Agent:
         self._torch_version = ""
         self._exit_code = 0
         self._exit_signal: str | None = None
+        self.memory = MemoryProbe()
 
     def start(self, torch_version: str, problems: list[str]) -> None:
         self._torch_version = torch_version
@@ -157,6 +159,8 @@ class Agent:
 
     def _write_steps(self, records: list[dict[str, Any]], now_s: float) -> None:
         now_t = time.time()
+        # Memory is read now: it belongs to the step ending now, not to ones released late.
+        memory = self.memory.read(now_s) if records[-1]["end_s"] == now_s else {}
         for record in records:
             # A record held back (provisional) ended earlier than it is released.
             step = Step(
@@ -169,6 +173,10 @@ class Agent:
             )
             if record["backward_s"] is not None:
                 step.backward_s = record["backward_s"]
+            if memory and record is records[-1]:
+                for name, value in memory.items():
+                    if value is not None:
+                        setattr(step, name, value)
             self.sink.add_step(step, now_s)
 
     def _release_held(self) -> None:

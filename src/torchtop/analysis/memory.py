@@ -74,7 +74,7 @@ def _device(trace: TraceData, mine: Ints, owner: Ints, steps: StepWindows) -> De
         batch_factor_max=batch_factor_max(float(allocated[peak]), least, capacity),
         steps=per_step,
         top_allocators=_allocators(trace, mine, owner[mine], peak),
-        curve=_curve(ts, allocated, memory.total_reserved[mine]),
+        curve=memory_curve(ts, allocated, memory.total_reserved[mine]),
     )
 
 
@@ -182,7 +182,7 @@ def _alive_at(address: Ints, size: Floats, at: int) -> np.ndarray:
     return made & (size > 0) & (freed_at > at) & (address >= 0)
 
 
-def _curve(
+def memory_curve(
     ts: Floats, allocated: Floats, reserved: Floats
 ) -> tuple[tuple[float, float, float | None], ...]:
     """The highest point of each of `CURVE_POINTS` slices of the events (all, when fewer)."""

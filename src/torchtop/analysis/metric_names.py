@@ -52,6 +52,7 @@ METRICS: dict[str, str] = {
     "memory_peak_share": "peak device memory allocated over the device's capacity (0-1)",
     "memory_batch_factor_max": "the largest multiple of the current batch predicted to fit in "
     "device memory (activations grow with the batch; weights and optimizer state do not)",
+    "rss_peak_bytes": "the training process's highest resident set at a step end (live), bytes",
     # Copies.
     "htod_bytes_per_step": "host-to-device bytes copied per step",
     "htod_gb_per_s": "achieved host-to-device bandwidth, GB/s",

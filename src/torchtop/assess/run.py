@@ -29,6 +29,7 @@ from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis
 from torchtop.assess.ending import died_of_memory, ending_note, job_exit
+from torchtop.assess.live_memory import live_memory, live_memory_metrics, with_nvml
 from torchtop.assess.node_share import ddp_metrics, node_machine, node_metrics
 from torchtop.assess.nodes import node_reports
 from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, rank_verdict
@@ -200,6 +201,7 @@ def assess(
             # Like steps_count: what every rank's breakdown covers, not a mean of counts.
             covered = min(int(r.metrics.get("breakdown_steps") or 0) for r in ranks)
             job = replace(job, metrics={**job.metrics, "breakdown_steps": covered})
+    job = _job_memory(job, ranks, state)
     # The job's figures are its slowest rank's steps; its shares, each rank's window's.
     first = windows.get(processes[0].pid) if processes else None
     job = replace(job, metrics={**job.metrics, **node_metrics(state, job.metrics)})
@@ -245,7 +247,28 @@ def analysed_rank(
 ) -> RankAnalysis:
     """One rank's analysis: its step figures, breakdown and notes."""
     metrics, breakdown, from_window = process_metrics(process, window, cpu_count)
-    return _rank_analysis(process, metrics, breakdown, window, from_window)
+    memory = live_memory(process)
+    # The agent measured every step; a window's trace, a few: the agent's figures win.
+    metrics.update(live_memory_metrics(memory))
+    analysis = _rank_analysis(process, metrics, breakdown, window, from_window)
+    if not memory:
+        return analysis
+    measured = {d.device for d in memory}
+    traced = tuple(d for d in analysis.memory if d.device not in measured)
+    return replace(analysis, memory=memory + traced)
+
+
+def _job_memory(job: RankAnalysis, ranks: list[RankAnalysis], state: RunState) -> RankAnalysis:
+    """Every rank's memory (not the slowest rank's alone), NVML's reading beside each CUDA
+    entry, and the job's memory metrics over all ranks: the fullest device, the tightest
+    prediction."""
+    memory = tuple(d for r in ranks for d in r.memory)
+    if not memory:
+        return job
+    pids = {p.rank: p.pid for p in state.training_processes}
+    memory = with_nvml(memory, state.samples.gpu, pids)
+    metrics = {**job.metrics, **live_memory_metrics(memory)}
+    return replace(job, memory=memory, metrics=metrics)
 
 
 def _rank_reports(
@@ -325,6 +348,7 @@ def _rank_analysis(
         notes=tuple(notes) + tuple(process.notes),
         communication=window.communication if window else (),
         totals=window.totals if window else None,
+        memory=window.memory if window else (),
     )
 
 

@@ -40,7 +40,7 @@ class DeviceMemory(msgspec.Struct, frozen=True):
     """One device (or the CPU) of one rank, from `[memory]` events (`profile_memory=True`)."""
 
     device: str
-    """`cpu` or `cuda:N`."""
+    """`cpu` or `cuda:N`; `host` for the process's resident set (`source` `agent`)."""
     rank: int | None
     peak_allocated_bytes: float
     peak_reserved_bytes: float | None
@@ -62,6 +62,14 @@ class DeviceMemory(msgspec.Struct, frozen=True):
     curve: tuple[tuple[float, float, float | None], ...] = ()
     """(seconds into the trace, allocated bytes, reserved bytes): the highest point of each of
     at most `CURVE_POINTS` equal slices of the trace, so peaks survive the down-sampling."""
+    source: str = "trace"
+    """`trace` (`[memory]` events), or `agent` (the agent's reading at each step end: the
+    allocator's peak of each step on a CUDA device; the resident set on the `host`)."""
+    last_peak_bytes: float | None = None
+    """The newest step's peak (`agent` only): the last measured before the process ended."""
+    nvml_used_peak_bytes: float | None = None
+    """The most device memory NVML saw the process (else the device) use while it ran
+    (`nvidia-smi --query-compute-apps=used_memory`): the allocator's view plus CUDA's own."""
 
 
 class ModuleTime(msgspec.Struct, frozen=True):
@@ -94,3 +102,6 @@ class OutOfMemory(msgspec.Struct, frozen=True):
     """`cuda:N` or `cpu`; None where neither the message nor the traces name one."""
     last_peak_bytes: float | None
     top_allocators: tuple[Allocator, ...] = ()
+    last_peak_of: str | None = None
+    """What the last peak counts: `allocated` (the allocator's bytes) or `resident set` (the
+    process's RSS, for a CPU job measured live); None where no peak was measured."""

@@ -26,6 +26,8 @@ def memory_line(found: OutOfMemory | None) -> list[str]:
         peak = "no peak was measured (profile with profile_memory=True to see who held it)"
     else:
         peak = f"the last peak measured: {found.last_peak_bytes / 2**30:.2f} GiB"
+        if found.last_peak_of == "resident set":
+            peak += " resident set"
         if found.top_allocators:
             top = found.top_allocators[0]
             peak += f" ({top.name} holding {top.alive_at_peak_bytes / 2**30:.2f} GiB of it)"

@@ -50,6 +50,9 @@ def memory_json(devices: tuple[DeviceMemory, ...]) -> list[dict[str, Any]]:
             ],
             "top_allocators": [_allocator_json(a) for a in d.top_allocators],
             "curve": [list(point) for point in d.curve],
+            "source": d.source,
+            "last_peak_bytes": d.last_peak_bytes,
+            "nvml_used_peak_bytes": d.nvml_used_peak_bytes,
         }
         for d in devices
     ]
@@ -71,6 +74,7 @@ def out_of_memory_json(found: OutOfMemory) -> dict[str, Any]:
         "message": found.message,
         "device": found.device,
         "last_peak_bytes": found.last_peak_bytes,
+        "last_peak_of": found.last_peak_of,
         "top_allocators": [_allocator_json(a) for a in found.top_allocators],
     }
 
@@ -177,13 +181,16 @@ def _where(d: DeviceMemory) -> str:
 
 
 def _peak_words(d: DeviceMemory) -> str:
-    words = f"peak {_size(d.peak_allocated_bytes)} allocated"
+    what = "resident set" if d.device == "host" else "allocated"
+    words = f"peak {_size(d.peak_allocated_bytes)} {what}"
     if d.peak_reserved_bytes is not None:
         words += f", {_size(d.peak_reserved_bytes)} reserved"
     if d.peak_step is not None:
-        words += f", in step {d.peak_step}'s {d.peak_phase}"
+        words += f", in step {d.peak_step}" + (f"'s {d.peak_phase}" if d.peak_phase else "")
     if d.capacity_bytes:
         words += f"; {d.peak_allocated_bytes / d.capacity_bytes:.0%} of {_size(d.capacity_bytes)}"
+    if d.nvml_used_peak_bytes is not None:
+        words += f"; NVML saw {_size(d.nvml_used_peak_bytes)} used"
     return words
 
 

@@ -126,6 +126,23 @@ class Step(JournalRecord, tag="step"):
     """Time inside `backward()` this step: under DDP it holds the wait for the other ranks'
     gradients, so the rank that waits least is the one the others wait on. Absent where the
     step had no backward (and in folders written before it existed)."""
+    rss_bytes: int | msgspec.UnsetType = msgspec.UNSET
+    """The process's resident set at the step's end (`/proc/self/statm`); absent where not
+    read (not Linux, a step released late, a step ended under 50 ms after the last reading,
+    folders written before it existed)."""
+    cuda_device: int | msgspec.UnsetType = msgspec.UNSET
+    """The CUDA device the figures below are of; these are absent where the job did not use
+    CUDA (never 0 for a CPU job)."""
+    cuda_peak_allocated_bytes: int | msgspec.UnsetType = msgspec.UNSET
+    """The caching allocator's peak since the previous reading (`torch.cuda.max_memory_allocated`,
+    reset when read): the step's own where steps take over 50 ms."""
+    cuda_allocated_bytes: int | msgspec.UnsetType = msgspec.UNSET
+    """Allocated at the step's end (`torch.cuda.memory_allocated`)."""
+    cuda_reserved_bytes: int | msgspec.UnsetType = msgspec.UNSET
+    """Reserved at the step's end (`torch.cuda.memory_reserved`)."""
+    cuda_capacity_bytes: int | msgspec.UnsetType = msgspec.UNSET
+    """The device's memory (`get_device_properties(i).total_memory`): written with the
+    device's first step only."""
 
 
 class Window(JournalRecord, tag="window"):

@@ -36,6 +36,7 @@ SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
             r.GpuDevice,
             r.GpuProcess,
             r.StackProcess,
+            r.SamplerPace,
             r.StackThread,
             r.StackFrame,
             r.NativeFrame,

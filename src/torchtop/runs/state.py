@@ -23,6 +23,7 @@ import numpy as np
 from torchtop.model.report import LastStack, StackLine
 from torchtop.runs.journal import JournalReader, read_record
 from torchtop.runs.layout import RunLayout
+from torchtop.runs.memory_tally import MemoryTally
 from torchtop.runs.records import (
     Bye,
     ExitRecord,
@@ -68,6 +69,9 @@ class StepRecord(msgspec.Struct, gc=False):
     sync_s: float | None
     backward_s: float | None = None
     """Time in `backward()`, which under DDP holds the wait for the other ranks."""
+    rss_bytes: int | None = None
+    cuda_peak_allocated_bytes: int | None = None
+    cuda_reserved_bytes: int | None = None
 
 
 class StepWalls:
@@ -129,6 +133,8 @@ class ProcessState:
     """The time of its newest timed record: when it was last heard from."""
     last_stack: LastStack | None = None
     """Its main thread in the newest stack dump that had it (`samples/stacks.jsonl`)."""
+    memory: MemoryTally = field(default_factory=MemoryTally)
+    """Its memory over the whole run, from the steps' figures (`runs.memory_tally`)."""
 
     @property
     def rank(self) -> int | None:
@@ -358,6 +364,7 @@ def _apply_agent_record(
             process.steps.append(_step(pid, record, record.wall_s))
             process.walls.append(record.step, record.wall_s)
             process.steps_seen += 1
+        process.memory.add(record)
     elif isinstance(record, Hello):
         process.hello = record
     elif isinstance(record, Settings):
@@ -381,4 +388,11 @@ def _step(pid: int, record: Step, wall_s: float) -> StepRecord:
         h2d_s=record.h2d_s,
         sync_s=record.sync_s,
         backward_s=record.backward_s if isinstance(record.backward_s, float) else None,
+        rss_bytes=_int(record.rss_bytes),
+        cuda_peak_allocated_bytes=_int(record.cuda_peak_allocated_bytes),
+        cuda_reserved_bytes=_int(record.cuda_reserved_bytes),
     )
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) else None

@@ -1,8 +1,10 @@
-"""Memory per device from the trace's `[memory]` events: the allocated curve, the peak and
-where in the step it falls, the headroom, and the operators holding the peak.
+"""Memory per device from the trace's `[memory]` events or the agent's step-end readings: the
+allocated curve (live: each step's peak; the host's resident set), the peak and where in the
+step it falls, the headroom, NVML's reading beside, and the operators holding the peak.
 
 Shown only when the report has a `memory` section (a trace recorded with
-`profile_memory=True`); otherwise hidden, so the dashboard's layout is unchanged.
+`profile_memory=True`, or a live run whose agent read memory); otherwise hidden, so the
+dashboard's layout is unchanged.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ def device_lines(device: DeviceMemory, width: int) -> list[Text]:
     """The device's peak, its curve, its headroom, then who holds the peak."""
     where = device.device if device.rank is None else f"{device.device} r{device.rank}"
     head = Text(f"{where} ", style="bold")
-    head.append(f"peak {size(device.peak_allocated_bytes)}")
+    what = "RSS peak" if device.device == "host" else "peak"
+    head.append(f"{what} {size(device.peak_allocated_bytes)}")
     if device.peak_phase is not None:
         head.append(f" in {device.peak_phase}", style=MUTED)
+    elif device.peak_step is not None:
+        head.append(f" at step {device.peak_step}", style=MUTED)
     lines = [head]
     curve = [point[1] for point in device.curve]
     if curve:
@@ -34,6 +39,8 @@ def device_lines(device: DeviceMemory, width: int) -> list[Text]:
         if fits is not None:
             line.append(f", batch up to {fits:.1f}x fits" if fits < 100 else ", batch >100x fits")
         lines.append(line)
+    if device.nvml_used_peak_bytes is not None:
+        lines.append(Text(f"NVML used {size(device.nvml_used_peak_bytes)}", style=MUTED))
     for holder in device.top_allocators:
         if holder.alive_at_peak_bytes <= 0:
             break
