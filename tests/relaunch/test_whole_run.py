@@ -34,7 +34,7 @@ pytestmark = pytest.mark.slow
 JOB = [sys.executable, str(Path(__file__).parents[1] / "tui" / "jobs" / "slowing.py"),
        "--sample-sleep-ms", "10"]  # fmt: skip
 WORKERS = Fix("dataloader.num_workers", 4, "override", "Load batches in 4 worker processes.")
-FEWER = Fix("dataloader.num_workers", 1, "override", "Load batches in 1 worker process.")
+PINNED = Fix("dataloader.pin_memory", True, "override", "Pin the batches' memory.")
 OWN_STEP = re.compile(r"^step (\d+) ([0-9.]+)$", re.M)
 
 
@@ -51,7 +51,7 @@ def _wait_for_steps(log: Path, count: int, timeout_s: float) -> None:
 
 def _cancel_after_first_run(watched: WatchedJob, fix: Fix) -> None:
     """Try `fix` in a thread and cancel the trial once its first run was measured (as `q`)."""
-    after = plan_fix(fix, watched.plan, {"dataloader": {"num_workers": 4}}, Machine(2, 2))
+    after = plan_fix(fix, watched.plan, {"dataloader": {"num_workers": 4, "pin_memory": False}}, Machine(2, 2))
     assert isinstance(after, LaunchPlan)
     measured = threading.Event()
 
@@ -83,7 +83,7 @@ def test_analyze_of_a_run_after_a_kept_fix_reads_the_relaunched_job_and_every_tr
         assert outcome.kept, outcome.trial and outcome.trial.reason
         relaunched = run_dir / "jobs" / "01"
         _wait_for_steps(relaunched / "stdout.log", 150, 180)
-        _cancel_after_first_run(watched, FEWER)
+        _cancel_after_first_run(watched, PINNED)
     finally:
         watched.job.finish()
         watched.close()
@@ -101,7 +101,7 @@ def test_analyze_of_a_run_after_a_kept_fix_reads_the_relaunched_job_and_every_tr
     first, cancelled = report["trials"]
     assert first["number"] == 1 and first["kept"] is True and "cancelled" not in first
     assert cancelled["number"] == 2 and cancelled["cancelled"] is True
-    assert cancelled["kept"] is False and cancelled["fixes"][0]["value"] == 1
+    assert cancelled["kept"] is False and cancelled["fixes"][0]["knob"] == "dataloader.pin_memory"
     assert len(cancelled["runs"]["before"]) == 1 and cancelled["trial_steps_per_s"] is None
     assert any("shown: 1 jobs/01 (the job as it now runs)" in n for n in report["notes"])
 
