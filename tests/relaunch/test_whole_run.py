@@ -51,7 +51,8 @@ def _wait_for_steps(log: Path, count: int, timeout_s: float) -> None:
 
 def _cancel_after_first_run(watched: WatchedJob, fix: Fix) -> None:
     """Try `fix` in a thread and cancel the trial once its first run was measured (as `q`)."""
-    after = plan_fix(fix, watched.plan, {"dataloader": {"num_workers": 4, "pin_memory": False}}, Machine(2, 2))
+    settings = {"dataloader": {"num_workers": 4, "pin_memory": False}}
+    after = plan_fix(fix, watched.plan, settings, Machine(2, 2))
     assert isinstance(after, LaunchPlan)
     measured = threading.Event()
 
