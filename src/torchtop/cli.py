@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="in a TensorBoard log folder of profiler traces (one run per sub-folder), the run "
         "to read (default: the newest, with a note naming the others)",
     )
+    _segment_option(analyze)
     analyze.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
     _one_job_option(analyze)
     analyze.add_argument(
@@ -217,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("paths", nargs="+", metavar="PATH", help="traces, a folder of them, or a run")
     view.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
     _one_job_option(view)
+    _segment_option(view)
 
     diff = verbs.add_parser(
         "diff", help="compare two traces, run folders or JSON reports: what changed from A to B"
@@ -298,6 +300,16 @@ def _one_job_option(parser: argparse.ArgumentParser) -> None:
         help="read every trace given as ranks of one job, even traces that do not look like "
         "one (no rank recorded, different world sizes or GPUs, no step in common); by default "
         "such traces get one report each",
+    )
+
+
+def _segment_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--segment",
+        type=int,
+        metavar="N",
+        help="in a run folder where fixes were tried, the job to read: 0 as started, N the job "
+        "started again into RUN/jobs/NN (default: the job as it now runs)",
     )
 
 
@@ -502,7 +514,9 @@ def _analyze_or_annotate(args: argparse.Namespace, tree, progress):  # type: ign
     if args.annotate is None:
         from torchtop.offline import analyze_jobs
 
-        return analyze_jobs(args.paths, tree, progress, args.run, one_job=args.one_job)[0]
+        return analyze_jobs(
+            args.paths, tree, progress, args.run, one_job=args.one_job, segment=args.segment
+        )[0]
     from torchtop.annotated import annotate_paths
     from torchtop.model.report import JobReports
 
@@ -538,7 +552,9 @@ def _view(args: argparse.Namespace) -> int:
 
     tree = _load_tree(args.rules)
     with _file_progress() as progress:  # a big trace is read before the dashboard opens
-        jobs, state = analyze_jobs(args.paths, tree, progress, one_job=args.one_job)
+        jobs, state = analyze_jobs(
+            args.paths, tree, progress, one_job=args.one_job, segment=args.segment
+        )
     _warn_damaged(jobs)
     if not _on_a_terminal("view"):
         from torchtop.report.jobs import render_jobs_text

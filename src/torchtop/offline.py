@@ -65,23 +65,27 @@ def analyze_jobs(
     progress: ProgressFactory | None = None,
     run: str | None = None,
     one_job: bool = False,
+    segment: int | None = None,
 ) -> tuple[JobReports, RunState | None]:
     """A report per job among the traces at `paths` (one for a run folder), and the run
     folder's state when the one path is a run folder: `view` shows both, and the folder is
-    read once."""
+    read once. A run folder is read as the job now runs (`run_folder`); `segment` picks
+    another of its jobs (0: as started)."""
     tree = rules or load_rules()
     if len(paths) == 1 and is_run_folder(root := Path(paths[0])) and run is None:
-        # Only for run folders: traces skip their import. A folder several nodes' launchers
-        # shared is read as one run.
+        # Only for run folders: traces skip their import.
+        from torchtop.assess.recorded import run_folder_report
         from torchtop.runs.identity import node_folders
-        from torchtop.runs.nodes import load_shared_run
 
-        state = load_shared_run(root)
-        report = assess_state(state, tree)
+        report, state = run_folder_report(root, tree, segment)
         if report is not None:
             return JobReports((report,)), state
         traces = [str(RunLayout(f).traces_dir) for f in node_folders(root) or [root]]
         return _analyze_traces(traces, tree, progress, one_job=True), state
+    if segment is not None:
+        raise InputError(
+            "--segment", f"applies to a run folder recorded by torchtop run, not {paths[0]}"
+        )
     chosen = choose_run(paths, run)
     jobs = _analyze_traces(chosen.files, tree, progress, one_job)
     if chosen.note is not None:
@@ -182,16 +186,6 @@ def analyze_run(root: Path, tree: RuleTree) -> Report | None:
 
 def assess_state(state: RunState, tree: RuleTree) -> Report | None:
     """`analyze_run` on a run folder already loaded."""
-    from torchtop.assess.run import assess
-    from torchtop.assess.windows import WindowCache
+    from torchtop.assess.recorded import assess_recorded
 
-    if not state.training_processes:
-        if state.launch.kind == "attach":
-            # Recorded by `attach` without an agent: its stack samples, each rank apart.
-            from torchtop.assess.attached_ranks import assess_attached_ranks
-
-            return assess_attached_ranks(state, {}, tree, "attach")
-        return None
-    windows = WindowCache()
-    kind = state.launch.kind or "run"
-    return assess(state, windows.pooled(state), tree, kind, each_window=windows.each(state))
+    return assess_recorded(state, tree)

@@ -6,6 +6,7 @@ training job)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -80,19 +81,24 @@ def test_a_run_no_longer_measured_is_not_signalled() -> None:
         job.wait()
 
 
-def test_a_trial_whose_handle_was_cancelled_starts_nothing_and_writes_nothing(
+def test_a_trial_whose_handle_was_cancelled_starts_nothing_and_is_recorded_as_cancelled(
     tmp_path: Path,
 ) -> None:
     plan = initial_plan(DEMO, os.environ, str(tmp_path))
     handle = TrialHandle()
     handle.cancel()
-    with pytest.raises(TrialCancelled):
+    with pytest.raises(TrialCancelled) as raised:
         run_trial(plan, plan, 5, 2, tmp_path / "run", 30.0, handle=handle)
-    assert not (tmp_path / "run" / "trials").exists()
+    trials = tmp_path / "run" / "trials"
+    assert not (trials / "01").exists() and not (trials / "01.json").exists()
+    entry = json.loads((trials / "01-cancelled.json").read_text())
+    assert entry["cancelled"] is True and entry["kept"] is False
+    assert entry["baseline_steps_per_s"] is None and entry["trial_steps_per_s"] is None
+    assert raised.value.trial is not None and raised.value.trial.cancelled
 
 
 @pytest.mark.slow
-def test_cancelling_mid_run_ends_the_trial_with_no_record_and_no_process_left(
+def test_cancelling_mid_run_ends_the_trial_recorded_as_cancelled_and_no_process_left(
     tmp_path: Path,
 ) -> None:
     """The real demo job measured as a trial's baseline; cancelled once it runs."""
@@ -124,6 +130,7 @@ def test_cancelling_mid_run_ends_the_trial_with_no_record_and_no_process_left(
     assert [type(e) for e in ended] == [TrialCancelled]
     assert events == []  # no run was measured to its end
     assert not (tmp_path / "run" / "trials" / "01.json").exists()
+    assert (tmp_path / "run" / "trials" / "01-cancelled.json").is_file()
     assert not (tmp_path / "run" / "trials" / "01" / "after-1").exists()
     assert (tmp_path / "run" / "trials" / "01" / "before-1" / "exit.json").is_file()
 

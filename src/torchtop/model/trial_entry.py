@@ -101,7 +101,8 @@ class TrialEntry(Entry, frozen=True):
     (`fixes`, `baseline_steps_per_s`, `trial_steps_per_s`, `speedup`, `kept`) first."""
 
     fixes: tuple[FixEntry, ...]
-    baseline_steps_per_s: float
+    baseline_steps_per_s: float | None
+    """None only for a trial cancelled before its first run was measured."""
     trial_steps_per_s: float | None
     speedup: float | None
     predicted_gain: float | None
@@ -134,6 +135,10 @@ class TrialEntry(Entry, frozen=True):
     `confidence`; absent under two rounds."""
     speedup_high: float | None = None
     confidence: float | None = None
+    cancelled: bool = False
+    """The user cancelled the trial (`q`) before it decided: its measured fields hold what was
+    measured by then (null where nothing was), `kept` is false;
+    in `RUN/trials/NN-cancelled.json`."""
 
 
 def entry_json(entry: Entry) -> dict[str, Any]:

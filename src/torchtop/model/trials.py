@@ -151,6 +151,9 @@ class Trial:
     """The rounds' ratios and the interval the decision read (None: no round was completed)."""
     effect: str | None = None
     """`model.rounds.FASTER`, `SLOWER` or `NO_EFFECT`; None where a run failed."""
+    cancelled: bool = False
+    """The user ended it (`q`) before it decided: `before` and `after` hold the runs measured
+    by then, `kept` is False."""
 
     @property
     def baseline_steps_per_s(self) -> float:

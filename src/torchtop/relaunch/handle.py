@@ -15,7 +15,10 @@ import os
 import signal
 import threading
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from torchtop.model.trials import Trial
 
 KILL_AFTER_S = 3.0
 """A measured run still alive this long after SIGTERM gets SIGKILL."""
@@ -29,7 +32,13 @@ class Launched(Protocol):
 
 
 class TrialCancelled(Exception):
-    """Raised through `run_trial` to end a trial whose handle was cancelled."""
+    """Raised through `run_trial` to end a trial whose handle was cancelled; `run_trial`
+    raises it again carrying the cancelled trial (`Trial.cancelled`: the runs measured so far,
+    recorded in `RUN/trials/NN-cancelled.json`)."""
+
+    def __init__(self, trial: Trial | None = None) -> None:
+        super().__init__("the trial was cancelled")
+        self.trial = trial
 
 
 class TrialHandle:

@@ -43,7 +43,7 @@ from torchtop.model.trials import (
     walls_of,
 )
 from torchtop.relaunch.decision import Decision, TrialSettings, decide, rounds_text
-from torchtop.relaunch.handle import TrialHandle
+from torchtop.relaunch.handle import TrialCancelled, TrialHandle
 from torchtop.relaunch.measure import MeasureError, Measurement, measure
 from torchtop.relaunch.stats import estimate_rounds
 from torchtop.runs.journal import write_once
@@ -61,7 +61,7 @@ def trial_entry(trial: Trial, with_steps: bool = True) -> TrialEntry:
     estimate = trial.estimate
     return TrialEntry(
         fixes=tuple(f.entry() for f in trial.fixes),
-        baseline_steps_per_s=round(trial.baseline_steps_per_s, 4),
+        baseline_steps_per_s=round(trial.baseline_steps_per_s, 4) if trial.before else None,
         trial_steps_per_s=_rounded(after_rate),
         speedup=_rounded(speedup),
         predicted_gain=_rounded(trial.predicted_gain),
@@ -88,6 +88,7 @@ def trial_entry(trial: Trial, with_steps: bool = True) -> TrialEntry:
         speedup_low=_rounded(estimate.low if estimate else None),
         speedup_high=_rounded(estimate.high if estimate else None),
         confidence=estimate.confidence if estimate and estimate.low is not None else None,
+        cancelled=trial.cancelled,
     )
 
 
@@ -128,7 +129,8 @@ def run_trial(
     """Measure both plans in rounds, decide, and write `run_root/trials/NN.json`. Each measured
     run is said as a `Measured` event, an undecided round as a `Stage`, the decision as
     `Decided`; the run being measured is registered on `handle`, and once the handle is
-    cancelled the trial ends with `TrialCancelled`, writing nothing. `deadline_s`
+    cancelled the trial ends with `TrialCancelled` carrying the trial as far as it got, also
+    written to `NN-cancelled.json`. `deadline_s`
     (`time.monotonic()`): no round is started that would end past it."""
     settings = settings or TrialSettings()
     say = on_event or (lambda _: None)
@@ -156,39 +158,61 @@ def run_trial(
 
     if before is not None and not _long_enough(before, steps, settings.min_duration_s):
         before = None
+
+    def made(decision: Decision | None, failed: str | None, cancelled: bool = False) -> Trial:
+        estimate = decision.estimate if decision is not None else _estimate(rounds, settings)
+        reason = failed or (decision.reason if decision is not None else "not decided")
+        return Trial(
+            number=number,
+            fixes=plan_after.fixes[len(plan_before.fixes) :],
+            kept=decision is not None and decision.kept,
+            reason=reason,
+            before=tuple(rounds.befores),
+            after=tuple(rounds.afters),
+            p_value=estimate.p_value if estimate is not None else None,
+            plan_before=plan_before,
+            plan_after=plan_after,
+            duration_s=time.monotonic() - started,
+            measured_as=same,
+            predicted_gain=predicted_gain,
+            estimate=estimate,
+            effect=decision.effect if decision is not None else None,
+            cancelled=cancelled,
+        )
+
     decision: Decision | None = None
     failed: str | None = None
-    rounds.befores.append(before or run(plan_before, "before-1"))  # a failure here: no trial
     try:
-        rounds.afters.append(run(plan_after, "after-1", window_after))
-        while (decision := _decide(rounds, settings, deadline_s, number, say)) is None:
-            k = len(rounds.afters) + 1
-            first, second = ("after", "before") if k % 2 == 0 else ("before", "after")
-            for variant in (first, second):
-                plan = plan_after if variant == "after" else plan_before
-                runs = rounds.afters if variant == "after" else rounds.befores
-                runs.append(run(plan, f"{variant}-{k}"))
-    except MeasureError as exc:
-        failed = f"a run failed, so the fix is reverted: {exc}"
-    estimate = decision.estimate if decision is not None else _estimate(rounds, settings)
-    trial = Trial(
-        number=number,
-        fixes=plan_after.fixes[len(plan_before.fixes) :],
-        kept=decision is not None and decision.kept,
-        reason=failed or (decision.reason if decision is not None else "not decided"),
-        before=tuple(rounds.befores),
-        after=tuple(rounds.afters),
-        p_value=estimate.p_value if estimate is not None else None,
-        plan_before=plan_before,
-        plan_after=plan_after,
-        duration_s=time.monotonic() - started,
-        measured_as=same,
-        predicted_gain=predicted_gain,
-        estimate=estimate,
-        effect=decision.effect if decision is not None else None,
-    )
+        rounds.befores.append(before or run(plan_before, "before-1"))  # a failure: no trial
+        try:
+            rounds.afters.append(run(plan_after, "after-1", window_after))
+            while (decision := _decide(rounds, settings, deadline_s, number, say)) is None:
+                k = len(rounds.afters) + 1
+                first, second = ("after", "before") if k % 2 == 0 else ("before", "after")
+                for variant in (first, second):
+                    plan = plan_after if variant == "after" else plan_before
+                    runs = rounds.afters if variant == "after" else rounds.befores
+                    runs.append(run(plan, f"{variant}-{k}"))
+        except MeasureError as exc:
+            failed = f"a run failed, so the fix is reverted: {exc}"
+    except TrialCancelled as cancel:
+        cancelled = _cancelled(made(None, _cancel_reason(rounds), True), run_root)
+        raise TrialCancelled(cancelled) from cancel
+    trial = made(decision, failed)
     write_once(RunLayout(run_root).trial_json(number), entry_json(trial_entry(trial)))
     say(Decided(number, trial.kept, trial.reason))
+    return trial
+
+
+def _cancel_reason(rounds: _Rounds) -> str:
+    count = len(rounds.befores) + len(rounds.afters)
+    return f"cancelled by the user after {count} measured run{'s' if count != 1 else ''}"
+
+
+def _cancelled(trial: Trial, run_root: Path) -> Trial:
+    """Record `trial`, cancelled, in `RUN/trials/NN-cancelled.json`; return it."""
+    path = RunLayout(run_root).cancelled_trial_json(trial.number)
+    write_once(path, entry_json(trial_entry(trial)))
     return trial
 
 
@@ -248,7 +272,9 @@ def _rounded(value: float | None) -> float | None:
 
 def next_trial_number(run_root: Path) -> int:
     folder = RunLayout(run_root).trials_dir
-    taken = [int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit()]
+    # A cancelled trial's `NN-cancelled.json` takes its number too.
+    stems = [p.stem.removesuffix("-cancelled") for p in folder.glob("*.json")]
+    taken = [int(stem) for stem in stems if stem.isdigit()]
     return max(taken, default=0) + 1
 
 

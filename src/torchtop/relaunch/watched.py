@@ -231,8 +231,9 @@ class WatchedJob:
                     predicted_gain=gain,
                     handle=self._handle,
                 )
-        except TrialCancelled:
-            pass
+        except TrialCancelled as cancelled:
+            if cancelled.trial is not None:  # in the report, and in NN-cancelled.json
+                self.trials.append(cancelled.trial)
         except MeasureError as exc:
             error = f"the job could not be measured as it ran: {exc}"
         except OSError as exc:

@@ -253,7 +253,8 @@ def _trials(trials: Iterable[TrialEntry], style: _Style) -> list[str]:
     for trial in trials:
         named = ", ".join(f"{f.knob} = {f.value} [{f.apply}]" for f in trial.fixes)
         after = trial.trial_steps_per_s
-        measured = f"{trial.baseline_steps_per_s:.2f} -> "
+        before = trial.baseline_steps_per_s
+        measured = f"{before:.2f} -> " if before is not None else "not measured -> "
         measured += f"{after:.2f} steps/s" if after else "not measured"
         claim = claim_text(
             trial.speedup, trial.speedup_low, trial.speedup_high, trial.confidence, trial.rounds
@@ -262,6 +263,7 @@ def _trials(trials: Iterable[TrialEntry], style: _Style) -> list[str]:
         predicted = trial.predicted_gain
         measured += f"; {predicted_text(predicted)}" if predicted is not None else ""
         outcome = style("kept", "1;32") if trial.kept else style("reverted", "33")
+        outcome = style("cancelled", "33") if trial.cancelled else outcome
         lines.append(f"  {trial.number}  {named or 'no fix'}  {measured}  {outcome}")
         if trial.reason:
             lines.append(f"     {trial.reason}")

@@ -94,6 +94,10 @@ class RunLayout(msgspec.Struct, frozen=True):
     def trial_json(self, number: int) -> Path:
         return self.trials_dir / f"{number:02d}.json"
 
+    def cancelled_trial_json(self, number: int) -> Path:
+        """Trial `number` as far as it got before the user cancelled it (`q`)."""
+        return self.trials_dir / f"{number:02d}-cancelled.json"
+
     def trial_dir(self, number: int) -> Path:
         """The measured runs of trial `number`: `{before,after}-K/`, each a run folder."""
         return self.trials_dir / f"{number:02d}"
