@@ -598,9 +598,7 @@ def _watch(args: argparse.Namespace) -> int:
         _check_frame_patterns()
     for_s = None if args.for_s is None else positive_seconds("--for", args.for_s)
     if args.verb == "attach":
-        from torchtop.live.attach import check_target
-
-        check_target(args.pid)
+        _check_attach_target(args)
     headless = args.headless or not _on_a_terminal(args.verb)
     if for_s is None and args.verb == "demo" and headless:
         for_s = DEMO_FOR_S  # nobody is there to press q
@@ -624,9 +622,7 @@ def _watch(args: argparse.Namespace) -> int:
         from torchtop.sessions.injecting import inject_session
 
         wait_s = args.inject_timeout
-        timeout_s = (
-            ACK_TIMEOUT_S if wait_s is None else positive_seconds("--inject-timeout", wait_s)
-        )
+        timeout_s = ACK_TIMEOUT_S if wait_s is None else float(wait_s)  # checked up front
         return inject_session(args.pid, options, tree, timeout_s)
     if args.verb == "attach":
         from torchtop.sessions.watching import attach_session
@@ -647,6 +643,21 @@ def _watch(args: argparse.Namespace) -> int:
         )
         return run_session(list(config.command), options, tree, kind=args.verb, config=config)
     return run_session(command, options, tree, kind=args.verb)
+
+
+def _check_attach_target(args: argparse.Namespace) -> None:
+    """attach's own options, then the process, each refused in one line before anything is
+    said of the terminal or started."""
+    if args.inject:
+        from torchtop.sessions.injecting import inject_target
+
+        if args.inject_timeout is not None:
+            positive_seconds("--inject-timeout", args.inject_timeout)
+        inject_target(args.pid)
+    else:
+        from torchtop.live.attach import check_target
+
+        check_target(args.pid)
 
 
 def _after_dashes(words: list[str]) -> list[str]:

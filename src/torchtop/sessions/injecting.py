@@ -43,12 +43,19 @@ from torchtop.sessions.watching import (
 )
 
 
-def inject_session(pid: int, options: WatchOptions, tree: RuleTree, timeout_s: float) -> int:
+def inject_target(pid: int) -> psutil.Process:
+    """The process `--inject` may load the agent into, or the one-line refusal: another
+    user's process, no such process, or a launcher. Nothing is stopped."""
     with contextlib.suppress(psutil.Error):
         # Before check_target, which cannot read another user's process and would say only that.
         check_ptrace(psutil.Process(pid))
     process = check_target(pid)
     refuse_a_launcher(process)
+    return process
+
+
+def inject_session(pid: int, options: WatchOptions, tree: RuleTree, timeout_s: float) -> int:
+    process = inject_target(pid)
     if agent_run_dir(process) is not None:
         print(
             f"torchtop: PID {pid} was started by `torchtop run`: its agent already records "
