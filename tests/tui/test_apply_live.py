@@ -224,6 +224,10 @@ async def test_quitting_during_a_trial_stops_its_run_and_leaves_no_process(
     assert quit_s < 15
     assert isinstance(app.return_value, Report)
     assert app.trial_outcomes == [] or app.trial_outcomes[0].cancelled
-    assert watched.trials == [] and watched.with_trials(app.return_value).trials == ()
+    # The cancelled trial is recorded (RUN/trials/01-cancelled.json) and listed, never kept.
+    assert [(t.cancelled, t.kept) for t in watched.trials] == [(True, False)]
+    (listed,) = watched.with_trials(app.return_value).trials
+    assert listed.cancelled and not listed.kept
+    assert (run_dir / "trials" / "01-cancelled.json").is_file()
     assert not (run_dir / "jobs").exists()
     assert not [pid for pid in started_pids(run_dir) if is_alive(pid)]
