@@ -234,8 +234,10 @@ def test_the_live_demo_reaches_every_panel_and_keeps_its_keys_at_both_sizes(
             )
             assert re.search(r"DATALOADER · \d+% recoverable", shown), shown
             # The knob, its value and the finding's one figure (`gain_short`), uncut.
-            gain = r"(pred \d+\.\d\dx|almost all dataloader|no prediction)"
-            assert re.search(rf"dataloader\.num_workers = \d+ {gain}", shown), shown
+            # The figure is on the same line or starts the next one, whole, never cut.
+            assert re.search(r"dataloader\.num_workers = \d+", shown), shown
+            gain = r"│ ?(?:.* )?(pred \d+\.\d\dx|almost all dataloader|no prediction) *│"
+            assert re.search(gain, shown), shown
             for key in ("tab Panel", "a Apply", "? Help", "q Quit", "p Pause", "running"):
                 assert key in footer(shown), footer(shown)
             panels = {"Verdict", "Step time", "Fixes", "Devices", "Hot stacks"}

@@ -49,12 +49,17 @@ def fix_prompt(
     text.append(SEVERITY_WORD.get(severity, severity), style=SEVERITY_COLOUR.get(severity))
     text.append(f" {fix.apply}", style=APPLY_COLOUR.get(fix.apply, ""))
     change = Text(f"{fix.knob} = {format_value(value)}", style=MUTED if refused else "bold")
-    change.append(f" {gain_short(ranked.finding)}", style=MUTED)
+    gain = Text(gain_short(ranked.finding), style=MUTED)
     if refused:
-        change.append(" · not applicable now", style=MUTED)
-    fits = width is None or len(text) + 1 + len(change) <= width
-    text.append("\n" if not fits else " ")
-    text.append_text(change)
+        gain.append(" · not applicable now", style=MUTED)
+    # Each piece on the line it fits: `knob = value` is never split, nor the figure after it.
+    room = width if width is not None else 10**6
+    if len(text) + len(change) + len(gain) + 2 <= room:
+        text.append_text(Text(" ").join([Text(""), change, gain]))
+    elif len(change) + len(gain) + 1 <= room:
+        text.append_text(Text("\n").append_text(Text(" ").join([change, gain])))
+    else:
+        text.append_text(Text("\n").join([Text(""), change, gain]))
     text.overflow = "fold"
     return text
 
