@@ -2,9 +2,9 @@
 allocated curve (live: each step's peak; the host's resident set), the peak and where in the
 step it falls, the headroom, NVML's reading beside, and the operators holding the peak.
 
-Shown only when the report has a `memory` section (a trace recorded with
-`profile_memory=True`, or a live run whose agent read memory); otherwise hidden, so the
-dashboard's layout is unchanged.
+Shown only when the report has a device's memory (a trace recorded with `profile_memory=True`,
+or a live CUDA job whose agent read its allocator); otherwise hidden, so the dashboard's layout
+is unchanged: a live CPU job's resident set alone is already in the Devices panel.
 """
 
 from __future__ import annotations
@@ -55,7 +55,10 @@ class MemoryPanel(Panel):
 
     def watch_frame(self, frame: Frame | None) -> None:
         if frame is not None:
-            self.display = bool(frame.report.job.memory)
+            # A live CPU job's only entry is its resident set, which the Devices panel already
+            # shows beside the process: no third panel in the bottom row for it at 80 columns.
+            memory = frame.report.job.memory
+            self.display = any(d.device != "host" for d in memory)
 
     def draw(self, frame: Frame, width: int, height: int) -> RenderableType:
         lines: list[Text] = []
