@@ -15,7 +15,14 @@ from torchtop.model.attach import AttachedRank, AttachTarget
 from torchtop.report import render_text, report_to_json
 from torchtop.runs.journal import JournalWriter, write_record
 from torchtop.runs.layout import RunLayout
-from torchtop.runs.records import RunRecord, StackFrame, StackProcess, StacksSample, StackThread
+from torchtop.runs.records import (
+    RunRecord,
+    SamplerPace,
+    StackFrame,
+    StackProcess,
+    StacksSample,
+    StackThread,
+)
 from torchtop.runs.state import load_run
 
 START_T = 1_700_000_000.0
@@ -75,6 +82,45 @@ def test_a_rank_whose_samples_stop_while_its_peer_goes_on_is_silent_since_its_la
     assert [ranks[n]["steps"]["stack_samples"] for n in (0, 1)] == [20, 8]
     assert "ended: silent since 2023-11-14T22:13:27+00:00" in render_text(report)
     assert document["bottleneck"] == "dataloader"
+
+
+def chunked(root: Path, rank_1_chunks: int) -> RunLayout:
+    """An attach recorded with native chunks, as `collectors.profiles` writes them: each rank's
+    chunks of 4, 4, 8, 16 and 16 s on its own clock (rank 1's start 3 s late: py-spy loading the
+    symbols on a loaded machine), a record per finished chunk; rank 1's first few only."""
+    layout = RunLayout(root)
+    layout.create()
+    launch = RunRecord(kind="attach", command=["torchrun"], pid=11, attached=two_ranks())
+    write_record(layout.run_json, launch)
+    ends: list[tuple[float, int, int]] = []
+    for pid, start in ((12, 0.0), (13, 3.0)):
+        t = start
+        for number, chunk_s in enumerate((4, 4, 8, 16, 16)):
+            t += chunk_s
+            if pid == 13 and number >= rank_1_chunks:
+                break
+            ends.append((t, pid, chunk_s))
+    writer = JournalWriter(layout.samples("stacks"))
+    for t, pid, chunk_s in sorted(ends):
+        pace = SamplerPace(chunk_s=chunk_s, rate_per_s=4, cpu_s=1.0, budget_share=0.01)
+        process = StackProcess(pid=pid, role="main", threads=[waiting(pid)], sampler=pace)
+        writer.write(StacksSample(t=START_T + t, processes=[process], native=True))
+    writer.close()
+    return layout
+
+
+def test_ranks_whose_chunks_end_on_their_own_clocks_both_run_until_one_is_overdue(
+    tmp_path: Path,
+) -> None:
+    """Rank 0's last chunk ended at 48 s; rank 1's ended at 35 s and its next ends at 51 s: a
+    gap past `silent_after_s` (5 s) that is only the chunk's length, not a silent rank."""
+    layout = chunked(tmp_path / "a", rank_1_chunks=4)
+    running = assess_attached_ranks(load_run(layout.root), {}, load_rules())
+    assert [rank.standing.ended for rank in running.ranks] == [None, None]
+    layout = chunked(tmp_path / "b", rank_1_chunks=3)  # its 16 s chunks never come
+    stopped = assess_attached_ranks(load_run(layout.root), {}, load_rules())
+    assert stopped.ranks[0].standing.ended is None
+    assert stopped.ranks[1].standing.ended == "silent since 2023-11-14T22:13:39+00:00"  # + 19 s
 
 
 def waiting(pid: int) -> StackThread:

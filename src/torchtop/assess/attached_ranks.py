@@ -28,7 +28,7 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.attach import AttachedRank
 from torchtop.model.report import RankReport, RankStanding, Report
-from torchtop.runs.records import HostSample, StacksSample
+from torchtop.runs.records import HostSample, StackProcess, StacksSample
 from torchtop.runs.state import RunState
 
 
@@ -82,23 +82,40 @@ def only_ranks(state: RunState, pids: Iterable[int]) -> RunState:
 
 def _ended(state: RunState, pid: int, silent_after_s: float) -> str | None:
     """`silent since <ISO time>` once the host sampler no longer sees a rank it saw, or its
-    stack samples stopped while its peers' went on; None while it seems to run."""
+    stack samples stopped while its peers' went on; None while it seems to run.
+
+    A native chunk's record comes only as the chunk ends, and each rank's chunks run on their
+    own clock, up to twice as long as the last (`collectors.pace`): so a rank is overdue only
+    `silent_after_s` past the longest chunk it could be in, not past its peers' newest record."""
     host, stacks = state.samples.host, state.samples.stacks
     seen_t = _last_seen(host, pid)
     if seen_t is not None and seen_t < host[-1].t:
         return _silent(seen_t)
-    dumped_t = _last_seen(stacks, pid)
-    if dumped_t is not None and stacks[-1].t - dumped_t > silent_after_s:
+    last = _last_record(stacks, pid)
+    if last is None:
+        return None
+    dumped_t, entry = last
+    chunk_s = 0 if isinstance(entry.sampler, msgspec.UnsetType) else entry.sampler.chunk_s
+    if stacks[-1].t - dumped_t > silent_after_s + 2 * chunk_s:
         return _silent(dumped_t)
     return None
 
 
-def _last_seen(samples: Sequence[HostSample | StacksSample], pid: int) -> float | None:
+def _last_seen(samples: Sequence[HostSample], pid: int) -> float | None:
     """When the newest sample that lists `pid` was taken (from the newest back: a running
     rank is found in the first)."""
     for sample in reversed(samples):
         if any(p.pid == pid for p in sample.processes):
             return sample.t
+    return None
+
+
+def _last_record(stacks: Sequence[StacksSample], pid: int) -> tuple[float, StackProcess] | None:
+    """The newest stack record of `pid`: when it was taken, and the process's entry in it."""
+    for sample in reversed(stacks):
+        for entry in sample.processes:
+            if entry.pid == pid:
+                return sample.t, entry
     return None
 
 
