@@ -94,3 +94,21 @@ def test_the_schedule_dumps_the_job_every_interval_and_a_silent_rank_at_the_next
         schedule()
     # Whole-job dumps at 0, 4 and 8 s; rank 11 (quiet since 0 s) alone at 5 s, once.
     assert dumps.calls == [None, None, {11}, None]
+
+
+def test_a_silence_on_the_tick_a_full_dump_falls_due_is_dumped_alone_first(
+    tmp_path: Path,
+) -> None:
+    """The report points at the silent rank's own dump: a full dump due on the same tick waits
+    one tick instead of taking its place."""
+    clock, dumps = Clock(), Dumps()
+    schedule = StacksSchedule(dumps, SilenceWatch(tmp_path, 4.0, clock=clock), 4.0, clock)
+    grow(tmp_path / "agent-11.jsonl")
+    grow(tmp_path / "agent-12.jsonl")
+    for second in range(10):
+        clock.now_s = float(second)
+        grow(tmp_path / "agent-12.jsonl")
+        schedule()
+    # Rank 11 falls silent at 4 s, when the whole job's dump is due: its own first, the job's
+    # at 5 s, then 9 s.
+    assert dumps.calls == [None, {11}, None, None]

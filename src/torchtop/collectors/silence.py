@@ -117,9 +117,13 @@ class StacksSchedule:
     _full_s: float | None = None
 
     def __call__(self) -> dict[str, Any] | None:
+        """The newly silent ranks' dump comes first, alone (the record the report points to);
+        a full dump that falls due on the same tick waits for the next one."""
         now_s = self.clock()
         silent = self.silence.newly_silent()
+        if silent:
+            return self.stacks.sample(only=silent)
         if self._full_s is None or now_s - self._full_s >= self.every_s:
             self._full_s = now_s
             return self.stacks.sample()
-        return self.stacks.sample(only=silent) if silent else None
+        return None
