@@ -12,6 +12,7 @@ from torchtop.assess.attached_ranks import assess_attached_ranks
 from torchtop.collectors.tree import launcher_name
 from torchtop.diagnosis.rules import load_rules
 from torchtop.model.attach import AttachedRank, AttachTarget
+from torchtop.model.report import RankStanding
 from torchtop.report import render_text, report_to_json
 from torchtop.runs.journal import JournalWriter, write_record
 from torchtop.runs.layout import RunLayout
@@ -116,11 +117,12 @@ def test_ranks_whose_chunks_end_on_their_own_clocks_both_run_until_one_is_overdu
     gap past `silent_after_s` (5 s) that is only the chunk's length, not a silent rank."""
     layout = chunked(tmp_path / "a", rank_1_chunks=4)
     running = assess_attached_ranks(load_run(layout.root), {}, load_rules())
-    assert [rank.standing.ended for rank in running.ranks] == [None, None]
+    assert [rank.standing for rank in running.ranks] == [RankStanding(), RankStanding()]
     layout = chunked(tmp_path / "b", rank_1_chunks=3)  # its 16 s chunks never come
     stopped = assess_attached_ranks(load_run(layout.root), {}, load_rules())
-    assert stopped.ranks[0].standing.ended is None
-    assert stopped.ranks[1].standing.ended == "silent since 2023-11-14T22:13:39+00:00"  # + 19 s
+    assert stopped.ranks[0].standing == RankStanding()
+    silent = RankStanding(ended="silent since 2023-11-14T22:13:39+00:00")  # + 19 s
+    assert stopped.ranks[1].standing == silent
 
 
 def waiting(pid: int) -> StackThread:
