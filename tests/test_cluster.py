@@ -43,6 +43,7 @@ def ranks(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> Path:
     )
     assert spec is not None and spec.loader is not None
     many_ranks = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("many_ranks", many_ranks)  # its dataclass looks itself up there
     spec.loader.exec_module(many_ranks)
     folder = tmp_path_factory.mktemp("job") / "ranks"
     folder.mkdir()
