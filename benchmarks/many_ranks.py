@@ -191,7 +191,8 @@ def main() -> int:
           f"{size_mb:.1f} MB gz")  # fmt: skip
     show("analyze", local, args.ranks)
     if spread:
-        show(f"analyze --cluster {args.cluster}", spread, args.ranks)
+        here = args.cluster.partition(":")[0] == "local"  # else its workers are elsewhere
+        show(f"analyze --cluster {args.cluster}", spread, args.ranks, workers_here=here)
         same = not any("--cluster" in problem for problem in problems)
         print("report through --cluster against the local one: "
               f"{'byte-identical' if same else 'DIFFERENT'}")  # fmt: skip
@@ -202,7 +203,7 @@ def main() -> int:
     return 1 if problems else 0
 
 
-def show(what: str, runs: list[Run], ranks: int) -> None:
+def show(what: str, runs: list[Run], ranks: int, workers_here: bool = True) -> None:
     """The rounds' median wall time and the highest memory any round reached."""
     walls = [run.wall_s for run in runs]
     median_s = statistics.median(walls)
@@ -211,7 +212,8 @@ def show(what: str, runs: list[Run], ranks: int) -> None:
           f"{median_s / ranks * 1000:.1f} ms per rank")  # fmt: skip
     client_mb = max(run.client_peak_bytes for run in runs) / 1e6
     workers_mb = max(run.workers_peak_bytes for run in runs) / 1e6
-    print(f"  peak RSS: client {client_mb:.0f} MB, its workers {workers_mb:.0f} MB (summed)")
+    workers = f"{workers_mb:.0f} MB (summed)" if workers_here else "not on this machine"
+    print(f"  peak RSS: client {client_mb:.0f} MB, its workers {workers}")
 
 
 if __name__ == "__main__":

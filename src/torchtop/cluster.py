@@ -96,7 +96,9 @@ def connect(address: str) -> tuple[Client, LocalCluster | None]:
 def _ctrl_c_ignored() -> Iterator[None]:
     """SIGINT ignored while the LocalCluster's worker processes start, so they inherit it:
     Ctrl-C reaches the whole foreground process group, and a worker stopped by it would print
-    its own traceback while this process cancels the tasks and closes the cluster."""
+    its own traceback while this process cancels the tasks and closes the cluster. (A Ctrl-C
+    in those seconds of start-up is lost; the disposition, unlike a blocked mask, reaches the
+    event-loop thread that spawns them.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
