@@ -54,15 +54,22 @@ def ranks(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> Path:
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     """A scheduler and two single-threaded workers on loopback, as a user's cluster would be."""
+    with loopback_cluster(workers=2) as running:
+        yield running
+
+
+def loopback_cluster(workers: int) -> Any:
+    """A Dask scheduler with `workers` single-threaded workers, all on loopback."""
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2,
+    return distributed.LocalCluster(
+        n_workers=workers,
         threads_per_worker=1,
         host="127.0.0.1",
         dashboard_address=None,
+        # The health routes on a free loopback port, as `--cluster local` has them.
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
         silence_logs=logging.ERROR,
-    ) as running:
-        yield running
+    )
 
 
 def torchtop(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
@@ -171,6 +178,46 @@ def test_ctrl_c_cancels_the_ranks_still_owed_on_the_cluster(ranks: Path, cluster
     while cluster.scheduler.tasks and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not cluster.scheduler.tasks
+
+
+def test_a_scheduler_without_workers_yet_is_said_and_its_ranks_wait_for_the_first(
+    ranks: Path,
+) -> None:
+    with loopback_cluster(workers=0) as empty:
+        env = {**os.environ, "TORCHTOP_PROGRESS": "0"}
+        files = [str(f) for f in sorted(ranks.glob("*.json.gz"))[:4]]
+        command = ["analyze", *files, "--cluster", empty.scheduler_address, "--format", "json"]
+        job = subprocess.Popen(
+            [sys.executable, "-m", "torchtop", *command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        assert job.stderr is not None
+        said = job.stderr.readline()
+        empty.scale(1)  # as a batch job's worker joins after the scheduler
+        out, _ = job.communicate(timeout=120)
+    assert said == (
+        f"torchtop: {empty.scheduler_address}: no workers yet; the 4 trace files wait for them "
+        "(Ctrl-C stops)\n"
+    )
+    assert job.returncode == 0 and len(json.loads(out)["ranks"]) == 4
+
+
+def test_the_count_of_ranks_done_is_drawn_on_one_line_after_a_second() -> None:
+    from torchtop.progress import CountProgress
+
+    now = [0.0]
+    stream = io.StringIO()
+    bar = CountProgress("local:2", "rank traces", stream, clock=lambda: now[0])
+    bar(1, 8)  # under a second: nothing
+    now[0] = 2.0
+    bar(3, 8)
+    bar.close()
+    assert stream.getvalue() == (
+        f"\rlocal:2 [{'#' * 11}{'-' * 19}] 3 of 8 rank traces done   2.0s\n"
+    )
 
 
 def test_without_dask_the_option_says_what_to_install_in_one_line() -> None:

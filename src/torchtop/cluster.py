@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -79,6 +80,9 @@ def connect(address: str) -> tuple[Client, LocalCluster | None]:
                 processes=True,
                 host="127.0.0.1",  # loopback only: no port beyond this machine
                 dashboard_address=None,
+                # Its health routes still listen: on loopback, on a free port (not 8787, which
+                # another cluster may hold, and then Dask warns on stderr).
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                 silence_logs=logging.ERROR,  # its workers' warnings (a task cancelled)
             )
         return distributed.Client(cluster, set_as_default=False), cluster
@@ -130,6 +134,12 @@ def read_on_cluster(
 ) -> Iterator[Outcome]:
     """Each file's analysis, or why it failed, in the files' order; `ranks done of total` on
     stderr (on a terminal) when the caller draws progress at all."""
+    if not client.scheduler_info().get("workers"):  # a batch job's workers may come later
+        print(
+            f"torchtop: {where}: no workers yet; the {len(files)} trace files wait for them "
+            "(Ctrl-C stops)",
+            file=sys.stderr,
+        )
     bar = None
     if progress is not None and progress_enabled():
         bar = CountProgress(where, "rank traces")
