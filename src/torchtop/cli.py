@@ -37,7 +37,8 @@ EXAMPLES = {
   torchtop analyze trace.json.gz               one Kineto trace
   torchtop analyze traces/                     a folder of them, one per rank
   torchtop analyze torchtop-runs/20261127-0149 a run recorded by `torchtop run`
-  torchtop analyze trace.json --format json > report.json""",
+  torchtop analyze trace.json --format json > report.json
+  torchtop analyze /shared/traces --cluster tcp://host:8786   each rank a task on a Dask cluster""",
     "run": """examples:
   torchtop run -- python train.py --lr 3e-4
   torchtop run --headless --for 120 --report r.json -- torchrun --nproc_per_node 8 train.py
