@@ -155,13 +155,14 @@ def gathered(client: Client, files: list[Path], sink: ProgressSink | None) -> li
     order; `sink(done, total)` after each. Ctrl-C (or any error here) cancels what is owed."""
     from distributed import as_completed
 
-    futures = [
-        client.submit(cluster_outcome, str(path), str(path.absolute()), pure=False)
-        for path in files
-    ]
-    place = {future.key: index for index, future in enumerate(futures)}
+    futures: list[Future[Any]] = []
     outcomes: list[Outcome | None] = [None] * len(files)
     try:
+        for path in files:
+            futures.append(
+                client.submit(cluster_outcome, str(path), str(path.absolute()), pure=False)
+            )
+        place = {future.key: index for index, future in enumerate(futures)}
         for done, future in enumerate(as_completed(futures, loop=client.loop), 1):
             index = place[future.key]
             outcomes[index] = _outcome_of(future, files[index])
