@@ -57,8 +57,8 @@ def test_the_readmes_test_command_is_the_one_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "python -m pytest -n 2 tests" in development
     assert "python -m pytest -n 2 tests" in ci
-    assert 'pip install -e ".[test,frameworks]" "torch==2.13.0"' in development
-    assert 'pip install -e ".[test,frameworks]" "torch==2.13.0"' in ci
+    assert 'pip install -e ".[test,frameworks,cluster]" "torch==2.13.0"' in development
+    assert 'pip install -e ".[test,frameworks,cluster]" "torch==2.13.0"' in ci
 
 
 def test_every_verb_in_the_cli_has_its_paragraph() -> None:

@@ -37,7 +37,8 @@ EXAMPLES = {
   torchtop analyze trace.json.gz               one Kineto trace
   torchtop analyze traces/                     a folder of them, one per rank
   torchtop analyze torchtop-runs/20261127-0149 a run recorded by `torchtop run`
-  torchtop analyze trace.json --format json > report.json""",
+  torchtop analyze trace.json --format json > report.json
+  torchtop analyze /shared/traces --cluster tcp://host:8786   each rank a task on a Dask cluster""",
     "run": """examples:
   torchtop run -- python train.py --lr 3e-4
   torchtop run --headless --for 120 --report r.json -- torchrun --nproc_per_node 8 train.py
@@ -110,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write the trace with torchtop's tracks added (steps, breakdown, findings) "
         "for Perfetto or chrome://tracing; several files: one OUT each, the rank in its name",
     )
+    _cluster_option(analyze)
 
     run = verbs.add_parser(
         "run", help="launch a training command with the agent inside and watch it live"
@@ -231,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the comparison (default: side by side in a terminal, else text)",
     )
     diff.add_argument("--rules", metavar="DIR", help="rule folder (default: the shipped rules/)")
+    _cluster_option(diff)
 
     rules = verbs.add_parser("rules", help="list the rule tree, or show one rule")
     rules.add_argument("rule_id", nargs="?", metavar="ID")
@@ -300,6 +303,16 @@ def _one_job_option(parser: argparse.ArgumentParser) -> None:
         help="read every trace given as ranks of one job, even traces that do not look like "
         "one (no rank recorded, different world sizes or GPUs, no step in common); by default "
         "such traces get one report each",
+    )
+
+
+def _cluster_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="read and analyse each trace file as a task on the Dask cluster at ADDRESS "
+        "(tcp://host:8786), or on N worker processes here with local[:N] "
+        '(pip install "torchtop[cluster]")',
     )
 
 
@@ -400,7 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verb == "diff":
             from torchtop.sessions.diff import diff_session
 
-            return diff_session(args.a, args.b, args.format, _load_tree(args.rules))
+            tree = _load_tree(args.rules)
+            return diff_session(args.a, args.b, args.format, tree, args.cluster)
     except InputError as exc:
         print(f"torchtop: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -464,12 +478,16 @@ def _analyze(args: argparse.Namespace) -> int:
 def _analyze_paths(args: argparse.Namespace) -> int:
     from torchtop.traces.parallel import start_early
 
-    start_early(args.paths)  # a big trace starts being read while the analysis is imported
+    if args.cluster is None:  # a big trace starts being read while the analysis is imported
+        start_early(args.paths)
+    elif args.annotate is not None:
+        raise InputError("--cluster", "not with --annotate (each copy is written here)")
+    from torchtop.cluster import trace_reader
     from torchtop.report.jobs import render_jobs
 
     tree = _load_tree(args.rules)
-    with _file_progress() as progress:
-        jobs = _analyze_or_annotate(args, tree, progress)
+    with _file_progress() as progress, trace_reader(args.cluster) as reader:
+        jobs = _analyze_or_annotate(args, tree, progress, reader)
     _warn_damaged(jobs)
     sys.stdout.write(render_jobs(jobs, args.format, colour=_colour(args.color)))
     return EXIT_OK
@@ -510,12 +528,12 @@ def _file_progress() -> Iterator[Callable[[Path], Callable[[int, int], None] | N
             bar.close()
 
 
-def _analyze_or_annotate(args: argparse.Namespace, tree, progress):  # type: ignore[no-untyped-def]
+def _analyze_or_annotate(args: argparse.Namespace, tree, progress, reader):  # type: ignore[no-untyped-def]
     if args.annotate is None:
         from torchtop.offline import analyze_jobs
 
         return analyze_jobs(
-            args.paths, tree, progress, args.run, one_job=args.one_job, segment=args.segment
+            args.paths, tree, progress, args.run, args.one_job, args.segment, reader
         )[0]
     from torchtop.annotated import annotate_paths
     from torchtop.model.report import JobReports

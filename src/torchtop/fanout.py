@@ -44,6 +44,13 @@ and buffers; the 1 GB trace: ~270 MB), for sizing the pool to the available memo
 WORKER_BASE_BYTES = 80 << 20
 """A worker's own memory before it reads (the interpreter, numpy, the analysis)."""
 
+FileReader = Callable[
+    [list[Path], Callable[[Path], ProgressSink | None] | None],
+    Iterator[RankAnalysis | SkippedTrace],
+]
+"""What reads trace files for `analyze`: `read_files` here, or `cluster`'s on a Dask cluster;
+each file's analysis or why it could not be read, in the files' order."""
+
 
 def analyze_files(
     files: list[Path], progress: Callable[[Path], ProgressSink | None] | None = None
@@ -62,7 +69,7 @@ def read_files(
     workers = pool_size(files)
     if workers < 2:
         for path in files:
-            yield _outcome(path, progress(path) if progress else None)
+            yield file_outcome(path, progress(path) if progress else None)
         return
     yield from _pooled(files, workers, progress)
 
@@ -106,7 +113,7 @@ def _pooled(
     with ProcessPoolExecutor(
         workers, mp_context=context, initializer=_in_worker, initargs=(spare,)
     ) as pool:
-        futures = [pool.submit(_outcome, path) for path in files]
+        futures = [pool.submit(file_outcome, path) for path in files]
         try:
             for done, future in enumerate(futures, 1):
                 results.append(future.result())
@@ -116,7 +123,7 @@ def _pooled(
             pass  # a worker died: the files still owed are read here, one at a time
     yield from results
     for path in files[len(results) :]:
-        yield _outcome(path)
+        yield file_outcome(path)
 
 
 def _in_worker(spare_cores: bool) -> None:
@@ -128,9 +135,10 @@ def _in_worker(spare_cores: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _outcome(path: Path, sink: ProgressSink | None = None) -> RankAnalysis | SkippedTrace:
+def file_outcome(path: Path, sink: ProgressSink | None = None) -> RankAnalysis | SkippedTrace:
     """The file's analysis, or its InputError as plain data (an exception with its own
-    arguments does not survive pickling from a worker as itself)."""
+    arguments does not survive pickling from a worker as itself): the one per-file task of the
+    pool here and of a Dask cluster (`cluster`)."""
     try:
         return analyze_trace(read_trace(path, on_progress=sink))
     except InputError as exc:

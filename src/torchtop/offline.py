@@ -22,7 +22,7 @@ from torchtop.analysis.summary import job_analysis, merge_rank
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree, load_rules
 from torchtop.errors import InputError
-from torchtop.fanout import read_files
+from torchtop.fanout import FileReader, read_files
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 from torchtop.model.report import JobReports, RankReport, Report, SkippedTrace
@@ -42,10 +42,13 @@ def analyze_paths(
     rules: RuleTree | None = None,
     progress: ProgressFactory | None = None,
     run: str | None = None,
+    reader: FileReader = read_files,
 ) -> Report:
     """One report on everything given, read as one job (`--one-job`). `run`: which run of a
-    TensorBoard log folder (`traces.logdir`); None: the newest."""
-    return analyze_and_load(paths, rules, progress, run)[0]
+    TensorBoard log folder (`traces.logdir`); None: the newest. `reader`: what reads the trace
+    files (`fanout.read_files`, or a Dask cluster's from `cluster`)."""
+    jobs, _ = analyze_jobs(paths, rules, progress, run, one_job=True, reader=reader)
+    return jobs.reports[0]
 
 
 def analyze_and_load(
@@ -66,6 +69,7 @@ def analyze_jobs(
     run: str | None = None,
     one_job: bool = False,
     segment: int | None = None,
+    reader: FileReader = read_files,
 ) -> tuple[JobReports, RunState | None]:
     """A report per job among the traces at `paths` (one for a run folder), and the run
     folder's state when the one path is a run folder: `view` shows both, and the folder is
@@ -81,26 +85,30 @@ def analyze_jobs(
         if report is not None:
             return JobReports((report,)), state
         traces = [str(RunLayout(f).traces_dir) for f in node_folders(root) or [root]]
-        return _analyze_traces(traces, tree, progress, one_job=True), state
+        return _analyze_traces(traces, tree, progress, True, reader), state
     if segment is not None:
         raise InputError(
             "--segment", f"applies to a run folder recorded by torchtop run, not {paths[0]}"
         )
     chosen = choose_run(paths, run)
-    jobs = _analyze_traces(chosen.files, tree, progress, one_job)
+    jobs = _analyze_traces(chosen.files, tree, progress, one_job, reader)
     if chosen.note is not None:
         jobs = _noted(jobs, (chosen.note,))
     return jobs, None
 
 
 def _analyze_traces(
-    paths: list[str], tree: RuleTree, progress: ProgressFactory | None, one_job: bool
+    paths: list[str],
+    tree: RuleTree,
+    progress: ProgressFactory | None,
+    one_job: bool,
+    reader: FileReader,
 ) -> JobReports:
     files = find_trace_files(paths)
     analyses: list[RankAnalysis] = []
     skipped: list[SkippedTrace] = []
-    # Several files: one per core at a time.
-    for outcome in read_files(files, progress):
+    # Several files: one per core at a time, or one task each on a Dask cluster.
+    for outcome in reader(files, progress):
         if isinstance(outcome, SkippedTrace):
             skipped.append(outcome)
         else:

@@ -14,8 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from torchtop.cluster import trace_reader
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
+from torchtop.fanout import FileReader, read_files
 from torchtop.model.diff import DiffSide
 from torchtop.offline import analyze_paths
 from torchtop.report.contract import report_to_json
@@ -26,14 +28,15 @@ REPORT_START = re.compile(rb'^\s*\{\s*"schema"\s*:\s*"torchtop\.report/')
 PEEK_BYTES = 256
 
 
-def load_side(path: str, tree: RuleTree) -> DiffSide:
-    """One side of the diff: a saved JSON report as it is, anything else analysed now."""
+def load_side(path: str, tree: RuleTree, reader: FileReader = read_files) -> DiffSide:
+    """One side of the diff: a saved JSON report as it is, anything else analysed now (its
+    trace files read by `reader`: the local pool, or a Dask cluster's tasks)."""
     target = Path(path)
     if not target.exists():
         raise InputError(path, "no such file or folder")
     if target.is_file() and _is_json_report(target):
         return DiffSide(_read_report(target), path, from_json=True)
-    return DiffSide(report_to_json(analyze_paths([path], rules=tree)), path)
+    return DiffSide(report_to_json(analyze_paths([path], rules=tree, reader=reader)), path)
 
 
 def _is_json_report(path: Path) -> bool:
@@ -53,9 +56,13 @@ def _read_report(path: Path) -> dict[str, Any]:
     return document
 
 
-def diff_session(a: str, b: str, output_format: str | None, tree: RuleTree) -> int:
-    """`output_format` None: the screen when stdout is a terminal, else the text."""
-    document = diff_document(load_side(a, tree), load_side(b, tree))
+def diff_session(
+    a: str, b: str, output_format: str | None, tree: RuleTree, cluster: str | None = None
+) -> int:
+    """`output_format` None: the screen when stdout is a terminal, else the text. `cluster`:
+    the Dask cluster that reads both sides' trace files (`--cluster`), opened once."""
+    with trace_reader(cluster) as reader:
+        document = diff_document(load_side(a, tree, reader), load_side(b, tree, reader))
     if output_format is None and sys.stdout.isatty():
         from torchtop.tui.diffscreen import run_diff
 
