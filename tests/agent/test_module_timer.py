@@ -100,7 +100,8 @@ def test_a_forward_that_began_before_the_hooks_leaves_the_calls_inside_it_alone(
     class InstallsMidway(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             timer.install()
-            return inner(x)
+            out: torch.Tensor = inner(x)
+            return out
 
     inner = nn.Sequential(Costs(clock, 3))
     InstallsMidway()(torch.zeros(1))

@@ -1,0 +1,62 @@
+"""`m` on the live dashboard: the request every agent answers, the Modules panel's progress
+while the agents time their modules, then their tree, said to be host time; `m` is not offered
+where no job runs. A replayed run stands in for the job: what an agent writes is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.tui.conftest import ManualPacer, advance, panel_text, scenario_replay
+from tests.tui.replay import START_T, dataloader_bound
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import ModulesStarted, ModuleTimes, ModuleTiming
+from torchtop.tui.app import Dashboard
+from torchtop.tui.helpscreen import help_text
+
+PERIOD = 20
+
+
+def _times(first_step: int) -> ModuleTimes:
+    timing = [
+        ModuleTiming(path="Net_0/Linear_0", calls=PERIOD, forward_s=0.2, forward_self_s=0.2),
+        ModuleTiming(path="Net_0", calls=PERIOD, forward_s=0.5, forward_self_s=0.3),
+    ]
+    last = first_step + PERIOD - 1
+    return ModuleTimes(
+        t=START_T, first_step=first_step, last_step=last, steps=PERIOD, device="cpu", modules=timing
+    )
+
+
+async def test_m_asks_the_agents_and_the_panel_shows_progress_then_the_host_timed_tree(
+    tmp_path: Path,
+) -> None:
+    replay = scenario_replay(tmp_path, dataloader_bound())
+    app = Dashboard(replay.monitor, pacer=ManualPacer(replay.elapse))
+    request = RunLayout(replay.run.root).modules_request
+    pid = replay.run.scenario.ranks[0].pid
+    async with app.run_test(size=(120, 36)) as pilot:
+        await advance(pilot, 2)
+        assert not app.query_one("#modules").display
+        await pilot.press("m")
+        assert request.is_file()
+        first = replay.run.steps
+        replay.run.agent(pid).write(ModulesStarted(t=START_T, first_step=first, steps=PERIOD))
+        await advance(pilot, 1)
+        timed = replay.run.steps - first
+        assert 0 < timed < PERIOD
+        assert app.query_one("#modules").display
+        assert f"timing modules: {timed}/{PERIOD} steps" in panel_text(app, "#modules")
+        replay.run.agent(pid).write(_times(first))
+        await advance(pilot, 1)
+        shown = panel_text(app, "#modules")
+    assert "timing modules" not in shown
+    assert f"host time, steps {first}-{first + PERIOD - 1}, forward only" in shown
+    assert "25.0" in shown and "Net_0" in shown  # 0.5 s over 20 steps
+    assert "10.0" in shown and "Linear_0" in shown
+
+
+async def test_m_is_neither_offered_nor_active_where_no_job_runs(offline_app: Dashboard) -> None:
+    async with offline_app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert offline_app.check_action("time_modules", ()) is False
+    assert "time each module's forward" in help_text().plain
