@@ -60,3 +60,16 @@ async def test_m_is_neither_offered_nor_active_where_no_job_runs(offline_app: Da
         await pilot.pause()
         assert offline_app.check_action("time_modules", ()) is False
     assert "time each module's forward" in help_text().plain
+
+
+async def test_m_before_any_agent_step_says_why_and_asks_nothing(tmp_path: Path) -> None:
+    replay = scenario_replay(tmp_path, dataloader_bound())
+    app = Dashboard(replay.monitor, pacer=ManualPacer())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await advance(pilot, 1)
+        assert app.latest is not None and app.latest.step is None
+        await pilot.press("m")
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+    assert not RunLayout(replay.run.root).modules_request.exists()
+    assert any("only a job with torchtop's agent" in m for m in said)

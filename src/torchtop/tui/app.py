@@ -77,6 +77,11 @@ TICKS_JOIN_S = 30.0
 TRIAL_CANCEL_S = 30.0
 """How long quitting waits for a trial in progress to stop its measured run."""
 
+NO_AGENT_MODULES = (
+    "modules: no step timed yet; only a job with torchtop's agent "
+    "(run, demo, attach --inject) can time its modules"
+)
+
 
 class Dashboard(App[Report | None]):
     """Live with a `source` (and a `pacer`), offline with a ready `frame`."""
@@ -331,6 +336,9 @@ class Dashboard(App[Report | None]):
         """`m`: the agents time every module's forward for a few steps (the Modules panel)."""
         requester = self.modules_requester
         if requester is None:
+            return
+        if self.latest is None or self.latest.step is None:
+            self.notify(NO_AGENT_MODULES, timeout=6)
             return
         try:
             said = requester.request_modules()
