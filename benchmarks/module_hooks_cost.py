@@ -88,8 +88,8 @@ def measure(name: str, model: nn.Module, x: torch.Tensor, rounds: int, steps: in
         step()
     found: dict[bool, list[float]] = {False: [], True: []}
     for index in range(rounds):
-        for timed in (False, True) if index % 2 == 0 else (True, False):
-            found[timed].append(block_cpu_s(step, steps, timed))
+        for hooked in (False, True) if index % 2 == 0 else (True, False):
+            found[hooked].append(block_cpu_s(step, steps, hooked))
     bare, timed = statistics.median(found[False]), statistics.median(found[True])
     calls = module_calls(model, x)
     per_call_us = (timed - bare) / calls * 1e6
