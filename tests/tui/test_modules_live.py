@@ -4,7 +4,13 @@ where no job runs. A replayed run stands in for the job: what an agent writes is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from textual.pilot import Pilot
 
 from tests.tui.conftest import ManualPacer, advance, panel_text, scenario_replay
 from tests.tui.replay import START_T, dataloader_bound
@@ -73,3 +79,42 @@ async def test_m_before_any_agent_step_says_why_and_asks_nothing(tmp_path: Path)
         said = [n.message for n in app._notifications]
     assert not RunLayout(replay.run.root).modules_request.exists()
     assert any("only a job with torchtop's agent" in m for m in said)
+
+
+SIZES = {"80x24": (80, 24), "120x36": (120, 36)}
+GPT = (
+    ("GPT_0/Embedding_0", 0.004, 0.004),
+    ("GPT_0/Block_0/LayerNorm_0", 0.010, 0.010),
+    ("GPT_0/Block_0/CausalSelfAttention_0/Linear_0", 0.030, 0.030),
+    ("GPT_0/Block_0/CausalSelfAttention_0/Linear_1", 0.020, 0.020),
+    ("GPT_0/Block_0/CausalSelfAttention_0", 0.070, 0.020),
+    ("GPT_0/Block_0/MLP_0/Linear_2", 0.040, 0.040),
+    ("GPT_0/Block_0/MLP_0/GELU_0", 0.010, 0.010),
+    ("GPT_0/Block_0/MLP_0/Linear_3", 0.030, 0.030),
+    ("GPT_0/Block_0/MLP_0", 0.082, 0.002),
+    ("GPT_0/Block_0", 0.164, 0.002),
+    ("GPT_0/Linear_4", 0.012, 0.012),
+    ("GPT_0", 0.184, 0.004),
+)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_live_modules_panel_looks_right(
+    snap_compare: Callable[..., bool], tmp_path: Path, size: str
+) -> None:
+    replay = scenario_replay(tmp_path, dataloader_bound())
+    app = Dashboard(replay.monitor, pacer=ManualPacer(replay.elapse))
+    pid = replay.run.scenario.ranks[0].pid
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await advance(pilot, 8)
+        first = replay.run.steps - PERIOD
+        modules = [
+            ModuleTiming(path=p, calls=PERIOD, forward_s=total, forward_self_s=own)
+            for p, total, own in GPT
+        ]
+        times = msgspec.structs.replace(_times(first), modules=modules)
+        replay.run.agent(pid).write(times)
+        await advance(pilot, 1)
+
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
