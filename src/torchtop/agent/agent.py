@@ -63,6 +63,7 @@ class Agent:
         self.module_requests = RequestWatcher(layout.modules_request, time.time_ns())
         self.modules_requested = False
         self.modules: ModulePeriod | None = None
+        self._modules_broken = False
         self.window: ProfilerWindow | None = None
         self.opening_window = False
         self._settings: Settings | None = None
@@ -294,12 +295,13 @@ class Agent:
             if self.modules is not None:
                 if self.modules.step_ended(records):
                     self.end_modules()
-            elif self.modules_requested and self.window is None and not self.opening_window:
+            elif self.modules_requested and self.window is None and not self._modules_broken:
                 self.modules_requested = False
                 period = ModulePeriod(self.steps.count, self.config.module_steps, self._step_thread)
                 self.modules = period
                 self.sink.write(period.start())
         except Exception as exc:
+            self._modules_broken = True
             self.end_modules(write=False)
             self.fail("module timing", exc)
 
