@@ -1,8 +1,9 @@
 """A training loop whose modules have planted costs: `Sleeps(20)` sleeps 20 ms in its forward,
 `Sleeps(5)` 5 ms (inside a nested `Sequential`, beside a `Linear`).
 
-Each `Sleeps` measures its own sleep (`perf_counter` around it): the job's own figure, against
-which the agent's module timings are checked. At step `--request-at` the job asks for module
+Each `Sleeps` measures its own sleep (`perf_counter` around it) and notes whether the agent's
+hooks were installed at the time: the job's own figure for the very calls the agent timed,
+against which the agent's module timings are checked. At step `--request-at` the job asks for module
 timings the way the dashboard's `m` does (touching `RUN/requests/modules`), then runs until the
 agent's hooks have come and gone (plus `--after` steps), and prints, as its last line, a JSON
 object: its own mean sleeps, whether it saw the hooks installed, and the hooks left at the end.
@@ -22,17 +23,26 @@ from torch import nn
 from torch.nn.modules import module as torch_module
 
 
+def global_hooks() -> int:
+    return len(torch_module._global_forward_pre_hooks) + len(torch_module._global_forward_hooks)
+
+
 class Sleeps(nn.Module):
     def __init__(self, ms: float) -> None:
         super().__init__()
         self.ms = ms
         self.slept_s: list[float] = []
+        self.hooked: list[bool] = []
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.hooked.append(global_hooks() > 0)
         start_s = time.perf_counter()
         time.sleep(self.ms / 1000)
         self.slept_s.append(time.perf_counter() - start_s)
         return x
+
+    def hooked_ms(self) -> list[float]:
+        return [1000 * s for s, h in zip(self.slept_s, self.hooked, strict=True) if h]
 
 
 def parse_args() -> argparse.Namespace:
@@ -41,10 +51,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--after", type=int, default=5)
     parser.add_argument("--max-steps", type=int, default=400)
     return parser.parse_args()
-
-
-def global_hooks() -> int:
-    return len(torch_module._global_forward_pre_hooks) + len(torch_module._global_forward_hooks)
 
 
 def main() -> int:
@@ -73,8 +79,9 @@ def main() -> int:
     print(
         json.dumps(
             {
-                "slow_ms": 1000 * sum(slow.slept_s) / len(slow.slept_s),
-                "fast_ms": 1000 * sum(fast.slept_s) / len(fast.slept_s),
+                "slow_ms": sum(slow.hooked_ms()) / max(len(slow.hooked_ms()), 1),
+                "fast_ms": sum(fast.hooked_ms()) / max(len(fast.hooked_ms()), 1),
+                "hooked_calls": len(slow.hooked_ms()),
                 "saw_hooks": seen_hooks,
                 "global_hooks_after": global_hooks(),
                 "module_hooks_after": own_hooks,
