@@ -11,15 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from torchtop.runs.identity import node_folders
 from torchtop.runs.layout import RunLayout
 
 
 def touch_request(run_dir: Path, which: Callable[[RunLayout], Path]) -> int:
     """Touch `which(layout)` in `run_dir` and in each node's folder under it; how many."""
-    folders = [run_dir]
-    nodes = run_dir / "nodes"
-    if nodes.is_dir():
-        folders += sorted(p for p in nodes.iterdir() if p.is_dir())
+    folders = [run_dir, *node_folders(run_dir)]
     for folder in folders:
         path = which(RunLayout(folder))
         path.parent.mkdir(parents=True, exist_ok=True)
