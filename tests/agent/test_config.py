@@ -23,3 +23,13 @@ def test_a_bad_value_falls_back_to_its_default_and_is_reported() -> None:
     assert config is not None
     assert (config.window_every_s, config.window_steps) == (30.0, 4)
     assert len(problems) == 2
+
+
+def test_a_modules_request_times_twenty_steps_unless_told_otherwise() -> None:
+    config, _ = read_config({"TORCHTOP_RUN_DIR": "/r"})
+    assert config is not None and config.module_steps == 20
+    config, problems = read_config({"TORCHTOP_RUN_DIR": "/r", "TORCHTOP_MODULE_STEPS": "50"})
+    assert config is not None and config.module_steps == 50 and problems == []
+    config, problems = read_config({"TORCHTOP_RUN_DIR": "/r", "TORCHTOP_MODULE_STEPS": "0"})
+    assert config is not None and config.module_steps == 20
+    assert problems == ["TORCHTOP_MODULE_STEPS='0' is not a number >= 1; using 20"]

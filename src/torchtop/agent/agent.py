@@ -29,8 +29,9 @@ from torchtop.agent.cli_options import seen_options
 from torchtop.agent.config import AgentConfig
 from torchtop.agent.identity import Identity, hello_record
 from torchtop.agent.memory_probe import MemoryProbe
+from torchtop.agent.module_period import ModulePeriod
 from torchtop.agent.profiler_window import ProfilerWindow, job_profiler_active
-from torchtop.agent.settings import JobFacts, loader_settings, settings_record
+from torchtop.agent.settings import JobFacts, device_in_use, loader_settings, settings_record
 from torchtop.agent.sink import RecordSink
 from torchtop.agent.step_clock import BACKWARD, DATALOADER, StepClock
 from torchtop.agent.window_plan import RequestWatcher, WindowPlan
@@ -57,7 +58,12 @@ class Agent:
         self.facts = JobFacts()
         self.steps = StepClock()
         self.plan = WindowPlan(config.window_every_s, config.window_first_step)
-        self.requests = RequestWatcher(RunLayout(config.run_dir).window_request, time.time_ns())
+        layout = RunLayout(config.run_dir)
+        self.requests = RequestWatcher(layout.window_request, time.time_ns())
+        self.module_requests = RequestWatcher(layout.modules_request, time.time_ns())
+        self.modules_requested = False
+        self.modules: ModulePeriod | None = None
+        self._modules_broken = False
         self.window: ProfilerWindow | None = None
         self.opening_window = False
         self._settings: Settings | None = None
@@ -142,6 +148,7 @@ class Agent:
             self.fail("step timing", exc, stop=True)
             return
         self._advance_window(now_s)
+        self._advance_modules(records)
 
     def _say_held(self) -> None:
         """Said at once, so the live view can explain a job whose steps are all held back.
@@ -192,6 +199,8 @@ class Agent:
         self._chores_s = now_s
         if self.requests.poll():
             self.plan.requested = True
+        if self.module_requests.poll():
+            self.modules_requested = True
         self.write_settings_if_changed()
 
     def write_settings_if_changed(self) -> None:
@@ -219,7 +228,11 @@ class Agent:
                 if self.window.step_ended():
                     self._save_window()
                     self.steps.last_end_s = time.perf_counter()
-            elif self.plan.due(self.steps.count, now_s) and not job_profiler_active():
+            elif (
+                self.modules is None
+                and self.plan.due(self.steps.count, now_s)
+                and not job_profiler_active()
+            ):
                 self._open_window()
                 self.steps.last_end_s = time.perf_counter()
         except Exception as exc:
@@ -273,6 +286,38 @@ class Agent:
         self._note_problems(window)
         self.note(f"a profiler window was dropped: {why}", key=f"dropped: {why}")
 
+    # Module timing periods (`agent.module_period`).
+
+    def _advance_modules(self, records: list[dict[str, Any]]) -> None:
+        """Start a requested period at this step end (not inside a profiler window), or count
+        this step end's steps in the running one and end it when it has them all."""
+        try:
+            if self.modules is not None:
+                if self.modules.step_ended(records):
+                    self.end_modules()
+            elif self.modules_requested and self.window is None and not self._modules_broken:
+                self.modules_requested = False
+                period = ModulePeriod(self.steps.count, self.config.module_steps, self._step_thread)
+                self.modules = period
+                self.sink.write(period.start())
+        except Exception as exc:
+            self._modules_broken = True
+            self.end_modules(write=False)
+            self.fail("module timing", exc)
+
+    def end_modules(self, write: bool = True) -> None:
+        """Remove the hooks; write what the period measured (fewer steps where it was cut)."""
+        period, self.modules = self.modules, None
+        if period is None:
+            return
+        try:
+            times = period.finish(device_in_use())
+        except Exception as exc:
+            self.fail("module timing", exc)
+            return
+        if write and times is not None:
+            self.sink.write(times)
+
     def _note_problems(self, window: ProfilerWindow) -> None:
         """The profiler's warnings and errors, kept out of the job's stderr, reach the report."""
         for problem in window.problems:
@@ -300,6 +345,7 @@ class Agent:
             self.sink = open_sink(self.config.run_dir, self.identity.pid, hold_until_step=True)
             self.steps = StepClock()
             self.window = None
+            self.end_modules(write=False)
             self._settings = None
             self._chores_s = None
             self._step_thread = threading.get_ident()
@@ -330,6 +376,7 @@ class Agent:
         try:
             self._release_held()
             self.discard_window("the process exited before the window's last step")
+            self.end_modules()
             self.write_settings_if_changed()
             bye = Bye(t=time.time(), reason=reason, exit_code=self._exit_code)
             if self._exit_signal is not None:

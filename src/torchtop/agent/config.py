@@ -16,10 +16,12 @@ RUN_DIR_ENV = "TORCHTOP_RUN_DIR"
 WINDOW_EVERY_ENV = "TORCHTOP_WINDOW_EVERY_S"
 WINDOW_STEPS_ENV = "TORCHTOP_WINDOW_STEPS"
 WINDOW_FIRST_STEP_ENV = "TORCHTOP_WINDOW_FIRST_STEP"
+MODULE_STEPS_ENV = "TORCHTOP_MODULE_STEPS"
 
 DEFAULT_WINDOW_EVERY_S = 30.0
 DEFAULT_WINDOW_STEPS = 4
 DEFAULT_WINDOW_FIRST_STEP = 5
+DEFAULT_MODULE_STEPS = 20
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class AgentConfig:
     window_every_s: float = DEFAULT_WINDOW_EVERY_S
     window_steps: int = DEFAULT_WINDOW_STEPS
     window_first_step: int = DEFAULT_WINDOW_FIRST_STEP
+    module_steps: int = DEFAULT_MODULE_STEPS
+    """How many steps a module timing request (`RUN/requests/modules`) times."""
 
 
 def read_config(env: Mapping[str, str]) -> tuple[AgentConfig | None, list[str]]:
@@ -41,7 +45,8 @@ def read_config(env: Mapping[str, str]) -> tuple[AgentConfig | None, list[str]]:
     every_s = _number(env, WINDOW_EVERY_ENV, DEFAULT_WINDOW_EVERY_S, problems)
     steps = _number(env, WINDOW_STEPS_ENV, DEFAULT_WINDOW_STEPS, problems, minimum=1)
     first = _number(env, WINDOW_FIRST_STEP_ENV, DEFAULT_WINDOW_FIRST_STEP, problems)
-    config = AgentConfig(Path(run_dir), every_s, int(steps), int(first))
+    module_steps = _number(env, MODULE_STEPS_ENV, DEFAULT_MODULE_STEPS, problems, minimum=1)
+    config = AgentConfig(Path(run_dir), every_s, int(steps), int(first), int(module_steps))
     return config, problems
 
 

@@ -246,6 +246,7 @@ class InjectedAgent(Agent):
         try:
             self._release_held()
             self.discard_window("the attach ended while it was open")
+            self.end_modules()  # its hooks go with the others'
             self.write_settings_if_changed()
             self.sink.write(Bye(t=time.time(), reason="detached"))
             self.sink.close()

@@ -101,7 +101,10 @@ class RankCache:
         for process in processes:
             window = windows.get(process.pid)
             counts = (process.steps_seen, len(process.notes), cpu_count)
-            refs: tuple[object, ...] = (process, process.settings, process.hello, window, tree)
+            refs: tuple[object, ...] = (
+                *(process, process.settings, process.hello, window, tree),
+                process.module_times,
+            )
             entry = self._entries.get(process.pid)
             if entry is not None and entry.matches(counts, refs):
                 entries[process.pid] = entry

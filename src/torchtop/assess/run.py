@@ -30,6 +30,7 @@ from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.summary import job_analysis
 from torchtop.assess.ending import died_of_memory, ending_note, job_exit
 from torchtop.assess.live_memory import live_memory, live_memory_metrics, with_nvml
+from torchtop.assess.live_modules import live_module_tree
 from torchtop.assess.node_share import ddp_metrics, node_machine, node_metrics
 from torchtop.assess.nodes import node_reports
 from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, rank_verdict
@@ -251,6 +252,10 @@ def analysed_rank(
     # The agent measured every step; a window's trace, a few: the agent's figures win.
     metrics.update(live_memory_metrics(memory))
     analysis = _rank_analysis(process, metrics, breakdown, window, from_window)
+    # Asked for and measured on every step of its period: the agent's tree wins a window's.
+    live_tree = live_module_tree(process.module_times) if process.module_times else None
+    if live_tree is not None:
+        analysis = replace(analysis, modules=live_tree)
     if not memory:
         return analysis
     measured = {d.device for d in memory}

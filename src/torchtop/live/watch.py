@@ -36,6 +36,7 @@ from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
 from torchtop.runs.nodes import SharedRunWatcher
+from torchtop.runs.requests import touch_request
 from torchtop.runs.state import RunState
 
 if TYPE_CHECKING:
@@ -127,6 +128,13 @@ class LiveMonitor:
             self.windows = WindowCache()
             self.ranks = RankCache(RANKS_REFRESHED_PER_TICK)
             self.tracker = VerdictTracker()
+
+    def request_modules(self) -> str:
+        """Ask every agent of the job watched now to time its modules' forward for a few steps
+        (`RUN/requests/modules`); what was done, in words."""
+        # Not under the lock: a tick analysing a large window would hold the caller (the UI).
+        touch_request(self.run_dir, lambda layout: layout.modules_request)
+        return "modules: every rank times its modules' forward from its next step end"
 
     def finish(self) -> Report:
         """Stop the job if it still runs, record how it ended, and assess everything seen."""

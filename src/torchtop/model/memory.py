@@ -91,6 +91,14 @@ class ModuleTree(msgspec.Struct, frozen=True):
 
     steps: int
     roots: tuple[ModuleTime, ...]
+    source: str = "trace"
+    """`trace` (a trace's module calls), or `agent` (the agent's forward hooks, on request:
+    forward only, each call's wall time on the host; `backward_ms` is None)."""
+    first_step: int | None = None
+    """`agent`: the first of the `steps` steps timed."""
+    device: str | None = None
+    """`agent`: the device the job used (`cpu`, `cuda:N`): on CUDA the times are host time,
+    the forward's launches, not its kernels."""
 
 
 class OutOfMemory(msgspec.Struct, frozen=True):

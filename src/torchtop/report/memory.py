@@ -80,8 +80,16 @@ def out_of_memory_json(found: OutOfMemory) -> dict[str, Any]:
 
 
 def modules_json(tree: ModuleTree) -> dict[str, Any]:
-    """`{"steps": N, "tree": [...]}`: times are ms per step (means over the N steps)."""
-    return {"steps": tree.steps, "tree": [_module_json(m) for m in tree.roots]}
+    """`{"steps": N, "tree": [...]}`: times are ms per step (means over the N steps); `source`,
+    and for the agent's timings `first_step`, `device` and `clock`."""
+    document: dict[str, Any] = {"steps": tree.steps, "tree": [_module_json(m) for m in tree.roots]}
+    document["source"] = tree.source
+    if tree.source == "agent":
+        document.update(first_step=tree.first_step, device=tree.device, clock="host")
+    return document
+
+
+LIVE_MODULES_WORDS = "live, forward hooks: host wall time per forward call; backward not timed"
 
 
 def _module_json(module: ModuleTime) -> dict[str, Any]:
@@ -115,6 +123,8 @@ def modules_text(job: RankAnalysis, source_kind: str) -> list[str]:
     if tree is None:
         return ["", HOW_TO_RECORD] if source_kind == "trace" else []
     lines = ["", f"MODULES (ms per step over {tree.steps} steps: forward self/total, backward)"]
+    if tree.source == "agent":
+        lines.append(f"  {_live_words(tree)}")
     for root in tree.roots:
         lines += _module_lines(root, 0, tree.steps)
     return lines
@@ -154,6 +164,8 @@ def modules_markdown(job: RankAnalysis) -> list[str]:
     if tree is None:
         return []
     lines = ["## Modules", "", f"ms per step over {tree.steps} steps.", ""]
+    if tree.source == "agent":
+        lines[-1:-1] = [f"{_live_words(tree)}.", ""]
     lines += [
         "| module | forward self | forward | backward self | backward |",
         "|---|" + "---:|" * 4,
@@ -167,6 +179,15 @@ def modules_markdown(job: RankAnalysis) -> list[str]:
             f"| {_ms(m.backward_self_ms)} | {_ms(m.backward_ms)} |"
         )
     return [*lines, ""]
+
+
+def _live_words(tree: ModuleTree) -> str:
+    """What the agent's timings are, exactly (a CUDA job's are its launches, not its kernels)."""
+    last = (tree.first_step or 0) + tree.steps - 1
+    words = f"{LIVE_MODULES_WORDS}; steps {tree.first_step} to {last}"
+    if tree.device and tree.device.startswith("cuda"):
+        words += f"; on {tree.device} this is launch time, not kernel time"
+    return words
 
 
 def _walk(module: ModuleTime, depth: int, rows: list[tuple[int, ModuleTime]]) -> None:

@@ -11,6 +11,7 @@ RUN/
   logs/profiler-<pid>.log  what the profiler printed during that process's windows (kept out
                            of the job's stderr)
   requests/window          touched to ask the agents for a profiler window
+  requests/modules         touched to ask the agents to time each module's forward a while
   stdout.log, stderr.log   the job's output, where torchtop captured it (trials, relaunches)
   job.log                  the job's output while the dashboard covers the terminal
   exit.json                how the job ended (written once, atomically)
@@ -70,6 +71,11 @@ class RunLayout(msgspec.Struct, frozen=True):
     def window_request(self) -> Path:
         """Touched (never deleted) to ask every agent for one profiler window."""
         return self.root / "requests" / "window"
+
+    @property
+    def modules_request(self) -> Path:
+        """Touched (never deleted) to ask every agent to time its modules for a few steps."""
+        return self.root / "requests" / "modules"
 
     @property
     def stdout_log(self) -> Path:

@@ -169,7 +169,47 @@ class Bye(JournalRecord, tag="bye"):
     """The signal that ended the process (`SIGINT` for an uncaught KeyboardInterrupt)."""
 
 
-AgentRecord = Hello | Settings | Step | Window | Note | Bye
+class ModuleTiming(Part):
+    """One `nn.Module`, by its path from the outermost module called (`Sequential_0/Linear_1`),
+    over a module timing period (`agent.module_timer`)."""
+
+    path: str
+    calls: int
+    forward_s: float
+    """The summed wall time of its forward calls on the stepping thread (`perf_counter` from
+    its forward pre hook to its forward hook), the modules called inside included."""
+    forward_self_s: float
+    """The same without the modules called inside it."""
+
+
+class ModulesStarted(JournalRecord, tag="modules_started"):
+    """The agent installed its module hooks (`RUN/requests/modules`) before step `first_step`,
+    for `steps` steps."""
+
+    t: float
+    first_step: int
+    steps: int
+
+
+class ModuleTimes(JournalRecord, tag="module_times"):
+    """What a module timing period measured, its hooks removed: per module, sums over `steps`
+    steps (fewer than asked where the process ended first)."""
+
+    t: float
+    first_step: int
+    last_step: int
+    steps: int
+    wall_s: float | None = None
+    """The timed steps' summed wall time, as their `step` records give it."""
+    clock: str = "host"
+    """`host`: wall time on the CPU; on a CUDA device, the forward's launch time, not its
+    kernels'."""
+    device: str | None = None
+    """`cpu` or `cuda:N`, as `settings` says."""
+    modules: list[ModuleTiming] = []
+
+
+AgentRecord = Hello | Settings | Step | Window | Note | Bye | ModulesStarted | ModuleTimes
 
 
 # samples/<source>.jsonl: written by the launcher's collectors.
@@ -345,6 +385,8 @@ RECORD_TYPES: tuple[type[JournalRecord], ...] = (
     Window,
     Note,
     Bye,
+    ModulesStarted,
+    ModuleTimes,
     HostSample,
     GpuSample,
     StacksSample,

@@ -21,7 +21,19 @@ END = "<!-- /schema -->"
 DOC = Path(__file__).resolve().parents[3] / "docs" / "run-folder.md"
 
 SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
-    ("events/agent-<pid>.jsonl", (r.Hello, r.Settings, r.Step, r.Window, r.Note, r.Bye)),
+    (
+        "events/agent-<pid>.jsonl",
+        (
+            r.Hello,
+            r.Settings,
+            r.Step,
+            r.Window,
+            r.Note,
+            r.Bye,
+            r.ModulesStarted,
+            r.ModuleTimes,
+        ),
+    ),
     ("samples/<source>.jsonl", (r.HostSample, r.GpuSample, r.StacksSample, r.Unavailable)),
     ("reverts.jsonl", (r.Revert,)),
     ("run.json, exit.json", (r.RunRecord, r.ExitRecord)),
@@ -42,6 +54,7 @@ SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
             r.NativeFrame,
             r.TaskTime,
             r.Unreadable,
+            r.ModuleTiming,
             FixEntry,
             SinceRelaunch,
             r.AttachTarget,

@@ -30,6 +30,8 @@ from torchtop.runs.records import (
     GpuSample,
     Hello,
     HostSample,
+    ModulesStarted,
+    ModuleTimes,
     Note,
     Number,
     Record,
@@ -135,6 +137,10 @@ class ProcessState:
     """Its main thread in the newest stack dump that had it (`samples/stacks.jsonl`)."""
     memory: MemoryTally = field(default_factory=MemoryTally)
     """Its memory over the whole run, from the steps' figures (`runs.memory_tally`)."""
+    modules_started: ModulesStarted | None = None
+    """Its newest module timing period's start; `module_times` is newer once it is done."""
+    module_times: ModuleTimes | None = None
+    """What its newest finished module timing period measured."""
 
     @property
     def rank(self) -> int | None:
@@ -376,6 +382,10 @@ def _apply_agent_record(
     elif isinstance(record, Bye):
         process.ended = True
         process.bye = record
+    elif isinstance(record, ModulesStarted):
+        process.modules_started = record
+    elif isinstance(record, ModuleTimes):
+        process.module_times = record
 
 
 def _step(pid: int, record: Step, wall_s: float) -> StepRecord:

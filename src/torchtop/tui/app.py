@@ -47,7 +47,13 @@ from torchtop.tui.frame import Frame, FrameBuilder, offline_frame
 from torchtop.tui.helpscreen import HelpScreen
 from torchtop.tui.revert import HoldingUpdate, RevertDone, Reverter, RevertScreen
 from torchtop.tui.styles import CSS
-from torchtop.tui.ticking import FrameMessage, IntervalPacer, Pacer, SnapshotSource
+from torchtop.tui.ticking import (
+    FrameMessage,
+    IntervalPacer,
+    ModulesRequester,
+    Pacer,
+    SnapshotSource,
+)
 from torchtop.tui.widgets.devices import DevicesPanel
 from torchtop.tui.widgets.filterbar import FilterBar
 from torchtop.tui.widgets.fixlist import FixChosen, FixList
@@ -70,6 +76,11 @@ TICKS_JOIN_S = 30.0
 """How long quitting waits for a tick in progress (a large profiler window being analysed)."""
 TRIAL_CANCEL_S = 30.0
 """How long quitting waits for a trial in progress to stop its measured run."""
+
+NO_AGENT_MODULES = (
+    "modules: no step timed yet; only a job with torchtop's agent "
+    "(run, demo, attach --inject) can time its modules"
+)
 
 
 class Dashboard(App[Report | None]):
@@ -307,12 +318,33 @@ class Dashboard(App[Report | None]):
             return None if self.applier is not None and self.trial_running else self.can_apply
         if action == "why_no_apply":
             return self.applier is None
+        if action == "time_modules":
+            return self.modules_requester is not None and not self.finishing and not self.ended
         if action == "revert":
             reverter = self.reverter
             if reverter is None or reverter.revertible is None:
                 return False
             return True if self.can_apply else None
         return True
+
+    @property
+    def modules_requester(self) -> ModulesRequester | None:
+        source = self.source
+        return source if isinstance(source, ModulesRequester) else None
+
+    def action_time_modules(self) -> None:
+        """`m`: the agents time every module's forward for a few steps (the Modules panel)."""
+        requester = self.modules_requester
+        if requester is None:
+            return
+        if self.latest is None or self.latest.step is None:
+            self.notify(NO_AGENT_MODULES, timeout=6)
+            return
+        try:
+            said = requester.request_modules()
+        except OSError as exc:
+            said = f"modules: the request could not be written ({exc})"
+        self.notify(said, timeout=4)
 
     @property
     def can_apply(self) -> bool:

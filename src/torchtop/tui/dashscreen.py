@@ -30,6 +30,8 @@ class DashboardScreen(Screen[None]):
         # Where nothing can be applied `a` is not offered, but pressed it says why.
         Binding("a", "app.why_no_apply", "Apply", show=False),
         Binding("r", "app.revert", "Revert"),
+        # In the help (`?`), not the footer: the footer's two rows at 80 columns are full.
+        Binding("m", "app.time_modules", "Modules", show=False),
     ]
 
     def __init__(self, id: str | None = None) -> None:

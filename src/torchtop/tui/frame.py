@@ -15,6 +15,7 @@ from itertools import islice
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, TypeVar
 
+from torchtop.assess.live_modules import modules_progress
 from torchtop.assess.snapshot import Snapshot
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
@@ -70,6 +71,8 @@ class Frame:
     """What marks the job's steps (the agent's `step_signal`: optimizer, backward, ...)."""
     kernel_names: Mapping[str, str] = field(default_factory=dict)
     """Each mangled top kernel's name, demangled (`tui.demangle`); others are shown as named."""
+    modules_status: str | None = None
+    """Live, while the agents time their modules: `timing modules: 12/20 steps`."""
 
     @property
     def ranks_count(self) -> int:
@@ -107,6 +110,7 @@ class FrameBuilder:
             history=self.timeline.series(),
             fixes=rank_fixes(snapshot.shown),
             kernel_names=kernel_names(report),
+            modules_status=modules_progress(state.training_processes),
         )
         return with_state(frame, state)
 

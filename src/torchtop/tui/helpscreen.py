@@ -35,6 +35,7 @@ KEYS = (
     ("enter", "Fixes: the details; other lists: the whole row"),
     ("a", "`run`/`demo`: apply the fix, confirm, A/B trial"),
     ("r", "after a kept fix: take it back"),
+    ("m", "live: time each module's forward for a few steps"),
     ("left / right", "Step time, offline: pick a step"),
     ("a (Step time)", "offline: back to all steps"),
 )

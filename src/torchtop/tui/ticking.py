@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from textual.message import Message
 
@@ -27,6 +27,15 @@ class SnapshotSource(Protocol):
     def tick(self) -> Snapshot: ...
 
     def finish(self) -> Report: ...
+
+
+@runtime_checkable
+class ModulesRequester(Protocol):
+    """A live source that can ask the job's agents to time their modules (`m`)."""
+
+    def request_modules(self) -> str:
+        """Ask; what was done, in words."""
+        ...
 
 
 class Pacer(Protocol):
