@@ -212,6 +212,9 @@ def _ranks(report: Report) -> list[str]:
             f"  {a.label:<12} {step}  {v.bottleneck:<13} ({v.confidence:.2f})"
             f"  comm {a.breakdown.get('communication', 0.0):.0%}{mark}{node}"
         )
+        if item.restarted_words is not None:
+            kept = "; its samples kept" if any(r.stack_samples for r in item.restarts) else ""
+            lines.append(f"               {item.restarted_words}{kept}")
         lines += standing_lines(item.standing)
     return [*lines, ""]
 

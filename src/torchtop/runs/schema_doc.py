@@ -22,7 +22,10 @@ DOC = Path(__file__).resolve().parents[3] / "docs" / "run-folder.md"
 
 SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
     ("events/agent-<pid>.jsonl", (r.Hello, r.Settings, r.Step, r.Window, r.Note, r.Bye)),
-    ("samples/<source>.jsonl", (r.HostSample, r.GpuSample, r.StacksSample, r.Unavailable)),
+    (
+        "samples/<source>.jsonl",
+        (r.HostSample, r.GpuSample, r.StacksSample, r.RanksSeen, r.Unavailable),
+    ),
     ("reverts.jsonl", (r.Revert,)),
     ("run.json, exit.json", (r.RunRecord, r.ExitRecord)),
     (

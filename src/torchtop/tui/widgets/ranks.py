@@ -1,8 +1,8 @@
 """Ranks (when more than one): each rank's step time, verdict and communication share, with the
-slowest rank marked (a mark and a word, not only a colour), a straggler's excess busy time and
-how a rank ended (a recorded run's `RankStanding`) with, under a rank that died or hangs, where
-it was last seen (its last stack), and its node in a run several nodes share. Hidden while the
-job has one rank."""
+slowest rank marked (a mark and a word, not only a colour), a straggler's excess busy time, a
+rank its launcher restarted (`restarted · PID new (was old)`) and how a rank ended (a recorded
+run's `RankStanding`) with, under a rank that died or hangs, where it was last seen (its last
+stack), and its node in a run several nodes share. Hidden while the job has one rank."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from torchtop.tui.palette import MUTED, VERDICT_COLOUR, VERDICT_DEFAULT_COLOUR
 from torchtop.tui.widgets.listpanel import ListPanel, Row, Sort
 
 SLOWEST_STYLE = "bold #ff5f5f"
+RESTARTED_STYLE = "#e0b000"
 WIDE = 44
 
 
@@ -40,6 +41,8 @@ def rank_line(item: RankReport, slowest: object, width: int) -> Text:
     standing = item.standing
     if standing is not None and standing.straggler and standing.slower_by is not None:
         line.append(f"  straggler {standing.slower_by:+.0%}", style=SLOWEST_STYLE)
+    if item.restarted_words is not None:  # its launcher started it again under a new pid
+        line.append(f"  {item.restarted_words}", style=RESTARTED_STYLE)
     if standing is not None and standing.ended is not None:
         line.append(f"  {standing.ended}", style=MUTED)
     return line

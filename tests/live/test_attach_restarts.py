@@ -1,0 +1,175 @@
+"""`torchtop attach` on a `torchrun --max-restarts 1` job whose rank 1 kills itself once:
+torchrun starts both ranks again under new pids, and attach follows them. The outside truth is
+what each rank prints of itself as it starts (its RANK, pid, attempt and start time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.live.test_attach_ranks import end_all
+from tests.live.two_nodes import free_port
+from torchtop.runs.journal import JournalReader
+from torchtop.runs.records import RanksSeen, StacksSample
+
+TORCHTOP = [sys.executable, "-m", "torchtop"]
+JOB = Path(__file__).parent / "jobs" / "ddp_restarts.py"
+TOLD = re.compile(r"rank (\d+) pid (\d+) attempt (\d+) started ([\d.]+)")
+SHOWN_WITHIN_S = 10.0
+
+
+class Told:
+    """Each rank's `rank R pid P attempt A started T` lines, as the job prints them."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: dict[tuple[int, int], tuple[int, float]] = {}
+        """(attempt, rank) -> (pid, start time)."""
+        threading.Thread(target=self._pump, args=(process,), daemon=True).start()
+
+    def _pump(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            self.lines.put(line)
+
+    def attempt(self, number: int, timeout_s: float = 120.0) -> dict[int, tuple[int, float]]:
+        """Both ranks of attempt `number`: rank -> (pid, start time)."""
+        deadline = time.monotonic() + timeout_s
+        while len([key for key in self.seen if key[0] == number]) < 2:
+            try:
+                line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"attempt {number}'s ranks never told who they are") from None
+            for rank, pid, attempt, started in TOLD.findall(line):
+                self.seen[(int(attempt), int(rank))] = (int(pid), float(started))
+        return {rank: told for (attempt, rank), told in self.seen.items() if attempt == number}
+
+
+def _records(path: Path) -> list[Any]:
+    return list(JournalReader(path).read_new(final=True))
+
+
+def _sampling(run_dir: Path, pids: set[int], timeout_s: float = 60.0) -> None:
+    """Until attach has written native samples of each of `pids`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        path = run_dir / "samples" / "stacks.jsonl"
+        stacks = [r for r in _records(path) if isinstance(r, StacksSample)] if path.exists() else []
+        if pids <= {p.pid for r in stacks for p in r.processes if p.threads}:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"attach never sampled {pids}")
+
+
+@pytest.fixture(scope="module")
+def restarted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The job, attach on its launcher for 60 s (`--headless --format json`), rank 1 killed
+    once attach samples both ranks: what the job told, the report, attach's stderr."""
+    folder = tmp_path_factory.mktemp("restarts")
+    kill_file, run_dir = folder / "kill", folder / "run"
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--max-restarts", "1",
+        "--nproc-per-node", "2", "--master-port", str(free_port()), str(JOB),
+    ]  # fmt: skip
+    env = {**os.environ, "KILL_FILE": str(kill_file)}
+    with tempfile.TemporaryFile("w+") as errors:
+        job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True,
+                               start_new_session=True, env=env)  # fmt: skip
+        try:
+            told = Told(job)
+            first = told.attempt(0)
+            options = ["--headless", "--for", "60", "--format", "json", "--run-dir", str(run_dir)]
+            attach = subprocess.Popen(
+                [*TORCHTOP, "attach", str(job.pid), *options],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            _sampling(run_dir, {pid for pid, _ in first.values()})
+            killed_t = time.time()
+            kill_file.touch()
+            second = told.attempt(1)
+            stdout, stderr = attach.communicate(timeout=180)
+            job_running = job.poll() is None
+        finally:
+            end_all(job)
+    assert attach.returncode == 0, stderr
+    return {
+        "first": first, "second": second, "killed_t": killed_t, "run_dir": run_dir,
+        "report": json.loads(stdout), "stderr": stderr, "job_running": job_running,
+    }  # fmt: skip
+
+
+def test_the_restarted_ranks_are_shown_under_their_new_pids_within_10_s_of_their_start(
+    restarted: dict[str, Any],
+) -> None:
+    first, second = restarted["first"], restarted["second"]
+    report = restarted["report"]
+    assert [(r["rank"], r["pid"]) for r in report["ranks"]] == [
+        (0, second[0][0]),
+        (1, second[1][0]),
+    ]
+    assert {r["rank"]: r["pid"] for r in report["source"]["attached"]["ranks"]} == {
+        rank: pid for rank, (pid, _) in second.items()
+    }
+    changes = _records(restarted["run_dir"] / "samples" / "ranks.jsonl")
+    assert all(isinstance(r, RanksSeen) for r in changes)
+    for rank, (pid, started) in second.items():
+        shown_t = min(r.t for r in changes if any(x.pid == pid for x in r.ranks))
+        assert shown_t - started <= SHOWN_WITHIN_S, (rank, shown_t - started)
+        old = first[rank][0]
+        assert f"rank {rank} restarted · PID {pid} (was {old})" in restarted["stderr"]
+    assert restarted["job_running"], "attach must never stop the job it watches"
+
+
+def test_each_restarted_rank_keeps_its_old_pids_figures_and_is_running_under_the_new_one(
+    restarted: dict[str, Any],
+) -> None:
+    first, second, report = restarted["first"], restarted["second"], restarted["report"]
+    for row in report["ranks"]:
+        (restart,) = row["restarts"]
+        assert restart["pid"] == first[row["rank"]][0]
+        assert restart["stack_samples"] >= 5, restart
+        # The old pid is replaced once the new one was seen: after it started.
+        until_t = datetime.fromisoformat(restart["until"]).timestamp()
+        assert until_t >= second[row["rank"]][1] - 1.0
+        assert row["ended"] is None, row
+        assert row["steps"]["stack_samples"] > 0
+    stacks = [
+        r
+        for r in _records(restarted["run_dir"] / "samples" / "stacks.jsonl")
+        if isinstance(r, StacksSample)
+    ]
+    sampled = {p.pid for r in stacks for p in r.processes if p.threads}
+    assert {pid for pid, _ in second.values()} <= sampled, "the new pids are sampled"
+    # Rank 1's last chunk, ended by its own death, is read and kept under its old pid.
+    old = first[1][0]
+    assert any(
+        p.pid == old and p.threads and r.t >= restarted["killed_t"]
+        for r in stacks
+        for p in r.processes
+    ), "the killed rank's last native chunk was lost"
+
+
+def test_the_text_report_says_which_rank_restarted_under_which_pid(
+    restarted: dict[str, Any],
+) -> None:
+    run_dir = restarted["run_dir"]
+    shown = subprocess.run(
+        [*TORCHTOP, "analyze", str(run_dir)], capture_output=True, text=True, timeout=120
+    )
+    assert shown.returncode == 0, shown.stderr
+    first, second = restarted["first"], restarted["second"]
+    for rank in (0, 1):
+        words = f"restarted · PID {second[rank][0]} (was {first[rank][0]}); its samples kept"
+        assert words in shown.stdout, shown.stdout
