@@ -51,9 +51,11 @@ class Restart(msgspec.Struct, frozen=True):
 
     pid: int
     until_t: float
-    """When the rank's next pid was first seen (Unix time): this one had ended by then."""
+    """When the rank's next pid was first seen, or its agent said hello (Unix time)."""
     stack_samples: int | None = None
     """Its main thread's stack samples over the watch (None: nothing sampled it)."""
+    steps_count: int | None = None
+    """The steps its agent timed (None: no agent inside, under `attach`)."""
 
 
 class RankReport(msgspec.Struct, frozen=True):

@@ -195,10 +195,16 @@ def standing_json(standing: RankStanding | None) -> dict[str, Any]:
 
 
 def restart_json(restart: Restart) -> dict[str, Any]:
-    """A restarted rank's earlier process: `{"pid", "until": ISO time its next pid was first
-    seen, "stack_samples": its main thread's samples}`."""
+    """A restarted rank's earlier process: `{"pid", "until": ISO time its next process
+    started, "stack_samples": its main thread's samples (attach), "steps": the steps its agent
+    timed (run)}`, null where not measured."""
     until = datetime.fromtimestamp(restart.until_t, UTC).isoformat(timespec="seconds")
-    return {"pid": restart.pid, "until": until, "stack_samples": restart.stack_samples}
+    return {
+        "pid": restart.pid,
+        "until": until,
+        "stack_samples": restart.stack_samples,
+        "steps": restart.steps_count,
+    }
 
 
 def last_stack_json(stack: LastStack) -> dict[str, Any]:

@@ -5,7 +5,9 @@ TORCHELASTIC_RESTART_COUNT and the Unix time it began, before torch is imported)
 truth a test checks what attach shows against. On the first attempt only, rank 1 SIGKILLs
 itself at its first step after `KILL_FILE` exists (the test makes it once attach watches);
 torchrun then stops rank 0 and starts both again under new pids. Each step first sleeps
-`LATENCY_MS` (default 150), a slow input pipeline's wait.
+`LATENCY_MS` (default 150), a slow input pipeline's wait. With `DDP=0` the ranks train apart
+(no process group, so no rendezvous of gloo's to miss on a loaded machine); torchrun restarts
+them all the same.
 """
 
 import os
@@ -29,8 +31,10 @@ DOOMED = os.environ["RANK"] == "1" and os.environ.get("TORCHELASTIC_RESTART_COUN
 
 
 torch.set_num_threads(1)
-dist.init_process_group("gloo")
-model = DistributedDataParallel(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)))
+model: nn.Module = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
+if os.environ.get("DDP", "1") == "1":
+    dist.init_process_group("gloo")
+    model = DistributedDataParallel(model)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 inputs, labels = torch.randn(2, 32), torch.tensor([0, 1])
 while True:
