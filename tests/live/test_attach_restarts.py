@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.live.test_attach_ranks import end_all
@@ -26,17 +27,20 @@ from torchtop.runs.records import RanksSeen, StacksSample
 
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 JOB = Path(__file__).parent / "jobs" / "ddp_restarts.py"
-TOLD = re.compile(r"rank (\d+) pid (\d+) attempt (\d+) started ([\d.]+)")
+TOLD = re.compile(
+    r"rank (?P<rank>\d+) pid (?P<pid>\d+) attempt (?P<attempt>\d+) started (?P<started>[\d.]+)"
+)
+SAID = re.compile(r"rank (?P<rank>\d+) pid (?P<pid>\d+)")
 SHOWN_WITHIN_S = 10.0
 
 
 class Told:
-    """Each rank's `rank R pid P attempt A started T` lines, as the job prints them."""
+    """What the job's ranks print of themselves as they start, read from its stdout."""
 
-    def __init__(self, process: subprocess.Popen[str]) -> None:
+    def __init__(self, process: subprocess.Popen[str], pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
         self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: dict[tuple[int, int], tuple[int, float]] = {}
-        """(attempt, rank) -> (pid, start time)."""
+        self.seen: list[dict[str, str]] = []
         threading.Thread(target=self._pump, args=(process,), daemon=True).start()
 
     def _pump(self, process: subprocess.Popen[str]) -> None:
@@ -44,17 +48,27 @@ class Told:
         for line in process.stdout:
             self.lines.put(line)
 
-    def attempt(self, number: int, timeout_s: float = 120.0) -> dict[int, tuple[int, float]]:
-        """Both ranks of attempt `number`: rank -> (pid, start time)."""
+    def ranks(self, count: int, timeout_s: float = 120.0, **wanted: str) -> dict[int, Any]:
+        """`count` ranks whose lines match `wanted`: rank -> what its line said."""
         deadline = time.monotonic() + timeout_s
-        while len([key for key in self.seen if key[0] == number]) < 2:
+        while True:
+            found = {
+                int(told["rank"]): told
+                for told in self.seen
+                if all(told[key] == value for key, value in wanted.items())
+            }
+            if len(found) >= count:
+                return found
             try:
                 line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"attempt {number}'s ranks never told who they are") from None
-            for rank, pid, attempt, started in TOLD.findall(line):
-                self.seen[(int(attempt), int(rank))] = (int(pid), float(started))
-        return {rank: told for (attempt, rank), told in self.seen.items() if attempt == number}
+                raise AssertionError(f"{count} ranks ({wanted}) never told who they are") from None
+            self.seen += [m.groupdict() for m in self.pattern.finditer(line)]
+
+
+def _pid_started(told: dict[int, Any]) -> dict[int, tuple[int, float]]:
+    """rank -> (pid, the Unix time it says it started)."""
+    return {rank: (int(said["pid"]), float(said["started"])) for rank, said in told.items()}
 
 
 def _records(path: Path) -> list[Any]:
@@ -88,8 +102,8 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True,
                                start_new_session=True, env=env)  # fmt: skip
         try:
-            told = Told(job)
-            first = told.attempt(0)
+            told = Told(job, TOLD)
+            first = _pid_started(told.ranks(2, attempt="0"))
             options = ["--headless", "--for", "60", "--format", "json", "--run-dir", str(run_dir)]
             attach = subprocess.Popen(
                 [*TORCHTOP, "attach", str(job.pid), *options],
@@ -98,7 +112,7 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             _sampling(run_dir, {pid for pid, _ in first.values()})
             killed_t = time.time()
             kill_file.touch()
-            second = told.attempt(1)
+            second = _pid_started(told.ranks(2, attempt="1"))
             stdout, stderr = attach.communicate(timeout=180)
             job_running = job.poll() is None
         finally:
@@ -173,3 +187,44 @@ def test_the_text_report_says_which_rank_restarted_under_which_pid(
     for rank in (0, 1):
         words = f"restarted · PID {second[rank][0]} (was {first[rank][0]}); its samples kept"
         assert words in shown.stdout, shown.stdout
+
+
+def test_a_rank_that_joins_the_job_later_is_shown_within_10_s_of_its_start(tmp_path: Path) -> None:
+    join_file, run_dir = tmp_path / "join", tmp_path / "run"
+    job = subprocess.Popen(
+        _joining(free_port(), join_file), stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        told = Told(job, SAID)
+        first = {rank: int(said["pid"]) for rank, said in told.ranks(2).items()}
+        options = ["--headless", "--for", "30", "--format", "json", "--run-dir", str(run_dir)]
+        attach = subprocess.Popen(
+            [*TORCHTOP, "attach", str(first[0]), *options],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        _sampling(run_dir, set(first.values()))
+        join_file.touch()
+        joined = {rank: int(said["pid"]) for rank, said in told.ranks(3).items()}
+        started = psutil.Process(joined[2]).create_time()  # the kernel's word for it
+        stdout, stderr = attach.communicate(timeout=180)
+    finally:
+        end_all(job)
+    assert attach.returncode == 0, stderr
+    report = json.loads(stdout)
+    assert [(r["rank"], r["pid"]) for r in report["ranks"]] == sorted(joined.items())
+    assert report["source"]["attached"]["job"] == f"3 ranks under PID {job.pid}"
+    changes = _records(run_dir / "samples" / "ranks.jsonl")
+    shown_t = min(r.t for r in changes if any(x.pid == joined[2] for x in r.ranks))
+    assert shown_t - started <= SHOWN_WITHIN_S
+    (rank_2,) = [r for r in report["ranks"] if r["rank"] == 2]
+    assert rank_2["steps"]["stack_samples"] > 0, "the rank that joined is sampled"
+    assert "restarts" not in rank_2
+
+
+def _joining(port: int, join_file: Path) -> list[str]:
+    """Ranks 0 and 1 started by one shell with the shared rendezvous (as `srun` would), training
+    apart (`DDP=0`); rank 2 once `join_file` exists (an elastic scale-up)."""
+    job = Path(__file__).parent / "jobs" / "ddp_ranks_told.py"
+    one = f"MASTER_ADDR=127.0.0.1 MASTER_PORT={port} WORLD_SIZE=3 DDP=0 {sys.executable} {job}"
+    wait = f"while [ ! -e {join_file} ]; do sleep 0.2; done"
+    return ["bash", "-c", f"RANK=0 {one} & RANK=1 {one} & {wait}; RANK=2 {one} & wait"]
