@@ -41,8 +41,6 @@ def rank_line(item: RankReport, slowest: object, width: int) -> Text:
     standing = item.standing
     if standing is not None and standing.straggler and standing.slower_by is not None:
         line.append(f"  straggler {standing.slower_by:+.0%}", style=SLOWEST_STYLE)
-    if item.restarted_words is not None:  # its launcher started it again under a new pid
-        line.append(f"  {item.restarted_words}", style=RESTARTED_STYLE)
     if standing is not None and standing.ended is not None:
         line.append(f"  {standing.ended}", style=MUTED)
     return line
@@ -75,6 +73,8 @@ def rank_row(item: RankReport, slowest: object, width: int) -> Row:
     line = rank_line(item, slowest, width)
     stack = item.standing.last_stack if item.standing is not None else None
     under = (Text(f"  ↳ last stack {where_last(stack)}", style=MUTED),) if stack else ()
+    if item.restarted_words is not None:  # its launcher started it again: under, to fit 80 cols
+        under = (Text(f"  ↳ {item.restarted_words}", style=RESTARTED_STYLE), *under)
     analysis = item.analysis
     keys = (
         analysis.rank,
