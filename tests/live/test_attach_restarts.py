@@ -22,6 +22,8 @@ import pytest
 
 from tests.live.test_attach_ranks import end_all
 from tests.live.two_nodes import free_port
+from torchtop.assess.attached_ranks import followed_ranks
+from torchtop.model.attach import AttachedRank
 from torchtop.runs.journal import JournalReader
 from torchtop.runs.records import RanksSeen, StacksSample
 
@@ -228,3 +230,20 @@ def _joining(port: int, join_file: Path) -> list[str]:
     one = f"MASTER_ADDR=127.0.0.1 MASTER_PORT={port} WORLD_SIZE=3 DDP=0 {sys.executable} {job}"
     wait = f"while [ ! -e {join_file} ]; do sleep 0.2; done"
     return ["bash", "-c", f"RANK=0 {one} & RANK=1 {one} & {wait}; RANK=2 {one} & wait"]
+
+
+def test_a_rank_restarted_twice_names_both_earlier_pids_oldest_first_and_a_new_number_joins() -> (
+    None
+):
+    found = [AttachedRank(pid=10, rank=0), AttachedRank(pid=11, rank=1)]
+    seen = [
+        RanksSeen(t=100.0, ranks=[AttachedRank(pid=10, rank=0), AttachedRank(pid=21, rank=1)]),
+        RanksSeen(t=200.0, ranks=[AttachedRank(pid=10, rank=0), AttachedRank(pid=31, rank=1),
+                                  AttachedRank(pid=32, rank=2)]),
+    ]  # fmt: skip
+    followed = followed_ranks(found, seen)
+    assert [(rank.rank, rank.pid, earlier) for rank, earlier in followed] == [
+        (0, 10, {}),
+        (1, 31, {11: 100.0, 21: 200.0}),
+        (2, 32, {}),
+    ]
