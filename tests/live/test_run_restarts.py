@@ -69,8 +69,8 @@ def test_run_on_a_torchrun_job_that_restarts_its_ranks_shows_each_rank_once_unde
         sys.executable, "-m", "torch.distributed.run", "--max-restarts", "1",
         "--nproc-per-node", "2", "--master-port", str(free_port()), str(JOB),
     ]  # fmt: skip
-    # The ranks train apart (DDP=0): a restarted gloo rendezvous under the agents on this loaded
-    # machine failed or hung now and then (see docs/architecture.md), which is not what is tested.
+    # The ranks train apart (DDP=0): a restarted attempt's gloo rendezvous on this loaded machine
+    # failed or hung now and then (docs/architecture.md), which is not what is tested.
     env = {**os.environ, "KILL_FILE": str(kill_file), "DDP": "0"}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env=env, start_new_session=True)  # fmt: skip
