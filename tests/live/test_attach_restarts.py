@@ -19,8 +19,11 @@ from typing import Any
 
 import psutil
 import pytest
+from prometheus_client.samples import Sample
 
+from tests.live.scrape import scrape
 from tests.live.test_attach_ranks import end_all
+from tests.live.test_metrics_demo import _url
 from tests.live.two_nodes import free_port
 from torchtop.assess.attached_ranks import followed_ranks
 from torchtop.model.attach import AttachedRank
@@ -91,8 +94,9 @@ def _sampling(run_dir: Path, pids: set[int], timeout_s: float = 60.0) -> None:
 
 @pytest.fixture(scope="module")
 def restarted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The job, attach on its launcher for 60 s (`--headless --format json`), rank 1 killed
-    once attach samples both ranks: what the job told, the report, attach's stderr."""
+    """The job, attach on its launcher for 60 s (`--headless --format json --metrics`), rank 1
+    killed once attach samples both ranks: what the job told, the report, attach's stderr, and
+    its metrics scraped before the kill and after the restart."""
     folder = tmp_path_factory.mktemp("restarts")
     kill_file, run_dir = folder / "kill", folder / "run"
     command = [
@@ -111,22 +115,45 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             first = _pid_started(told.ranks(2, attempt="0"))
             options = ["--headless", "--for", "60", "--format", "json", "--run-dir", str(run_dir)]
             attach = subprocess.Popen(
-                [*TORCHTOP, "attach", str(job.pid), *options],
+                [*TORCHTOP, "attach", str(job.pid), *options, "--metrics", "127.0.0.1:0"],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
+            lines: list[str] = []
+            url = _url(attach, lines)
             _sampling(run_dir, {pid for pid, _ in first.values()})
+            before = _scraped(url, {pid for pid, _ in first.values()})
             killed_t = time.time()
             kill_file.touch()
             second = _pid_started(told.ranks(2, attempt="1"))
-            stdout, stderr = attach.communicate(timeout=180)
+            after = _scraped(url, {pid for pid, _ in second.values()})
+            attach.wait(timeout=180)
+            assert attach.stdout is not None
+            stdout = attach.stdout.read()
             job_running = job.poll() is None
         finally:
             end_all(job)
+    time.sleep(0.5)  # the last of stderr, read by `_url`'s thread
+    stderr = "".join(lines)
     assert attach.returncode == 0, stderr
     return {
         "first": first, "second": second, "killed_t": killed_t, "run_dir": run_dir,
         "report": json.loads(stdout), "stderr": stderr, "job_running": job_running,
+        "scraped": (before, after),
     }  # fmt: skip
+
+
+def _scraped(url: str, pids: set[int], timeout_s: float = 30.0) -> list[Sample]:
+    """The endpoint's samples once its rank info names `pids` and every rank has a breakdown."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        samples = scrape(url)
+        told = {s.labels["pid"] for s in samples if s.name == "torchtop_rank_info"}
+        ranks = {s.labels["rank"] for s in samples if s.name == "torchtop_breakdown_ratio"}
+        if told == {str(pid) for pid in pids} and len(ranks) == len(pids):
+            return samples
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the metrics never named {pids}: {told}, {ranks}")
+        time.sleep(1.0)
 
 
 def test_the_restarted_ranks_are_shown_under_their_new_pids_within_10_s_of_their_start(
@@ -250,3 +277,23 @@ def test_a_rank_restarted_twice_names_both_earlier_pids_oldest_first_and_a_new_n
         (1, 31, {11: 100.0, 21: 200.0}),
         (2, 32, {}),
     ]
+
+
+def test_the_restarted_ranks_go_on_in_the_same_prometheus_series_their_info_naming_the_new_pids(
+    restarted: dict[str, Any],
+) -> None:
+    before, after = restarted["scraped"]
+
+    def series(samples: list[Sample]) -> set[tuple[tuple[str, str], ...]]:
+        return {
+            tuple(sorted(s.labels.items())) for s in samples if s.name == "torchtop_breakdown_ratio"
+        }
+
+    assert series(before) == series(after)
+    assert {labels["rank"] for labels in map(dict, series(after))} == {"0", "1"}
+    assert not any("pid" in s.labels for s in after if s.name != "torchtop_rank_info")
+    for samples, told in ((before, restarted["first"]), (after, restarted["second"])):
+        info = {
+            s.labels["rank"]: s.labels["pid"] for s in samples if s.name == "torchtop_rank_info"
+        }
+        assert info == {str(rank): str(pid) for rank, (pid, _) in told.items()}
