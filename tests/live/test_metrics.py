@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
+from prometheus_client.core import Metric
 
 from tests.live.conftest import FakeRun
 from tests.live.scrape import one, scrape, values
 from torchtop.assess.snapshot import Snapshot
 from torchtop.diagnosis.rules import load_rules
 from torchtop.jobs.job import Output, start
-from torchtop.live.metrics import METRICS, RunMetrics, snapshot_families
+from torchtop.live.metrics import METRICS, RunMetrics, metric_name, snapshot_families
 from torchtop.live.metrics_server import serve_metrics
 from torchtop.live.watch import LiveMonitor
 from torchtop.report.contract import BREAKDOWN_KEYS, steps_per_s
@@ -54,14 +55,15 @@ def test_every_metric_of_the_catalogue_comes_from_a_tick_with_steps_and_a_gpu(
     _with_gpu_sample(fake_run)
     snapshot = _tick(fake_run)
     families = snapshot_families(snapshot, "run-a", "node-a", 1234.5)
-    assert {f.name for f in families} == set(METRICS)
-    by_name = {f.name: f for f in families}
+    assert {metric_name(f) for f in families} == set(METRICS)
+    by_name = {metric_name(f): f for f in families}
     for family in families:
-        assert family.type == METRICS[family.name].kind
+        spec = METRICS[metric_name(family)]
+        assert family.type == spec.kind
         for sample in family.samples:
             # A summary's _sum and _count carry its labels without the quantile.
-            assert set(sample.labels) <= set(METRICS[family.name].labels), sample
-            assert set(sample.labels) >= set(METRICS[family.name].labels) - {"quantile"}
+            assert set(sample.labels) <= set(spec.labels), sample
+            assert set(sample.labels) >= set(spec.labels) - {"quantile"}
     gpu = [
         (s.name, s.labels["gpu"], s.value) for f in families for s in f.samples if "gpu" in s.labels
     ]
@@ -73,7 +75,10 @@ def test_every_metric_of_the_catalogue_comes_from_a_tick_with_steps_and_a_gpu(
     ]
     wait = by_name["torchtop_dataloader_wait_ratio"].samples
     assert [s.value for s in wait] == [pytest.approx(0.75)]
-    assert wait[0].labels == {"run": "run-a", "node": "node-a", "rank": "", "pid": "100"}
+    assert wait[0].labels == {"run": "run-a", "node": "node-a", "rank": ""}
+    (info,) = by_name["torchtop_rank_info"].samples
+    assert (info.name, info.value) == ("torchtop_rank_info", 1)
+    assert info.labels == {"run": "run-a", "node": "node-a", "rank": "", "pid": "100"}
 
 
 def test_the_verdict_is_one_for_the_class_shown_and_zero_for_the_others(
@@ -169,7 +174,7 @@ def test_a_two_rank_torchrun_job_is_scraped_with_both_ranks_and_the_reports_figu
     for rank in report.ranks:
         metrics = rank.analysis.metrics
         labels = {"run": "run", "node": "node-a", "rank": str(rank.analysis.rank)}
-        labels["pid"] = pids[rank.analysis.rank]
+        assert one(samples, "torchtop_rank_info", pid=pids[rank.analysis.rank], **labels) == 1
         count = one(samples, "torchtop_step_seconds_count", **labels)
         assert count == metrics["steps_count"] and count > 0
         mean_s = one(samples, "torchtop_step_seconds_sum", **labels) / count
@@ -186,3 +191,30 @@ def test_a_two_rank_torchrun_job_is_scraped_with_both_ranks_and_the_reports_figu
     # The window was captured: communication shows in both ranks' breakdowns.
     assert all(v > 0 for v in values(samples, "torchtop_breakdown_ratio", category="communication"))
     assert one(samples, "torchtop_verdict", bottleneck=snapshot.shown.bottleneck) == 1.0
+
+
+def test_a_rank_restarted_under_a_new_pid_goes_on_in_the_same_series_its_info_naming_the_new_pid(
+    fake_run: FakeRun,
+) -> None:
+    fake_run.hello(100, rank=0)
+    fake_run.hello(101, rank=1)
+    for pid in (100, 101):
+        fake_run.steps(pid, 20, wall_s=0.2, data_wait_s=0.15)
+    monitor = LiveMonitor(fake_run.layout.root, load_rules(None))
+    before = snapshot_families(monitor.tick(), "r", "n", 0.0)
+    fake_run.t += 5.0  # torchrun restarts both ranks: new pids, the same numbers
+    fake_run.hello(200, rank=0)
+    fake_run.hello(201, rank=1)
+    for pid in (200, 201):
+        fake_run.steps(pid, 20, wall_s=0.2, data_wait_s=0.15)
+    after = snapshot_families(monitor.tick(), "r", "n", 0.0)
+
+    def series(families: list[Metric], name: str) -> list[dict[str, str]]:
+        return [s.labels for f in families for s in f.samples if s.name == name]
+
+    rank_series = [{"run": "r", "node": "n", "rank": rank} for rank in ("0", "1")]
+    for name in ("torchtop_steps_per_second", "torchtop_dataloader_wait_ratio"):
+        assert series(before, name) == series(after, name) == rank_series, name
+    info = "torchtop_rank_info"
+    assert [s["pid"] for s in series(before, info)] == ["100", "101"]
+    assert [s["pid"] for s in series(after, info)] == ["200", "201"]

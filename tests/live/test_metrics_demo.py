@@ -73,7 +73,8 @@ def test_the_demo_is_scraped_while_it_runs_with_the_token_and_agrees_with_its_re
     assert process.returncode == 0, "".join(stderr)[-3000:]
     assert last, "no scrape carried step figures"
     report = json.loads(report_path.read_text())
-    labels = {"run": "run", "node": "node-a", "rank": "", "pid": str(report["source"]["pid"])}
+    labels = {"run": "run", "node": "node-a", "rank": ""}
+    assert one(last, "torchtop_rank_info", pid=str(report["source"]["pid"]), **labels) == 1
     assert one(last, "torchtop_step_seconds_count", **labels) <= report["steps"]["count"]
     # The last scrape is at most a tick older than the report, over many steps: close to it,
     # and close to the rate the job prints itself (steps since its loop began, over the time).
@@ -110,6 +111,8 @@ def test_attach_serves_the_attached_process_under_its_pid(tmp_path: Path) -> Non
                 started.kill()
             started.wait()
     assert process.returncode == 0, "".join(stderr)[-3000:]
-    pids = {s.labels["pid"] for s in found if s.name == "torchtop_breakdown_ratio"}
+    assert values(found, "torchtop_breakdown_ratio")
+    pids = {s.labels["pid"] for s in found if s.name == "torchtop_rank_info"}
     assert pids == {str(target.pid)}
+    assert not any("pid" in s.labels for s in found if s.name != "torchtop_rank_info")
     assert one(found, "torchtop_verdict", run="attached", bottleneck="unknown") == 1.0

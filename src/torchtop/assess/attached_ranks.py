@@ -11,6 +11,12 @@ which the process tree calls workers) count as training processes too. A rank th
 from the host samples while watched is `silent since` its last sample, the ranks table's
 wording; the others go on. A job of one process, or one with an agent, is left to
 `assess.attached` as before.
+
+A rank its launcher restarted (`samples/ranks.jsonl`: its number under a new pid) stays one
+rank: its figures pool the samples of all its processes, which stay under their own pids, so
+the old process's are kept while the new one is sampled; how it ended is its newest process's,
+and its `restarts` list the earlier ones. A number first seen in that journal (a rank that
+joined) is a rank like the others.
 """
 
 from __future__ import annotations
@@ -27,8 +33,8 @@ from torchtop.assess.attached import assess_attached
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.attach import AttachedRank
-from torchtop.model.report import RankReport, RankStanding, Report
-from torchtop.runs.records import HostSample, StackProcess, StacksSample
+from torchtop.model.report import RankReport, RankStanding, Report, Restart
+from torchtop.runs.records import HostSample, RanksSeen, StackProcess, StacksSample
 from torchtop.runs.state import RunState
 
 
@@ -39,29 +45,61 @@ def assess_attached_ranks(
     target = state.launch.attached
     if isinstance(target, msgspec.UnsetType):
         return assess_attached(state, windows, tree, kind)
+    followed = followed_ranks(target.ranks, state.ranks_seen)
+    target = replace(target, ranks=tuple(rank for rank, _ in followed))
     if state.training_processes or len(target.ranks) < 2:
         return replace(assess_attached(state, windows, tree, kind), attached=target)
-    pids = [r.pid for r in target.ranks]
+    pids = [pid for rank, earlier in followed for pid in (rank.pid, *earlier)]
     local = len(target.ranks)
     pooled = assess_attached(only_ranks(state, pids), {}, tree, kind, local, target.ranks[0])
-    ranks = tuple(_rank_report(state, rank, tree, kind, local) for rank in target.ranks)
+    ranks = tuple(_rank_report(state, rank, tree, kind, local) for rank in followed)
     job = replace(pooled.job, label=target.job_words)
     return replace(pooled, job=job, ranks=ranks, attached=target)
 
 
+def followed_ranks(
+    found: Iterable[AttachedRank], seen: Iterable[RanksSeen]
+) -> list[tuple[AttachedRank, dict[int, float]]]:
+    """Each rank under its newest pid, with its earlier pids and when each was replaced (the
+    time of the record that named the next): the ranks attach found, then each change."""
+    newest: dict[int | str, AttachedRank] = {_key(r): r for r in found}
+    earlier: dict[int | str, dict[int, float]] = {}
+    for record in seen:
+        for rank in record.ranks:
+            held = newest.get(_key(rank))
+            if held is not None and held.pid != rank.pid:
+                earlier.setdefault(_key(rank), {})[held.pid] = record.t
+            newest[_key(rank)] = rank
+    return [(rank, earlier.get(key, {})) for key, rank in newest.items()]
+
+
+def _key(rank: AttachedRank) -> int | str:
+    return rank.rank if rank.rank is not None else f"pid {rank.pid}"
+
+
 def _rank_report(
-    state: RunState, rank: AttachedRank, tree: RuleTree, kind: str, local_ranks: int
+    state: RunState,
+    followed: tuple[AttachedRank, dict[int, float]],
+    tree: RuleTree,
+    kind: str,
+    local_ranks: int,
 ) -> RankReport:
-    own = assess_attached(only_ranks(state, [rank.pid]), {}, tree, kind, local_ranks, rank)
+    rank, earlier = followed
+    pids = [*earlier, rank.pid]
+    own = assess_attached(only_ranks(state, pids), {}, tree, kind, local_ranks, rank)
     label = f"rank {rank.rank}" if rank.rank is not None else f"PID {rank.pid}"
     analysis = replace(own.job, rank=rank.rank, label=label)
     ended = _ended(state, rank.pid, tree.settings.ranks.silent_after_s)
+    restarts = tuple(
+        Restart(pid, until_t, state.stack_samples.get(pid)) for pid, until_t in earlier.items()
+    )
     return RankReport(
         analysis,
         own.verdict,
         node=state.launch.host,
         standing=RankStanding(ended=ended),
         pid=rank.pid,
+        restarts=restarts,
     )
 
 

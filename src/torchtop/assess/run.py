@@ -35,6 +35,7 @@ from torchtop.assess.node_share import ddp_metrics, node_machine, node_metrics
 from torchtop.assess.nodes import node_reports
 from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, rank_verdict
 from torchtop.assess.ranks import standings
+from torchtop.assess.restarts import fold_restarts
 from torchtop.assess.window_calls import window_calls
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
@@ -292,7 +293,7 @@ def _rank_reports(
         node_host,
         judge=cache.stragglers if cache is not None else None,
     )
-    return tuple(
+    reports = [
         RankReport(
             e.analysis,
             cache.verdict(e, tree) if cache is not None else rank_verdict(e, tree),
@@ -300,7 +301,9 @@ def _rank_reports(
             standing=standing,
         )
         for e, p, standing in zip(entries, processes, found, strict=True)
-    )
+    ]
+    folded = fold_restarts(reports, processes)
+    return folded if len(folded) > 1 else ()  # one rank, restarted: a job of one process
 
 
 def _resolved(verdict: Verdict, state: RunState, metrics: Metrics) -> Verdict:

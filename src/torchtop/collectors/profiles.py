@@ -85,6 +85,10 @@ class ChunkedProfiler:
     def running(self, pid: int) -> bool:
         return pid in self._running
 
+    def pids(self) -> list[int]:
+        """The processes with a chunk running (or ended and not yet read)."""
+        return list(self._running)
+
     def finished(self, pid: int) -> tuple[dict[str, Any] | None, str | None]:
         """A finished chunk's process entry (`threads`, `tasks_start`; None while it runs),
         or why it failed (what py-spy said)."""

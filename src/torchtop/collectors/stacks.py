@@ -104,6 +104,8 @@ class StackCollector:
         self._given_up: set[int] = set()
         self._failures: dict[int, int] = {}
         self._unreported: list[dict[str, Any]] = []
+        self._sampled: dict[int, JobProcess] = {}
+        """The training processes with a native chunk: one that left the tree keeps its own."""
         self._done = False
 
     def sample(self, only: Iterable[int] | None = None) -> dict[str, Any] | None:
@@ -145,9 +147,10 @@ class StackCollector:
         """The training processes' finished native chunks, each restarted at once."""
         profiler = self._profiler
         assert profiler is not None
-        read: list[tuple[JobProcess, Dump]] = []
+        read = self._ended_chunks(mains)
         failed: list[tuple[JobProcess, Dump]] = []
         for member in mains:
+            self._sampled[member.pid] = member
             if not profiler.running(member.pid):
                 profiler.start(member.pid)
                 continue
@@ -166,6 +169,23 @@ class StackCollector:
         if self._unreported and all(member.pid in self._given_up for member in mains):
             return self._unavailable(self._unreported[0]["reason"])
         return None
+
+    def _ended_chunks(self, mains: list[JobProcess]) -> list[tuple[JobProcess, Dump]]:
+        """The last chunks of processes that left the tree (a rank that died, and that its
+        launcher may restart under a new pid): py-spy ends its chunk when the process ends,
+        and its samples up to the end are kept under the old pid."""
+        profiler = self._profiler
+        assert profiler is not None
+        here = {member.pid for member in mains}
+        read: list[tuple[JobProcess, Dump]] = []
+        for pid in [pid for pid in profiler.pids() if pid not in here]:
+            entry, stderr = profiler.finished(pid)
+            member = self._sampled.get(pid)
+            if entry is not None and member is not None:
+                read.append((member, Dump(pid, threads=entry["threads"], extra=entry)))
+            if entry is not None or stderr is not None:
+                self._sampled.pop(pid, None)
+        return read
 
     def _python_only(self, failed: list[tuple[JobProcess, Dump]]) -> dict[str, Any] | None:
         """Where py-spy reads Python frames but not native ones, Python frames from now on."""

@@ -188,8 +188,12 @@ def naming(target: AttachTarget | None) -> Assessor | None:
         state: RunState, windows: Mapping[int, RankAnalysis], tree: RuleTree, kind: str
     ) -> Report:
         report = assess(state, windows, tree, kind)
-        # Each rank's pid, as attach found it, matched by the rank number its agent reports.
-        ranks = tuple(replace(r, pid=pids.get(r.analysis.rank)) for r in report.ranks)
+        # Each rank's pid, as attach found it, matched by the rank number its agent reports;
+        # a rank restarted since has its newest process's already (`assess.restarts`).
+        ranks = tuple(
+            r if r.pid is not None else replace(r, pid=pids.get(r.analysis.rank))
+            for r in report.ranks
+        )
         return replace(report, ranks=ranks, attached=target)
 
     return assessed

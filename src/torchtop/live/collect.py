@@ -14,10 +14,13 @@ from pathlib import Path
 from torchtop.collectors.host import HostCollector
 from torchtop.collectors.nvml import NvmlCollector
 from torchtop.collectors.pace import BUDGET_SHARE
+from torchtop.collectors.rank_watch import INTERVAL_S as RANKS_INTERVAL_S
+from torchtop.collectors.rank_watch import RankWatch
 from torchtop.collectors.sampler import SampleFn, Sampler
 from torchtop.collectors.silence import SilenceWatch, StacksSchedule
 from torchtop.collectors.stacks import StackCollector
 from torchtop.collectors.tree import job_pids
+from torchtop.model.attach import AttachTarget
 from torchtop.runs.identity import NODES_FOLDER, node_folders
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.layout import RunLayout
@@ -74,6 +77,15 @@ def start_collectors(
         collectors.writers.append(writer)
         collectors.samplers.append(Sampler(name, interval_s, sample, writer).start())
     return collectors
+
+
+def follow_ranks(collectors: Collectors, layout: RunLayout, target: AttachTarget) -> None:
+    """`attach` to a job of several ranks: its ranks read again every few seconds, a record in
+    samples/ranks.jsonl when one restarts under a new pid or a new one joins."""
+    writer = JournalWriter(layout.samples("ranks"))
+    collectors.writers.append(writer)
+    sampler = Sampler("ranks", RANKS_INTERVAL_S, RankWatch(target).sample, writer)
+    collectors.samplers.append(sampler.start())
 
 
 def _peer_events(layout: RunLayout) -> list[Path]:

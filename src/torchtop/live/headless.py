@@ -76,10 +76,13 @@ def progress_line(report: Report, shown: Verdict, elapsed_s: float) -> str:
 
 
 def rank_news(report: Report) -> list[str]:
-    """A straggler, and each rank that has ended, named on the progress line."""
+    """A straggler, each rank its launcher restarted and each rank that has ended, named on
+    the progress line."""
     news = []
     for item in report.ranks:
         standing, label = item.standing, item.analysis.label
+        if item.restarted_words is not None:
+            news.append(f"{label} {item.restarted_words}")
         if standing is not None and standing.straggler and standing.slower_by is not None:
             news.append(f"{label} straggler {standing.slower_by:+.0%}")
         if standing is not None and standing.ended is not None:

@@ -11,6 +11,11 @@ Names follow Prometheus's conventions: base units in the name (`_seconds`, `_byt
 step summary's `_count`. The run folder's name is the `run` label, not `job`: Prometheus sets
 `job` and `instance` on every scraped series itself, and a `job` label of ours would come out
 renamed `exported_job`. What was not measured is absent, never 0.
+
+A rank's series are keyed by run, node and rank, not by its pid: a rank its launcher restarts
+(a new pid) goes on in the same series, and a pid label would make every restart and relaunch
+a new series without bound. The pid is told by an info metric instead, `torchtop_rank_info`
+(value 1, the pid as a label; OpenMetrics' `info` type), to join on where a query needs it.
 """
 
 from __future__ import annotations
@@ -19,18 +24,24 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from prometheus_client.core import GaugeMetricFamily, Metric, SummaryMetricFamily
+from prometheus_client.core import (
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
 
 from torchtop.analysis.metric_names import CLASSES
 from torchtop.assess.snapshot import Snapshot
 from torchtop.model.analysis import RankAnalysis
-from torchtop.model.report import Report
+from torchtop.model.report import RankReport, Report
 from torchtop.report.contract import BREAKDOWN_KEYS, steps_per_s
 from torchtop.runs.records import GpuDevice
 from torchtop.runs.state import RunState
 
 RUN_LABELS = ("run", "node")
-RANK_LABELS = (*RUN_LABELS, "rank", "pid")
+RANK_LABELS = (*RUN_LABELS, "rank")
+INFO_SUFFIX = "_info"
 GPU_LABELS = (*RUN_LABELS, "gpu")
 VERDICTS = (*CLASSES, "unknown")
 
@@ -38,7 +49,7 @@ VERDICTS = (*CLASSES, "unknown")
 @dataclass(frozen=True)
 class MetricSpec:
     kind: str
-    """gauge | summary"""
+    """gauge | summary | info"""
     labels: tuple[str, ...]
     help: str
 
@@ -60,6 +71,12 @@ METRICS: dict[str, MetricSpec] = {
     ),
     "torchtop_dataloader_wait_ratio": MetricSpec(
         "gauge", RANK_LABELS, "Share of the recent steps' time spent waiting on the DataLoader."
+    ),
+    "torchtop_rank_info": MetricSpec(
+        "info",
+        (*RANK_LABELS, "pid"),
+        "1 for each rank watched now, with its process id: a restarted rank's new pid replaces "
+        "the old, its other series go on.",
     ),
     "torchtop_verdict": MetricSpec(
         "gauge",
@@ -124,8 +141,12 @@ def snapshot_families(snapshot: Snapshot, run: str, node: str, now_s: float) -> 
     families = _new_families()
     for analysis, pid, rank_node in rank_rows(snapshot.report, snapshot.state):
         # A shared folder's ranks carry their own node; a launcher's own ranks are its node's.
-        labels = [run, rank_node or node, "" if analysis.rank is None else str(analysis.rank), pid]
+        labels = [run, rank_node or node, "" if analysis.rank is None else str(analysis.rank)]
         _add_rank(families, analysis, labels)
+        if pid:
+            info = families["torchtop_rank_info"]
+            assert isinstance(info, InfoMetricFamily)
+            info.add_metric(labels, {"pid": pid})
     shown = snapshot.shown
     for bottleneck in VERDICTS:
         value = 1.0 if shown.bottleneck == bottleneck else 0.0
@@ -147,13 +168,34 @@ def rank_rows(report: Report, state: RunState) -> list[tuple[RankAnalysis, str, 
 
     A run of one process has no `ranks`: the job is that process. `attach` without an agent
     has no stepping process: the job is the attached pid."""
-    pids = {p.label: str(p.pid) for p in state.training_processes}
+    # A rank restarted under `run` has had several processes: the newest (by its hello) is it.
+    newest_last = sorted(state.training_processes, key=lambda p: p.hello.t if p.hello else 0.0)
+    pids = {p.label: str(p.pid) for p in newest_last}
     if report.ranks:
-        return [(r.analysis, pids.get(r.analysis.label, ""), r.node) for r in report.ranks]
+        return [
+            (r.analysis, pids.get(r.analysis.label, "") if r.pid is None else str(r.pid), r.node)
+            for r in _one_per_rank(report.ranks)
+        ]
     only = state.training_processes
     if len(only) == 1:
         return [(report.job, str(only[0].pid), None)]
     return [(report.job, "" if report.pid is None else str(report.pid), None)]
+
+
+def _one_per_rank(ranks: Iterable[RankReport]) -> list[RankReport]:
+    """One row per node and rank: where a restarted rank's ended process is still listed
+    beside its new one (`run` under torchrun's restarts), the one that runs is the series'."""
+    kept: dict[tuple[str | None, str], RankReport] = {}
+    for row in ranks:
+        key = (row.node, row.analysis.label)
+        held = kept.get(key)
+        if held is None or _ended(held) or not _ended(row):
+            kept[key] = row
+    return list(kept.values())
+
+
+def _ended(row: RankReport) -> bool:
+    return row.standing is not None and row.standing.ended is not None
 
 
 def _add_rank(families: Mapping[str, Metric], analysis: RankAnalysis, labels: list[str]) -> None:
@@ -189,9 +231,18 @@ def _new_families() -> dict[str, Metric]:
         labels = [label for label in spec.labels if label != "quantile"]
         if spec.kind == "summary":
             families[name] = SummaryMetricFamily(name, spec.help, labels=labels)
+        elif spec.kind == "info":  # its own labels are the value: the pid
+            stem = name.removesuffix(INFO_SUFFIX)
+            families[name] = InfoMetricFamily(stem, spec.help, labels=list(RANK_LABELS))
         else:
             families[name] = GaugeMetricFamily(name, spec.help, labels=labels)
     return families
+
+
+def metric_name(family: Metric) -> str:
+    """The name `METRICS` lists a family under: an info family is named without its `_info`,
+    which its one sample carries."""
+    return family.name + INFO_SUFFIX if family.type == "info" else family.name
 
 
 def _gauge(families: Mapping[str, Metric], name: str) -> GaugeMetricFamily:

@@ -46,6 +46,18 @@ class RankStanding(msgspec.Struct, frozen=True):
     """Where a rank that ended otherwise than `exit 0` (or fell silent) last was seen."""
 
 
+class Restart(msgspec.Struct, frozen=True):
+    """An earlier process of a rank that its launcher restarted under a new pid."""
+
+    pid: int
+    until_t: float
+    """When the rank's next pid was first seen, or its agent said hello (Unix time)."""
+    stack_samples: int | None = None
+    """Its main thread's stack samples over the watch (None: nothing sampled it)."""
+    steps_count: int | None = None
+    """The steps its agent timed (None: no agent inside, under `attach`)."""
+
+
 class RankReport(msgspec.Struct, frozen=True):
     analysis: RankAnalysis
     verdict: Verdict
@@ -55,6 +67,18 @@ class RankReport(msgspec.Struct, frozen=True):
     """Straggler or not, and how the rank ended: for a recorded run of several ranks."""
     pid: int | None = None
     """The rank's process, where `attach` found the ranks from outside (none otherwise)."""
+    restarts: tuple[Restart, ...] = ()
+    """Its earlier processes, oldest first, where its launcher restarted it (`attach`)."""
+
+    @property
+    def restarted_words(self) -> str | None:
+        """`restarted · PID 5678 (was 1234)`, as the ranks table and the text report say it;
+        None for a rank never restarted."""
+        if not self.restarts or self.pid is None:
+            return None
+        times = f" {len(self.restarts)}x" if len(self.restarts) > 1 else ""
+        was = ", ".join(str(r.pid) for r in self.restarts)
+        return f"restarted{times} · PID {self.pid} (was {was})"
 
 
 class NodeReport(msgspec.Struct, frozen=True):

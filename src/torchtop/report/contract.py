@@ -17,6 +17,7 @@ from torchtop.model.report import (
     NodeReport,
     RankStanding,
     Report,
+    Restart,
     WindowCall,
 )
 from torchtop.model.trace import TraceInfo
@@ -80,6 +81,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
             }
             | ({"node": r.node} if r.node is not None else {})
             | ({"pid": r.pid} if r.pid is not None else {})
+            | ({"restarts": [restart_json(e) for e in r.restarts]} if r.restarts else {})
             | (
                 {"communication": communication_json(r.analysis)}
                 if r.analysis.communication
@@ -190,6 +192,19 @@ def standing_json(standing: RankStanding | None) -> dict[str, Any]:
     if standing.last_stack is not None:
         document["last_stack"] = last_stack_json(standing.last_stack)
     return document
+
+
+def restart_json(restart: Restart) -> dict[str, Any]:
+    """A restarted rank's earlier process: `{"pid", "until": ISO time its next process
+    started, "stack_samples": its main thread's samples (attach), "steps": the steps its agent
+    timed (run)}`, null where not measured."""
+    until = datetime.fromtimestamp(restart.until_t, UTC).isoformat(timespec="seconds")
+    return {
+        "pid": restart.pid,
+        "until": until,
+        "stack_samples": restart.stack_samples,
+        "steps": restart.steps_count,
+    }
 
 
 def last_stack_json(stack: LastStack) -> dict[str, Any]:

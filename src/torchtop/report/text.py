@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding, format_value, gain_text
-from torchtop.model.report import RankStanding, Report
+from torchtop.model.report import RankReport, RankStanding, Report
 from torchtop.model.rounds import claim_text, predicted_text
 from torchtop.model.trial_entry import TrialEntry
 from torchtop.report import communication
@@ -212,8 +212,18 @@ def _ranks(report: Report) -> list[str]:
             f"  {a.label:<12} {step}  {v.bottleneck:<13} ({v.confidence:.2f})"
             f"  comm {a.breakdown.get('communication', 0.0):.0%}{mark}{node}"
         )
+        if item.restarted_words is not None:
+            lines.append(f"               {item.restarted_words}{_kept(item)}")
         lines += standing_lines(item.standing)
     return [*lines, ""]
+
+
+def _kept(item: RankReport) -> str:
+    """What the earlier processes of a restarted rank left in the figures."""
+    steps = sum(r.steps_count or 0 for r in item.restarts)
+    if steps:
+        return f"; its earlier {steps} steps kept in the job's figures"
+    return "; its samples kept" if any(r.stack_samples for r in item.restarts) else ""
 
 
 def standing_lines(standing: RankStanding | None) -> list[str]:

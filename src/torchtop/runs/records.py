@@ -360,7 +360,18 @@ class Unavailable(JournalRecord, tag="unavailable"):
     reason: str = "not measured"
 
 
-SampleRecord = HostSample | GpuSample | StacksSample | Unavailable | Note
+class RanksSeen(JournalRecord, tag="ranks"):
+    """`samples/ranks.jsonl` (`attach` to a job of several ranks, no agent inside): the job's
+    ranks as its launcher's tree shows them now, written each time one changes: a rank number
+    under a new pid (its launcher restarted it) or a number not seen before (a rank that
+    joined). `run.json`'s `attached` holds the ranks found when attach started."""
+
+    t: float
+    ranks: list[AttachedRank] = []
+    """Every rank known so far, each under its newest pid (a rank that ended keeps its own)."""
+
+
+SampleRecord = HostSample | GpuSample | StacksSample | RanksSeen | Unavailable | Note
 
 
 # reverts.jsonl: one record per fix the user took back from the dashboard.
@@ -390,6 +401,7 @@ RECORD_TYPES: tuple[type[JournalRecord], ...] = (
     HostSample,
     GpuSample,
     StacksSample,
+    RanksSeen,
     Unavailable,
     Revert,
 )

@@ -34,7 +34,10 @@ SECTIONS: tuple[tuple[str, tuple[type[msgspec.Struct], ...]], ...] = (
             r.ModuleTimes,
         ),
     ),
-    ("samples/<source>.jsonl", (r.HostSample, r.GpuSample, r.StacksSample, r.Unavailable)),
+    (
+        "samples/<source>.jsonl",
+        (r.HostSample, r.GpuSample, r.StacksSample, r.RanksSeen, r.Unavailable),
+    ),
     ("reverts.jsonl", (r.Revert,)),
     ("run.json, exit.json", (r.RunRecord, r.ExitRecord)),
     (

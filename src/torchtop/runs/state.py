@@ -34,6 +34,7 @@ from torchtop.runs.records import (
     ModuleTimes,
     Note,
     Number,
+    RanksSeen,
     Record,
     RunRecord,
     Settings,
@@ -52,7 +53,7 @@ MAX_SAMPLES = 3600
 # counts the last 10 (tui.hotstacks.DUMPS_COUNTED). tests/runs/test_state.py holds this bound to
 # the larger of the two, so a reader that wants more fails a test instead of reading fewer.
 MAX_STACK_DUMPS = 60
-SAMPLE_SOURCES = ("host", "gpu", "stacks")
+SAMPLE_SOURCES = ("host", "gpu", "stacks", "ranks")
 MAX_STACK_FRAMES = 64
 """A rank's last stack keeps this many innermost frames."""
 
@@ -250,6 +251,11 @@ class RunState:
     nodes: dict[str, RunState] = field(default_factory=dict)
     """Each node's own state, by name, in a run folder several launchers share; empty for a
     single launcher's folder."""
+    ranks_seen: list[RanksSeen] = field(default_factory=list)
+    """`attach`: each change of the job's ranks (`samples/ranks.jsonl`), oldest first."""
+    stack_samples: dict[int, int] = field(default_factory=dict)
+    """Main-thread stack samples per pid over the whole run, past the dump buffer: a
+    restarted rank's earlier process keeps its count."""
 
     @property
     def launch(self) -> RunRecord:
@@ -325,10 +331,13 @@ def _apply_sample(state: RunState, source: str, record: Record) -> None:
         state.unavailable[source] = record.reason
     elif isinstance(record, Note):
         state.sampler_notes.append(record.message)
+    elif isinstance(record, RanksSeen):
+        state.ranks_seen.append(record)
     elif isinstance(record, HostSample | GpuSample | StacksSample):
         state.samples.add(record)
         if isinstance(record, StacksSample):
             _keep_last_stacks(state, record)
+            _count_samples(state.stack_samples, record)
 
 
 def _keep_last_stacks(state: RunState, record: StacksSample) -> None:
@@ -339,6 +348,13 @@ def _keep_last_stacks(state: RunState, record: StacksSample) -> None:
         if process is not None and thread is not None:
             frames = tuple(StackLine(f.function, f.file, f.line) for f in thread.frames)
             process.last_stack = LastStack(record.t, frames[:MAX_STACK_FRAMES])
+
+
+def _count_samples(counts: dict[int, int], record: StacksSample) -> None:
+    for process in record.processes:
+        main = sum(1 for t in process.threads if t.tid == process.pid)
+        if main:
+            counts[process.pid] = counts.get(process.pid, 0) + main
 
 
 def main_thread(pid: int, threads: list[StackThread]) -> StackThread | None:

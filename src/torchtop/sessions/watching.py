@@ -25,7 +25,7 @@ from torchtop.errors import InputError
 from torchtop.jobs.job import TERMINAL, Output, start
 from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_record
 from torchtop.live.attach import check_target, naming, resolve
-from torchtop.live.collect import start_collectors
+from torchtop.live.collect import follow_ranks, start_collectors
 from torchtop.live.headless import ProgressPrinter, print_report, save_report
 from torchtop.live.watch import LiveMonitor, TickSink, watch
 from torchtop.model.report import Report
@@ -187,6 +187,8 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
         collectors = start_collectors(
             layout, root.pid, with_agent=False, budget_share=options.sample_budget_share
         )
+        if target is not None:  # a rank its launcher restarts, or one that joins, is followed
+            follow_ranks(collectors, layout, target)
         monitor = LiveMonitor(
             run_dir,
             tree,

@@ -1,8 +1,8 @@
 """Ranks (when more than one): each rank's step time, verdict and communication share, with the
-slowest rank marked (a mark and a word, not only a colour), a straggler's excess busy time and
-how a rank ended (a recorded run's `RankStanding`) with, under a rank that died or hangs, where
-it was last seen (its last stack), and its node in a run several nodes share. Hidden while the
-job has one rank."""
+slowest rank marked (a mark and a word, not only a colour), a straggler's excess busy time, a
+rank its launcher restarted (`restarted · PID new (was old)`) and how a rank ended (a recorded
+run's `RankStanding`) with, under a rank that died or hangs, where it was last seen (its last
+stack), and its node in a run several nodes share. Hidden while the job has one rank."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from torchtop.tui.palette import MUTED, VERDICT_COLOUR, VERDICT_DEFAULT_COLOUR
 from torchtop.tui.widgets.listpanel import ListPanel, Row, Sort
 
 SLOWEST_STYLE = "bold #ff5f5f"
+RESTARTED_STYLE = "#e0b000"
 WIDE = 44
 
 
@@ -72,6 +73,8 @@ def rank_row(item: RankReport, slowest: object, width: int) -> Row:
     line = rank_line(item, slowest, width)
     stack = item.standing.last_stack if item.standing is not None else None
     under = (Text(f"  ↳ last stack {where_last(stack)}", style=MUTED),) if stack else ()
+    if item.restarted_words is not None:  # its launcher started it again: under, to fit 80 cols
+        under = (Text(f"  ↳ {item.restarted_words}", style=RESTARTED_STYLE), *under)
     analysis = item.analysis
     keys = (
         analysis.rank,
