@@ -20,7 +20,6 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -32,7 +31,7 @@ from torchtop.agent.memory_probe import MemoryProbe
 from torchtop.agent.profiler_window import ProfilerWindow, job_profiler_active
 from torchtop.agent.settings import JobFacts, loader_settings, settings_record
 from torchtop.agent.sink import RecordSink
-from torchtop.agent.step_clock import BACKWARD, DATALOADER, StepClock
+from torchtop.agent.step_clock import BACKWARD, DATALOADER, EndedStep, StepClock
 from torchtop.agent.window_plan import RequestWatcher, WindowPlan
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.layout import RunLayout
@@ -125,7 +124,7 @@ class Agent:
             now_s = time.perf_counter()
             self._step_ended(self.steps.user_stepped(now_s), now_s)
 
-    def _step_ended(self, records: list[dict[str, Any]], now_s: float) -> None:
+    def _step_ended(self, records: list[EndedStep], now_s: float) -> None:
         if not records:
             if self.steps.pending and self.facts.step_signal_held != self.steps.held:
                 self._say_held()
@@ -157,7 +156,7 @@ class Agent:
         except Exception as exc:
             self.fail("settings", exc)
 
-    def _write_steps(self, records: list[dict[str, Any]], now_s: float) -> None:
+    def _write_steps(self, records: list[EndedStep], now_s: float) -> None:
         now_t = time.time()
         # Memory is read now: it belongs to the step ending now, not to ones released late.
         memory = self.memory.read(now_s) if records[-1]["end_s"] == now_s else {}

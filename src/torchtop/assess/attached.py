@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TypeVar
 
 import msgspec
 from msgspec.structs import replace
@@ -29,8 +29,10 @@ from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.attach import AttachedRank, SamplerCost
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
-from torchtop.runs.records import SamplerPace
+from torchtop.runs.records import SamplerPace, Settings, ThreadSettings
 from torchtop.runs.state import RunState
+
+T = TypeVar("T")
 
 RECENT_DUMPS = 60
 RECENT_CHUNKS = 15
@@ -216,7 +218,7 @@ def _node_metrics(metrics: Metrics, local_ranks: int, rank: AttachedRank | None)
     return {"local_ranks": local_ranks, "rank_cores": rank_share(machine, allowed).cores}
 
 
-def _seen(value: int | str | msgspec.UnsetType | None) -> Any:
+def _seen(value: T | msgspec.UnsetType | None) -> T | None:
     """A value read of a rank's process when attach started; None where it was not."""
     return None if isinstance(value, msgspec.UnsetType) else value
 
@@ -228,15 +230,16 @@ def _resolved(
     the intra-op threads counted in its native frames, `OMP_NUM_THREADS` as it was started.
     No agent saw its settings, so a value that needs more is dropped, never shown in words."""
     threads = metrics.get("torch_num_threads")
-    settings: dict[str, object] = {
-        "threads": {
-            "torch_num_threads": int(threads) if isinstance(threads, int | float) else None,
-            "omp_num_threads_env": _seen(rank.omp_num_threads) if rank is not None else None,
-            "usable_cores": _seen(rank.cpus) if rank is not None else None,
-        },
-    }
-    if metrics.get("has_gpu") is False:
-        settings["device"] = "cpu"
+    omp = _seen(rank.omp_num_threads) if rank is not None else None
+    cpus = _seen(rank.cpus) if rank is not None else None
+    settings = Settings(
+        threads=ThreadSettings(
+            torch_num_threads=int(threads) if isinstance(threads, int | float) else None,
+            omp_num_threads_env=None if omp is None else str(omp),
+            usable_cores=cpus,
+        ),
+        device="cpu" if metrics.get("has_gpu") is False else None,
+    )
     machine = dataclasses.replace(cached_machine(), local_ranks=local_ranks)
     return resolve_verdict(verdict, settings, machine, metrics)
 

@@ -27,6 +27,7 @@ from msgspec.structs import replace
 from torchtop.advice.locate import dump_stacks
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
+from torchtop.analysis.step_stats import step_stats
 from torchtop.analysis.summary import job_analysis
 from torchtop.assess.ending import died_of_memory, ending_note, job_exit
 from torchtop.assess.live_memory import live_memory, live_memory_metrics, with_nvml
@@ -40,7 +41,7 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
 from torchtop.model.findings import Verdict
 from torchtop.model.report import RankReport, Report
-from torchtop.runs.records import LoaderSettings, Settings, ThreadSettings, settings_table
+from torchtop.runs.records import LoaderSettings, Settings, ThreadSettings
 from torchtop.runs.state import ProcessState, RunState, StepRecord
 
 RECENT_STEPS = 30
@@ -72,16 +73,15 @@ def period_metrics(process: ProcessState) -> Metrics:
 def wall_metrics(walls_s: np.ndarray) -> Metrics:
     """Count, mean, p50, p95 and the real rate (steps over the summed wall time) of step walls,
     each wall running from the end of the previous step to the end of this one."""
-    if not len(walls_s):
+    stats = step_stats(walls_s.astype(np.float64) * 1000)
+    if not stats.count:
         return {"steps_count": 0}
-    total_s = float(walls_s.sum(dtype=np.float64))
-    p50, p95 = np.percentile(walls_s.astype(np.float64), [50, 95])
     return {
-        "steps_count": len(walls_s),
-        "step_mean_ms": total_s / len(walls_s) * 1000,
-        "step_p50_ms": float(p50) * 1000,
-        "step_p95_ms": float(p95) * 1000,
-        "steps_per_s": len(walls_s) / total_s if total_s > 0 else None,
+        "steps_count": stats.count,
+        "step_mean_ms": stats.mean_ms,
+        "step_p50_ms": stats.p50_ms,
+        "step_p95_ms": stats.p95_ms,
+        "steps_per_s": stats.per_s,
     }
 
 
@@ -98,27 +98,28 @@ def recent_steps(process: ProcessState) -> list[StepRecord]:
 
 
 def step_metrics(steps: Sequence[StepRecord]) -> Metrics:
-    if not steps:
+    """The recent steps' figures, their spread and, where every wait was timed, the share of
+    their time spent waiting on the DataLoader."""
+    stats = step_stats(_walls_ms(steps))
+    if not stats.count:
         return {"steps_count": 0}
-    wall = np.array([s.wall_s for s in steps])
-    total = float(wall.sum())
     waits = [s.data_wait_s for s in steps]
     metrics: Metrics = {
-        "steps_count": len(steps),
-        "step_mean_ms": float(wall.mean() * 1000),
-        "step_p50_ms": float(np.percentile(wall, 50) * 1000),
-        "step_p95_ms": float(np.percentile(wall, 95) * 1000),
-        "step_cv": float(wall.std() / wall.mean()) if len(wall) > 1 and wall.mean() > 0 else None,
+        "steps_count": stats.count,
+        "step_mean_ms": stats.mean_ms,
+        "step_p50_ms": stats.p50_ms,
+        "step_p95_ms": stats.p95_ms,
+        "step_cv": stats.cv,
         "has_step_markers": True,
     }
-    if total > 0 and all(w is not None for w in waits):
-        metrics["dataloader_share"] = min(sum(w for w in waits if w is not None) / total, 1.0)
+    total_s = stats.total_ms / 1000
+    if total_s > 0 and all(w is not None for w in waits):
+        metrics["dataloader_share"] = min(sum(w for w in waits if w is not None) / total_s, 1.0)
     return metrics
 
 
-def _rate(steps: Sequence[StepRecord]) -> float | None:
-    total_s = sum(s.wall_s for s in steps)
-    return len(steps) / total_s if total_s > 0 else None
+def _walls_ms(steps: Sequence[StepRecord]) -> np.ndarray:
+    return np.array([s.wall_s * 1000 for s in steps], dtype=np.float64)
 
 
 def settings_metrics(process: ProcessState, cpu_count: int | None) -> Metrics:
@@ -149,7 +150,7 @@ def process_metrics(
     """Metrics, breakdown, and whether a profiler window backs them."""
     recent = recent_steps(process)
     live = step_metrics(recent)
-    live["recent_steps_per_s"] = _rate(recent)
+    live["recent_steps_per_s"] = step_stats(_walls_ms(recent)).per_s
     # The whole period's figures replace the recent ones; the verdict keeps the recent share.
     live.update(period_metrics(process))
     settings = settings_metrics(process, cpu_count)
@@ -309,8 +310,7 @@ def _resolved(verdict: Verdict, state: RunState, metrics: Metrics) -> Verdict:
     dumps = state.samples.stacks
     stepping = [r for r in dumps if started is not None and r.t >= started]
     stacks = dump_stacks(stepping) if dumps else None
-    settings = settings_table(main.settings)
-    return resolve_verdict(verdict, settings, node_machine(state), metrics, main.argv, stacks)
+    return resolve_verdict(verdict, main.settings, node_machine(state), metrics, main.argv, stacks)
 
 
 def _rank_analysis(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
 
 from msgspec.structs import replace
 
@@ -26,7 +25,7 @@ from torchtop.report import report_to_json
 from torchtop.report.contract import SCHEMA, trials_json
 
 
-def tune_report(result: TuneResult) -> dict[str, Any]:
+def tune_report(result: TuneResult) -> dict[str, object]:
     trials = tuple(trial_entry(t, with_steps=False) for t in result.trials)
     if result.report is not None:
         report = replace(
@@ -42,7 +41,9 @@ def tune_report(result: TuneResult) -> dict[str, Any]:
             "findings": [],
             "trials": [trials_json(t) for t in trials],
         }
-    document["source"]["paths"] = [str(result.run_dir)]
+    source = document["source"]
+    assert isinstance(source, dict)
+    source["paths"] = [str(result.run_dir)]
     # The contract leaves out an empty `trials`; tune always says what it tried, even nothing.
     document.setdefault("trials", [])
     document["tune"] = {
