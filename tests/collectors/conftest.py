@@ -18,7 +18,8 @@ Spawn = Callable[..., subprocess.Popen[str]]
 
 
 def written(record: object) -> Any:
-    """A collector's record as its journal line reads back: the JSON the sampler writes."""
+    """A collector's record as its journal line reads back: the JSON the sampler writes (None
+    where it returned none)."""
     return msgspec.json.decode(msgspec.json.encode(record))
 
 

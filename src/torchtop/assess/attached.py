@@ -16,14 +16,15 @@ from typing import TypeVar
 import msgspec
 from msgspec.structs import replace
 
-from torchtop.advice.machine import cached_machine, rank_share
+from torchtop.advice.machine import rank_share
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
+from torchtop.assess.context import Context
 from torchtop.assess.run import assess
 from torchtop.assess.stack_shares import INTERPRETER, StackShares, shares_of
 from torchtop.collectors.stacks import attribute
 from torchtop.diagnosis.engine import diagnose
-from torchtop.diagnosis.frames import OP, load_frame_patterns
+from torchtop.diagnosis.frames import OP, FramePatterns
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.attach import AttachedRank, SamplerCost
@@ -39,14 +40,18 @@ RECENT_CHUNKS = 15
 _HOST_WORK = ("forward", "backward", "optimizer", "python", "sync")
 
 
-def stack_metrics(state: RunState, pid: int | None = None) -> tuple[Metrics, dict[str, float]]:
+def stack_metrics(
+    state: RunState, patterns: FramePatterns | None, pid: int | None = None
+) -> tuple[Metrics, dict[str, float]]:
     """The metrics and breakdown of the job's recent stack records (of one process's samples
-    where `pid` is given: native records only)."""
+    where `pid` is given: native records only); native records are read by `patterns`."""
     dumps = list(state.samples.stacks)[-RECENT_DUMPS:]
     if any(dump.native is True for dump in dumps):
         # A native record is a chunk of samples: the newest chunks are about the last minute.
+        if patterns is None:
+            raise ValueError("native stack records need the rules' frame patterns")
         chunks = dumps[-RECENT_CHUNKS:]
-        found = shares_of(chunks, load_frame_patterns(), pid)
+        found = shares_of(chunks, patterns, pid)
         return native_metrics(found, _gpu_utilization(state), state.launch.cpu_count)
     shares = attribute(dumps)
     counted = len(dumps)
@@ -137,13 +142,16 @@ def assess_attached(
     kind: str = "attach",
     local_ranks: int = 1,
     rank: AttachedRank | None = None,
+    *,
+    context: Context,
 ) -> Report:
     """The report of a process (or of `local_ranks` ranks pooled) seen through its stacks;
-    `rank` is what its environment said when attach started (the first rank's, pooled)."""
+    `rank` is what its environment said when attach started (the first rank's, pooled);
+    `context` with the frame patterns (`read_context(frames=True)`)."""
     if state.training_processes:
-        return assess(state, windows, tree, kind)
-    metrics, breakdown = stack_metrics(state)
-    metrics.update(_node_metrics(metrics, local_ranks, rank))
+        return assess(state, windows, tree, kind, context=context)
+    metrics, breakdown = stack_metrics(state, context.frames)
+    metrics.update(_node_metrics(metrics, local_ranks, rank, context))
     job = RankAnalysis(
         rank=None,
         label=f"PID {state.launch.pid}",
@@ -167,7 +175,7 @@ def assess_attached(
         if "stacks" in state.unavailable:
             reason = f"no stack samples: {state.unavailable['stacks']}"
         verdict = replace(verdict, bottleneck="unknown", confidence=0.0, reason=reason, findings=())
-    verdict = _resolved(verdict, metrics, local_ranks, rank)
+    verdict = _resolved(verdict, metrics, local_ranks, rank, context)
     return Report(
         source_kind=kind,
         paths=(str(state.layout.root),),
@@ -211,9 +219,11 @@ def idle_reason(metrics: Metrics, pid: int | None) -> str:
     )
 
 
-def _node_metrics(metrics: Metrics, local_ranks: int, rank: AttachedRank | None) -> Metrics:
+def _node_metrics(
+    metrics: Metrics, local_ranks: int, rank: AttachedRank | None, context: Context
+) -> Metrics:
     """The ranks on the node and one rank's share of its cores, as `assess.run` has them."""
-    machine = dataclasses.replace(cached_machine(), local_ranks=local_ranks)
+    machine = dataclasses.replace(context.machine, local_ranks=local_ranks)
     allowed = _seen(rank.cpus) if rank is not None else None
     return {"local_ranks": local_ranks, "rank_cores": rank_share(machine, allowed).cores}
 
@@ -224,7 +234,11 @@ def _seen(value: T | msgspec.UnsetType | None) -> T | None:
 
 
 def _resolved(
-    verdict: Verdict, metrics: Metrics, local_ranks: int, rank: AttachedRank | None
+    verdict: Verdict,
+    metrics: Metrics,
+    local_ranks: int,
+    rank: AttachedRank | None,
+    context: Context,
 ) -> Verdict:
     """The fixes with their values for this job, from what its stacks and environment say:
     the intra-op threads counted in its native frames, `OMP_NUM_THREADS` as it was started.
@@ -240,7 +254,7 @@ def _resolved(
         ),
         device="cpu" if metrics.get("has_gpu") is False else None,
     )
-    machine = dataclasses.replace(cached_machine(), local_ranks=local_ranks)
+    machine = dataclasses.replace(context.machine, local_ranks=local_ranks)
     return resolve_verdict(verdict, settings, machine, metrics)
 
 

@@ -18,7 +18,6 @@ recent steps is kept apart as `recent_steps_per_s` for the dashboard's trend.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -29,6 +28,7 @@ from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.step_stats import step_stats
 from torchtop.analysis.summary import job_analysis
+from torchtop.assess.context import Context
 from torchtop.assess.ending import died_of_memory, ending_note, job_exit
 from torchtop.assess.live_memory import live_memory, live_memory_metrics, with_nvml
 from torchtop.assess.node_share import ddp_metrics, node_machine, node_metrics
@@ -46,9 +46,6 @@ from torchtop.runs.state import ProcessState, RunState, StepRecord
 
 RECENT_STEPS = 30
 WARMUP_STEPS = 2
-# A job that has not ended a step this long after its start gets told why and how to mark
-# them; 20 s covers importing torch and building a model on a slow machine.
-NO_STEP_HINT_S = float(os.environ.get("TORCHTOP_NO_STEP_HINT_S", "20"))
 # Why steps the agent has seen are not counted yet (`step_signal_held`, agent/step_clock.py).
 HELD_STEPS = {
     "backward": "backward() calls were seen, but an optimizer exists that has not stepped yet "
@@ -179,12 +176,14 @@ def assess(
     cache: RankCache | None = None,
     refresh_all: bool = False,
     each_window: Mapping[int, Sequence[RankAnalysis]] | None = None,
+    *,
+    context: Context,
 ) -> Report:
     """The report for the run as it stands; `windows` maps pid to the analysis of its profiler
     windows pooled (`WindowCache.pooled`), `each_window` to each window alone (to say which
     disagrees). A live view passes its `cache` (each rank redone only when it has new
     records); the final report also passes `refresh_all`, so no rank's figures are from an
-    earlier tick."""
+    earlier tick. `context`: the machine assessing and its settings (`assess.context`)."""
     cpu_count = state.launch.cpu_count
     processes = state.training_processes
     entries = (cache or RankCache()).analyses(
@@ -205,9 +204,9 @@ def assess(
     job = _job_memory(job, ranks, state)
     # The job's figures are its slowest rank's steps; its shares, each rank's window's.
     first = windows.get(processes[0].pid) if processes else None
-    job = replace(job, metrics={**job.metrics, **node_metrics(state, job.metrics)})
+    job = replace(job, metrics={**job.metrics, **node_metrics(state, job.metrics, context)})
     verdict = diagnose(tree, job.metrics, evidence_steps(job, first))
-    verdict = _resolved(verdict, state, job.metrics)
+    verdict = _resolved(verdict, state, job.metrics, context)
     steps = job.metrics.get("steps_count")
     needed = tree.settings.live_min_steps
     if isinstance(steps, int) and steps < needed:
@@ -215,7 +214,7 @@ def assess(
             verdict,
             bottleneck="unknown",
             confidence=0.0,
-            reason=_too_few_steps(state, steps, needed),
+            reason=_too_few_steps(state, steps, needed, context.no_step_hint_s),
             findings=(),
         )
     rank_reports = _rank_reports(state, entries, tree, cache)
@@ -299,7 +298,7 @@ def _rank_reports(
     )
 
 
-def _resolved(verdict: Verdict, state: RunState, metrics: Metrics) -> Verdict:
+def _resolved(verdict: Verdict, state: RunState, metrics: Metrics, context: Context) -> Verdict:
     """The fixes with the values they would set on the main process, on this machine."""
     processes = state.training_processes
     if not processes:
@@ -310,7 +309,8 @@ def _resolved(verdict: Verdict, state: RunState, metrics: Metrics) -> Verdict:
     dumps = state.samples.stacks
     stepping = [r for r in dumps if started is not None and r.t >= started]
     stacks = dump_stacks(stepping) if dumps else None
-    return resolve_verdict(verdict, main.settings, node_machine(state), metrics, main.argv, stacks)
+    machine = node_machine(state, context.machine)
+    return resolve_verdict(verdict, main.settings, machine, metrics, main.argv, stacks)
 
 
 def _rank_analysis(
@@ -366,10 +366,10 @@ def _step_cost(step: StepRecord, profiled: StepCost | None) -> StepCost:
     return StepCost(step.step, start_us, wall_us, parts, profiled=False)
 
 
-def _too_few_steps(state: RunState, steps: int, needed: int) -> str:
-    """Why the verdict waits: too few steps, or, long after the start, none at all."""
+def _too_few_steps(state: RunState, steps: int, needed: int, hint_after_s: float) -> str:
+    """Why the verdict waits: too few steps, or, `hint_after_s` after the start, none at all."""
     watched_s = _watched_s(state)
-    if state.processes and not state.training_processes and watched_s >= NO_STEP_HINT_S:
+    if state.processes and not state.training_processes and watched_s >= hint_after_s:
         held = {str(p.settings and p.settings.step_signal_held) for p in state.processes.values()}
         if held & set(HELD_STEPS):
             why = HELD_STEPS["backward" if "backward" in held else "dataloader"]

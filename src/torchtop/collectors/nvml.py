@@ -18,6 +18,10 @@ from collections.abc import Callable, Collection
 from types import ModuleType
 from typing import TypeVar
 
+import msgspec
+
+from torchtop.runs.records import GpuSample, Unavailable
+
 _T = TypeVar("_T")
 
 # nvidia-smi's names for the bits of nvmlDeviceGetCurrentClocksEventReasons (stable NVML ABI).
@@ -48,8 +52,8 @@ def throttle_names(mask: int) -> list[str]:
     return names
 
 
-def unavailable(reason: str) -> dict[str, object]:
-    return {"kind": "unavailable", "t": time.time(), "reason": reason}
+def unavailable(reason: str) -> Unavailable:
+    return Unavailable(t=time.time(), reason=reason)
 
 
 class NvmlCollector:
@@ -75,7 +79,7 @@ class NvmlCollector:
             self._handles = []
             self._safely(self._nvml.nvmlShutdown)
 
-    def sample(self, job_pids: Collection[int] | None = None) -> dict[str, object] | None:
+    def sample(self, job_pids: Collection[int] | None = None) -> GpuSample | Unavailable | None:
         """A `gpu` record; the `unavailable` record once when NVML cannot be used, then None.
 
         `job_pids` limits the per-process rows to the job's tree (None: every process).
@@ -91,7 +95,9 @@ class NvmlCollector:
             for index, handle in enumerate(self._handles)
             for row in self._processes(index, handle, job_pids)
         ]
-        return {"kind": "gpu", "t": time.time(), "devices": devices, "processes": processes}
+        table = {"kind": "gpu", "t": time.time(), "devices": devices, "processes": processes}
+        # Read into the record's schema here: a reading of the wrong type is this module's bug.
+        return msgspec.convert(table, GpuSample)
 
     def _open(self) -> str | None:
         if self._nvml is None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import msgspec
 
+from torchtop.model.diff import Document
+
 
 class Entry(msgspec.Struct, frozen=True, omit_defaults=True):
     """The base of the trial shapes: frozen, defaults left out of the JSON."""
@@ -139,7 +141,7 @@ class TrialEntry(Entry, frozen=True):
     in `RUN/trials/NN-cancelled.json`."""
 
 
-def entry_json(entry: Entry) -> dict[str, object]:
+def entry_json(entry: Entry) -> Document:
     """The JSON object of an entry, arrays as lists (as JSON reads back); a fix value JSON
     cannot hold is written as its text."""
     document = _lists(msgspec.to_builtins(entry, enc_hook=str))

@@ -16,6 +16,7 @@ from pathlib import Path
 from msgspec.structs import replace
 
 from torchtop.advice.show import env_changes, format_overrides
+from torchtop.model.diff import Document
 from torchtop.model.rounds import estimate_claim, predicted_text
 from torchtop.model.trials import Trial
 from torchtop.relaunch.trial import trial_entry
@@ -25,7 +26,7 @@ from torchtop.report import report_to_json
 from torchtop.report.contract import SCHEMA, trials_json
 
 
-def tune_report(result: TuneResult) -> dict[str, object]:
+def tune_report(result: TuneResult) -> Document:
     trials = tuple(trial_entry(t, with_steps=False) for t in result.trials)
     if result.report is not None:
         report = replace(

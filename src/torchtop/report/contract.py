@@ -9,6 +9,7 @@ import msgspec
 
 from torchtop.model.analysis import CopyStat, Metrics, NamedTime, RankAnalysis, StepCost
 from torchtop.model.attach import AttachTarget
+from torchtop.model.diff import Document
 from torchtop.model.findings import Finding, Verdict, gain_text
 from torchtop.model.report import (
     JobExit,
@@ -32,7 +33,7 @@ BREAKDOWN_KEYS = (
 TRIAL_KEYS = ("fixes", "baseline_steps_per_s", "trial_steps_per_s", "speedup", "kept")
 
 
-def report_to_json(report: Report) -> dict[str, object]:
+def report_to_json(report: Report) -> Document:
     job = report.job
     source: dict[str, object] = {"kind": report.source_kind, "paths": list(report.paths)}
     if report.command is not None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import msgspec
 
+from torchtop.assess.context import read_context
 from torchtop.assess.run import assess
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.jobs.records import default_run_dir
@@ -50,10 +51,13 @@ def watch_streams(
     print(f"torchtop: mirroring {len(bases)} node stream(s) into {root}", file=sys.stderr)
     mirror.start()
 
+    context = read_context()
+
     def assessor(
         state: RunState, windows: Mapping[int, RankAnalysis], rules: RuleTree, kind: str
     ) -> Report:
-        return with_streams(assess(state, windows, rules, kind), mirror.statuses())
+        report = assess(state, windows, rules, kind, context=context)
+        return with_streams(report, mirror.statuses())
 
     monitor = LiveMonitor(
         root,
@@ -63,6 +67,7 @@ def watch_streams(
         alive=lambda: not mirror.done(),
         assessor=assessor,
         on_tick=on_tick,
+        context=context,
     )
     try:
         report = _follow(monitor, mirror, options.headless)

@@ -10,6 +10,7 @@ as it ran in the end, with the trials.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shlex
 import sys
@@ -17,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from torchtop.assess.attached_ranks import assess_attached_ranks
+from torchtop.assess.context import read_context
 from torchtop.assess.snapshot import Snapshot
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
@@ -143,7 +145,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
     # A launcher or a rank of a job of several: the whole job is watched (its launcher's tree).
     found = resolve(process)
     agent_dir, root, target, alive = found.agent_dir, found.root, found.target, found.alive
-
+    context = read_context(frames=agent_dir is None)
     if agent_dir is not None:
         with (
             metrics_endpoint(options.metrics, agent_dir) as served,
@@ -151,7 +153,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
         ):
             monitor = LiveMonitor(
                 agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive, on_tick=on_tick,
-                assessor=naming(target),
+                assessor=naming(target, context), context=context,
             )  # fmt: skip
             return _follow_folder(monitor, options)
     run_dir = options.run_dir or default_run_dir()
@@ -172,8 +174,9 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
             for_s=options.for_s,
             kind="attach",
             alive=alive,
-            assessor=assess_attached_ranks,
+            assessor=functools.partial(assess_attached_ranks, context=context),
             on_tick=on_tick,
+            context=context,
         )
         try:
             report = _follow(monitor, options.headless)
