@@ -13,9 +13,12 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from torchtop.advice.machine import Machine, cached_machine
-from torchtop.diagnosis.frames import FramePatterns, load_frame_patterns
+
+if TYPE_CHECKING:  # read only where a job is seen through its stacks: not imported for a run
+    from torchtop.diagnosis.frames import FramePatterns
 
 NO_STEP_HINT_S = 20.0
 """A job that has not ended a step this long after its start gets told why and how to mark
@@ -42,11 +45,17 @@ def read_context(environ: Mapping[str, str] = os.environ, frames: bool = False) 
     return Context(
         machine=cached_machine(),
         hostname=socket.gethostname(),
-        frames=load_frame_patterns() if frames else None,
+        frames=_frame_patterns() if frames else None,
         no_step_hint_s=float(environ.get(NO_STEP_HINT_VARIABLE, NO_STEP_HINT_S)),
     )
 
 
 def with_frames(context: Context) -> Context:
     """`context` with the rules' frame patterns, read now where it has none."""
-    return context if context.frames is not None else replace(context, frames=load_frame_patterns())
+    return context if context.frames is not None else replace(context, frames=_frame_patterns())
+
+
+def _frame_patterns() -> FramePatterns:
+    from torchtop.diagnosis.frames import load_frame_patterns
+
+    return load_frame_patterns()
