@@ -4,7 +4,7 @@ One function for every source of steps: a trace's steps (`analysis.summary`), an
 live run's step walls, whole period and recent steps (`assess.run`). Callers keep which of the
 figures they publish; the figures themselves are computed here only, so a trace and a run
 describe the same durations with the same numbers. Percentiles are numpy's linear
-interpolation (`vocabulary.percentile`, exact to the last bit).
+interpolation (`vocabulary.percentiles`, exact to the last bit, one partition for both).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from torchtop.analysis.vocabulary import percentile
+from torchtop.analysis.vocabulary import percentiles
 
 
 class StepStats(msgspec.Struct, frozen=True):
@@ -40,11 +40,12 @@ def step_stats(durations_ms: npt.NDArray[np.float64]) -> StepStats:
         return StepStats(0, 0.0, None, None, None, None)
     total_ms = float(durations_ms.sum())
     mean_ms = total_ms / count
+    p50_ms, p95_ms = percentiles(durations_ms, (50, 95))
     return StepStats(
         count=count,
         total_ms=total_ms,
         mean_ms=mean_ms,
-        p50_ms=percentile(durations_ms, 50),
-        p95_ms=percentile(durations_ms, 95),
+        p50_ms=p50_ms,
+        p95_ms=p95_ms,
         cv=float(durations_ms.std() / mean_ms) if count > 1 and mean_ms > 0 else None,
     )
