@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from torchtop.assess.attached import assess_attached
+from torchtop.assess.context import read_context
 from torchtop.diagnosis.rules import default_rules_dir, load_rules
 from torchtop.runs.state import RunWatcher
 
@@ -123,11 +124,12 @@ def replayed(seen: Seen, folder: Path, levels: tuple[int, ...]) -> list[Seen]:
     state = RunWatcher(folder).poll(final=True)
     dumps = list(state.samples.stacks)
     tree = load_rules(default_rules_dir())
+    context = read_context(frames=True)
     found = []
     for k in (k for k in levels if k < len(dumps)):
         state.samples.stacks.clear()
         state.samples.stacks.extend(dumps[:k])
-        report = assess_attached(state, {}, tree)
+        report = assess_attached(state, {}, tree, context=context)
         verdict, samples = report.verdict, report.job.metrics.get("stack_samples")
         found.append(
             replace(

@@ -15,11 +15,15 @@ from typing import Any
 
 import pytest
 
+from torchtop.assess.context import read_context
+
 # Parsed rule trees go to a cache folder of the test session's own, never the user's.
 os.environ.setdefault("TORCHTOP_CACHE_DIR", tempfile.mkdtemp(prefix="torchtop-test-cache-"))
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 RULES_DIR = Path(__file__).resolve().parents[1] / "rules"
+CONTEXT = read_context(frames=True)
+"""What a test's direct call of the assessment is given of this machine, as the monitor reads it."""
 
 RESNET_NW0 = "kineto-tb-plugin/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 RESNET_NW4 = "kineto-tb-plugin/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz"

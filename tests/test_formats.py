@@ -16,7 +16,7 @@ from torchtop.cli import DEMO_FOR_S, main
 from torchtop.diagnosis.rules import load_rules
 from torchtop.runs.layout import RunLayout
 from torchtop.sessions import watching
-from torchtop.sessions.watching import WatchOptions
+from torchtop.sessions.watch_options import WatchOptions
 
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 JOB_SAYS = "hello from the job"

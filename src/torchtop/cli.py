@@ -607,7 +607,8 @@ def _on_a_terminal(verb: str) -> bool:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from torchtop.sessions.watching import WatchOptions, run_session
+    from torchtop.sessions.watch_options import WatchOptions
+    from torchtop.sessions.watching import run_session
 
     tree = _load_tree(args.rules)
     # Bad input is refused in its one line before anything is said or started: the options

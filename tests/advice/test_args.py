@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torchtop.advice.args import ScriptOption, find_option, script_start, set_option
 from torchtop.model.knobs import CATALOGUE
+from torchtop.runs.records import CliOption
 
 WORKERS = ScriptOption(("--num-workers",), "num_workers", "int", 0, 0)
 PY = ["python", "train.py"]
@@ -90,9 +91,7 @@ def test_a_hydra_style_binding_is_written_as_one_key_equals_value_word() -> None
 
 
 def test_an_option_is_found_by_any_of_the_dests_that_mean_the_knob() -> None:
-    seen = [
-        {"flags": ["-j", "--workers"], "dest": "workers", "type": "int", "default": 4, "value": 4}
-    ]
+    seen = [CliOption(flags=["-j", "--workers"], dest="workers", type="int", default=4, value=4)]
     found = find_option(CATALOGUE["dataloader.num_workers"], seen, {})
     assert found is not None and found.flags == ("-j", "--workers") and found.value == 4
     assert find_option(CATALOGUE["train.batch_size"], seen, {}) is None

@@ -29,7 +29,7 @@ from torchtop.advice.resolve import resolve_verdict
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import load_rules
 from torchtop.live.watch import LiveMonitor
-from torchtop.runs.records import DdpSettings, settings_table
+from torchtop.runs.records import DdpSettings
 from torchtop.runs.state import load_run
 
 JOBS = Path(__file__).resolve().parent / "jobs"
@@ -160,7 +160,7 @@ def _with_communication(settings: Any, argv: Sequence[str] | None) -> Any:
     }
     machine = dataclasses.replace(cached_machine(), local_ranks=2)
     verdict = diagnose(TREE, metrics)
-    return resolve_verdict(verdict, settings_table(settings), machine, metrics, argv)
+    return resolve_verdict(verdict, settings, machine, metrics, argv)
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from torchtop.advice.machine import Machine
 from torchtop.advice.plan import initial_plan, merge_env, plan_fix
 from torchtop.advice.show import format_plan
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan, NotApplicable
+from torchtop.runs.records import CliOption, LoaderSettings, Settings, ThreadSettings
 
 TWO_CORES = Machine(logical_cores=2, physical_cores=2)
 WORKERS = Fix("dataloader.num_workers", 4, "override", "Load batches in 4 worker processes.")
@@ -31,27 +34,27 @@ BATCH_OPTION = {
 
 def settings(
     *options: dict[str, Any], workers: int = 0, device: str = "cpu", threads: int = 2
-) -> dict[str, Any]:
-    return {
-        "dataloader": {"num_workers": workers, "pin_memory": False, "batch_size": 32,
-                       "persistent_workers": False, "prefetch_factor": None},
-        "threads": {"torch_num_threads": threads},
-        "device": device,
-        "cli_options": list(options),
-    }  # fmt: skip
+) -> Settings:
+    return Settings(
+        dataloader=LoaderSettings(num_workers=workers, pin_memory=False, batch_size=32,
+                                  persistent_workers=False, prefetch_factor=None),
+        threads=ThreadSettings(torch_num_threads=threads),
+        device=device,
+        cli_options=[msgspec.convert(o, CliOption) for o in options],
+    )  # fmt: skip
 
 
 def base(env: dict[str, str] | None = None) -> LaunchPlan:
     return initial_plan(COMMAND, env or {"PATH": "/usr/bin"}, "/work")
 
 
-def planned(fix: Fix, job: dict[str, Any], **kwargs: Any) -> LaunchPlan:
+def planned(fix: Fix, job: Settings, **kwargs: Any) -> LaunchPlan:
     plan = plan_fix(fix, kwargs.pop("plan", base()), job, TWO_CORES, **kwargs)
     assert isinstance(plan, LaunchPlan), plan
     return plan
 
 
-def refused(fix: Fix, job: dict[str, Any], **kwargs: Any) -> NotApplicable:
+def refused(fix: Fix, job: Settings, **kwargs: Any) -> NotApplicable:
     result = plan_fix(fix, base(), job, TWO_CORES, **kwargs)
     assert isinstance(result, NotApplicable), result
     return result

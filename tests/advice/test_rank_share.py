@@ -23,7 +23,7 @@ from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import load_rules
 from torchtop.model.findings import Fix
 from torchtop.model.knobs import CATALOGUE
-from torchtop.runs.records import DdpSettings
+from torchtop.runs.records import DdpSettings, LoaderSettings, Settings, ThreadSettings
 
 TREE = load_rules(RULES_DIR)
 CPU_JOB: dict[str, Any] = {
@@ -39,14 +39,14 @@ def node(cores: int, ranks: int, physical: int | None = None) -> Machine:
     return Machine(cores, physical or cores, local_ranks=ranks)
 
 
-def threads(torch_threads: int | None, env: str | None = None, usable: int | None = None) -> Any:
-    return {
-        "threads": {
-            "torch_num_threads": torch_threads,
-            "omp_num_threads_env": env,
-            "usable_cores": usable,
-        }
-    }
+def threads(
+    torch_threads: int | None, env: str | None = None, usable: int | None = None
+) -> Settings:
+    return Settings(
+        threads=ThreadSettings(
+            torch_num_threads=torch_threads, omp_num_threads_env=env, usable_cores=usable
+        )
+    )
 
 
 @pytest.mark.parametrize(
@@ -94,7 +94,7 @@ def test_one_process_already_at_one_thread_per_core_is_offered_nothing() -> None
 
 
 def test_workers_per_rank_share_the_ranks_cores() -> None:
-    job = JobView(settings={"dataloader": {"num_workers": 3}})
+    job = JobView(settings=Settings(dataloader=LoaderSettings(num_workers=3)))
     value = resolve_value(
         CATALOGUE["env.OMP_NUM_THREADS"], "cores / (workers + 1)", None, job, node(16, 2), {}
     )
@@ -104,12 +104,12 @@ def test_workers_per_rank_share_the_ranks_cores() -> None:
 def test_a_value_in_words_that_cannot_be_made_a_number_drops_the_fix() -> None:
     doubled = Fix("train.batch_size", "2x", "arg", "twice the batch")
     # No agent saw the batch size: "2x" of what? Not shown as "2x".
-    assert resolve_fix(doubled, {}, node(2, 1), {}) is None
+    assert resolve_fix(doubled, None, node(2, 1), {}) is None
 
 
 def test_a_job_seen_without_an_agent_still_gets_numbers_not_words() -> None:
     verdict = diagnose(TREE, {**CPU_JOB, "torch_num_threads": 1})
-    resolved = resolve_verdict(verdict, {}, node(4, 1), {})
+    resolved = resolve_verdict(verdict, None, node(4, 1), {})
     values = [fix.value for finding in resolved.findings for fix in finding.fixes]
     assert values and not any(isinstance(v, str) and "cores" in v for v in values), values
 
@@ -130,8 +130,8 @@ def test_pinning_is_offered_only_to_one_rank_without_workers_at_one_thread_per_c
 
 def test_pinning_the_job_already_runs_with_is_not_offered_again() -> None:
     bind = Fix("env.OMP_PROC_BIND", "close", "env", "pin")
-    settings = threads(2, usable=2)
-    settings["threads"]["omp_proc_bind_env"] = "close"
+    settings = Settings(threads=ThreadSettings(torch_num_threads=2, usable_cores=2,
+                                               omp_proc_bind_env="close"))  # fmt: skip
     assert resolve_fix(bind, settings, node(2, 1), {}) is None
     assert resolve_fix(bind, threads(2, usable=2), node(2, 1), {}) == bind
 

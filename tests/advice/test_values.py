@@ -9,6 +9,7 @@ from torchtop.advice.machine import Machine
 from torchtop.advice.values import Unresolvable, resolve_value, same_value, size_workers
 from torchtop.model.fix_values import value_problem
 from torchtop.model.knobs import CATALOGUE
+from torchtop.runs.records import LoaderSettings, Settings
 
 TWO_CORES = Machine(logical_cores=2, physical_cores=2)
 SIXTEEN_THREADS = Machine(logical_cores=16, physical_cores=8)
@@ -30,7 +31,7 @@ def test_physical_cores_is_the_machines_physical_core_count() -> None:
 
 
 def test_cores_over_workers_plus_one_uses_the_jobs_dataloader_workers() -> None:
-    job = JobView(settings={"dataloader": {"num_workers": 3}})
+    job = JobView(settings=Settings(dataloader=LoaderSettings(num_workers=3)))
     assert (
         resolve("env.OMP_NUM_THREADS", "cores / (workers + 1)", job=job, machine=SIXTEEN_THREADS)
         == 4

@@ -13,6 +13,7 @@ from torch.nn.modules import module as torch_module
 
 from torchtop.agent.module_period import ModulePeriod
 from torchtop.agent.module_timer import ModuleTimer
+from torchtop.agent.step_clock import EndedStep
 
 
 class FakeClock:
@@ -125,12 +126,20 @@ def test_modules_called_on_another_thread_are_not_timed() -> None:
     assert timer.timings() == []
 
 
+def ended(step: int, wall_s: float) -> EndedStep:
+    """A step as the step clock releases it (the fields the period does not read are None)."""
+    return EndedStep(
+        kind="step", step=step, wall_s=wall_s, data_wait_s=None, h2d_s=None, sync_s=None,
+        backward_s=None, end_s=0.0,
+    )  # fmt: skip
+
+
 def test_a_period_counts_only_its_own_steps_and_sums_their_wall_time() -> None:
     period = ModulePeriod(first_step=10, steps=2, thread=threading.get_ident())
     started = period.start()
     assert (started.first_step, started.steps) == (10, 2)
-    assert not period.step_ended([{"step": 9, "wall_s": 5.0}, {"step": 10, "wall_s": 0.25}])
-    assert period.step_ended([{"step": 11, "wall_s": 0.5}])
+    assert not period.step_ended([ended(9, 5.0), ended(10, 0.25)])
+    assert period.step_ended([ended(11, 0.5)])
     nn.Linear(2, 2)(torch.zeros(2))
     times = period.finish("cpu")
     assert times is not None

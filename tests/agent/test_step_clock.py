@@ -3,13 +3,12 @@ once each: the best signal marks the steps, and a better one that appears later 
 
 from __future__ import annotations
 
-from typing import Any
-
 from torchtop.agent.step_clock import (
     BACKWARD,
     DATALOADER,
     HOLD_BATCHES,
     HOLD_S,
+    EndedStep,
     StepClock,
 )
 
@@ -17,7 +16,7 @@ OPTIMIZER = 1
 OTHER_OPTIMIZER = 2
 
 
-def one(records: list[dict[str, Any]]) -> dict[str, Any]:
+def one(records: list[EndedStep]) -> EndedStep:
     assert len(records) == 1, records
     return records[0]
 
@@ -86,7 +85,7 @@ def test_without_an_optimizer_each_backward_ends_a_step_at_once() -> None:
 
 def test_gradient_accumulation_counts_optimizer_steps_not_backward_calls() -> None:
     clock = StepClock(optimizer_exists=True)
-    ended: list[dict[str, Any]] = []
+    ended: list[EndedStep] = []
     now_s = 0.0
     for _ in range(3):
         for _ in range(4):
@@ -143,7 +142,7 @@ def test_batches_iterated_before_training_are_not_counted_as_steps() -> None:
     clock = StepClock()
     for index in range(4):  # a look at the loader's workers before the loop
         clock.signalled(DATALOADER, index * 0.1)
-    ended: list[dict[str, Any]] = []
+    ended: list[EndedStep] = []
     for index in range(3):
         ended += clock.signalled(DATALOADER, 1.0 + index)
         ended += clock.signalled(BACKWARD, 1.5 + index)
@@ -152,7 +151,7 @@ def test_batches_iterated_before_training_are_not_counted_as_steps() -> None:
 
 def test_a_backward_after_each_batch_drops_the_held_batch_and_marks_the_steps() -> None:
     clock = StepClock()
-    ended: list[dict[str, Any]] = []
+    ended: list[EndedStep] = []
     for index in range(3):
         ended += clock.signalled(DATALOADER, float(index))
         ended += clock.signalled(BACKWARD, index + 0.5)
@@ -172,7 +171,7 @@ def test_a_better_signal_after_released_steps_re_anchors_without_a_double_count(
 
 def test_torchtop_step_wins_over_every_other_signal() -> None:
     clock = StepClock(optimizer_exists=True)
-    ended: list[dict[str, Any]] = []
+    ended: list[EndedStep] = []
     for index in range(3):
         now_s = float(index)
         ended += clock.signalled(DATALOADER, now_s)
@@ -186,7 +185,7 @@ def test_torchtop_step_wins_over_every_other_signal() -> None:
 
 def test_the_data_wait_of_dropped_batches_stays_with_the_step_that_contains_them() -> None:
     clock = StepClock(optimizer_exists=True)
-    ended: list[dict[str, Any]] = []
+    ended: list[EndedStep] = []
     for index in range(2):
         for micro in range(2):
             clock.add_data_wait(0.1)

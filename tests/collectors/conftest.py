@@ -8,11 +8,19 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import psutil
 import pytest
 
 Spawn = Callable[..., subprocess.Popen[str]]
+
+
+def written(record: object) -> Any:
+    """A collector's record as its journal line reads back: the JSON the sampler writes (None
+    where it returned none)."""
+    return msgspec.json.decode(msgspec.json.encode(record))
 
 
 def end_tree(root: subprocess.Popen[str]) -> None:

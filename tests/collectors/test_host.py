@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tests.collectors.conftest import Spawn
+from tests.collectors.conftest import Spawn, written
 from torchtop.collectors.host import HostCollector, sample_host
 
 JOB = """
@@ -38,7 +38,8 @@ RATES = ("disk_read_bytes_per_s", "disk_write_bytes_per_s", "net_recv_bytes_per_
 
 def test_the_first_sample_has_the_tree_and_no_rates_yet(spawn: Spawn) -> None:
     job = spawn(JOB)
-    record, _ = sample_host(job.pid, None)
+    sampled, _ = sample_host(job.pid, None)
+    record = written(sampled)
     assert set(record) == MACHINE_FIELDS
     assert record["kind"] == "host"
     assert record["cpu_pct"] is None and record["per_cpu_pct"] is None
@@ -58,7 +59,8 @@ def test_the_second_sample_measures_cpu_and_rates_against_the_first(spawn: Spawn
     job = spawn(JOB)
     _, state = sample_host(job.pid, None)
     time.sleep(0.5)
-    record, _ = sample_host(job.pid, state)
+    sampled, _ = sample_host(job.pid, state)
+    record = written(sampled)
     assert 0 <= record["cpu_pct"] <= 100
     assert len(record["per_cpu_pct"]) >= 1
     assert record["iowait_pct"] is not None  # Linux counts iowait
@@ -76,7 +78,8 @@ def test_a_process_that_started_since_the_last_sample_has_no_cpu_reading_yet(
     job = spawn(JOB)
     _, state = sample_host(job.pid, None)
     state.processes.pop(job.pid)  # as if the main process had not been seen before
-    record, _ = sample_host(job.pid, state)
+    sampled, _ = sample_host(job.pid, state)
+    record = written(sampled)
     main = next(p for p in record["processes"] if p["pid"] == job.pid)
     assert main["cpu_pct"] is None
     assert all(p["cpu_pct"] is not None for p in record["processes"] if p["pid"] != job.pid)
@@ -86,6 +89,6 @@ def test_a_finished_job_still_gives_machine_readings_and_an_empty_tree() -> None
     collector = HostCollector(2**22 + 12345)
     collector.sample()
     time.sleep(0.2)  # CPU times tick every 10 ms: give the second sample some to compare
-    record = collector.sample()
+    record = written(collector.sample())
     assert record["processes"] == []
     assert record["cpu_pct"] is not None

@@ -13,7 +13,7 @@ from typing import Any, cast
 import msgspec
 import pytest
 
-from tests.collectors.conftest import Spawn
+from tests.collectors.conftest import Spawn, written
 from torchtop.advice.locate import Location, dump_stacks, is_user_file, locate, trace_stacks
 from torchtop.advice.patches import code_patch
 from torchtop.collectors.stacks import StackCollector, find_py_spy
@@ -48,7 +48,7 @@ def sampled(job_pid: int, count: int = 12) -> list[dict[str, Any]]:
     collector = StackCollector(job_pid)
     records = []
     for _ in range(count):
-        record = collector.sample()
+        record = written(collector.sample())
         assert record is not None and record["kind"] == "stacks", record
         records.append(record)
         time.sleep(0.05)

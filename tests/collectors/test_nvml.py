@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.collectors.conftest import written
 from tests.fakes import fake_pynvml as fake
 from tests.fakes.fake_pynvml import FakeDevice
 from torchtop.collectors.nvml import NvmlCollector, throttle_names
@@ -35,7 +36,8 @@ def sampled(devices: list[FakeDevice], job_pids: set[int] | None = None) -> dict
     assert collector.start() is None
     record = collector.sample(job_pids)
     assert record is not None
-    return record
+    table: dict[str, Any] = written(record)
+    return table
 
 
 def test_a_gpu_record_names_every_device_field_of_the_run_folder_docs() -> None:
@@ -107,7 +109,7 @@ def test_the_job_processes_carry_their_memory_and_latest_sm_utilization() -> Non
 def test_process_utilization_asks_only_for_samples_newer_than_the_last_seen() -> None:
     device = FakeDevice(processes=[(100, 2**30)], process_samples=[(100, 30, 75)])
     collector = NvmlCollector(fake.fake_pynvml([device]))
-    first, second = collector.sample(), collector.sample()
+    first, second = written(collector.sample()), written(collector.sample())
     assert first is not None and second is not None
     assert first["processes"][0]["sm_util_pct"] == 75
     # nothing newer than timestamp 30: the driver says Not Found, so not measured this time
@@ -145,7 +147,7 @@ def test_a_machine_without_gpus_says_no_nvidia_gpu_found_and_shuts_nvml_down() -
 
 def test_the_unavailable_record_is_written_once_then_nothing() -> None:
     collector = NvmlCollector(fake.fake_pynvml([]))
-    first = collector.sample()
+    first = written(collector.sample())
     assert first is not None
     assert first["kind"] == "unavailable" and first["reason"] == "no NVIDIA GPU found"
     assert collector.sample() is None and collector.sample() is None
@@ -173,7 +175,7 @@ def test_the_real_nvml_measures_every_device_of_this_machine() -> None:
     reason = collector.start()
     if reason is not None:
         pytest.skip(f"NVML finds no device here: {reason}")
-    record = collector.sample(job_pids=None)
+    record = written(collector.sample(job_pids=None))
     collector.stop()
     assert record is not None and record["kind"] == "gpu"
     assert record["devices"], "NVML started but listed no device"

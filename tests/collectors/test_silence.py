@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from torchtop.collectors.silence import SilenceWatch, StacksSchedule
+from torchtop.runs.records import StacksSample
 
 STEP = '{"kind":"step","step":1,"t":1.0}\n'
 
@@ -76,9 +76,9 @@ class Dumps:
     def __init__(self) -> None:
         self.calls: list[set[int] | None] = []
 
-    def sample(self, only: Iterable[int] | None = None) -> dict[str, Any] | None:
+    def sample(self, only: Iterable[int] | None = None) -> StacksSample | None:
         self.calls.append(None if only is None else set(only))
-        return {"kind": "stacks", "t": 0.0, "processes": []}
+        return StacksSample(t=0.0, processes=[])
 
 
 def test_the_schedule_dumps_the_job_every_interval_and_a_silent_rank_at_the_next_tick(

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from tests.collectors.conftest import Spawn
+from tests.collectors.conftest import Spawn, written
 from torchtop.collectors import stacks
 from torchtop.collectors.stacks import (
     ATTEMPTS,
@@ -95,7 +95,7 @@ spin()
 def dumps(collector: StackCollector, count: int, gap_s: float = 0.05) -> list[dict[str, Any]]:
     records = []
     for _ in range(count):
-        record = collector.sample()
+        record = written(collector.sample())
         assert record is not None and record["kind"] == "stacks", record
         records.append(record)
         time.sleep(gap_s)
@@ -123,7 +123,7 @@ def test_a_job_waiting_on_its_dataset_is_in_the_dataloader(spawn: Spawn) -> None
 
 def test_the_dataloader_workers_are_dumped_with_their_role(spawn: Spawn) -> None:
     job = spawn(STARVED, command=lambda script: [sys.executable, script, "2"])
-    record = StackCollector(job.pid).sample()
+    record = written(StackCollector(job.pid).sample())
     assert record is not None and record["kind"] == "stacks"
     roles = sorted(p["role"] for p in record["processes"])
     assert roles == ["main", "worker", "worker"]
@@ -166,7 +166,7 @@ def test_py_spy_without_ptrace_permission_is_unavailable_once_with_the_reason(
     job = spawn('import time\nprint("ready", flush=True)\ntime.sleep(120)\n')
     nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(PY_SPY)]
     collector = StackCollector(job.pid, py_spy=nobody)
-    record = collector.sample()
+    record = written(collector.sample())
     assert record is not None and record["kind"] == "unavailable"
     assert record["reason"].startswith(f"py-spy has no ptrace permission for pid {job.pid}")
     assert "\n" not in record["reason"]
@@ -193,7 +193,7 @@ def test_a_process_gone_before_its_dump_is_skipped_without_a_reason() -> None:
 
 def test_a_missing_py_spy_is_unavailable_with_the_reason(spawn: Spawn) -> None:
     job = spawn('import time\nprint("ready", flush=True)\ntime.sleep(120)\n')
-    record = StackCollector(job.pid, py_spy=["/nonexistent/py-spy"]).sample()
+    record = written(StackCollector(job.pid, py_spy=["/nonexistent/py-spy"]).sample())
     assert record is not None and record["kind"] == "unavailable"
     assert record["reason"].startswith("cannot run py-spy (/nonexistent/py-spy)")
 
@@ -207,7 +207,7 @@ def test_a_python_named_process_py_spy_cannot_read_is_given_up_after_a_few_tries
     try:
         time.sleep(0.1)
         collector = StackCollector(job.pid)
-        answers = [collector.sample() for _ in range(ATTEMPTS + 1)]
+        answers = [written(collector.sample()) for _ in range(ATTEMPTS + 1)]
     finally:
         job.kill()
         job.wait()
@@ -230,7 +230,7 @@ def test_a_pid_given_up_while_others_are_read_is_named_once_in_unreadable(
 
     monkeypatch.setattr(stacks, "dump_all", refuse_workers)
     collector = StackCollector(job.pid)
-    first, second = collector.sample(), collector.sample()
+    first, second = written(collector.sample()), written(collector.sample())
     assert first is not None and second is not None
     assert [p["role"] for p in first["processes"]] == ["main"]
     assert [entry["reason"] for entry in first["unreadable"]] == ["no"]

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from tests.live.test_live_verdicts import WINDOW_EARLY
@@ -30,6 +31,7 @@ from torchtop.assess.run import WARMUP_STEPS
 from torchtop.jobs.job import start_plan
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
+from torchtop.runs.records import Settings
 
 pytestmark = pytest.mark.frameworks
 JOBS = Path(__file__).resolve().parent / "jobs"
@@ -104,7 +106,7 @@ def test_the_workers_fix_goes_by_the_frameworks_own_option_and_reaches_its_loade
     report, _ = run_headless(tmp_path, command)
     fixes = [x for f in report["findings"] for x in f["fixes"]]
     workers = next(x for x in fixes if x["knob"] == "dataloader.num_workers")
-    settings = agent_records(tmp_path / "run", "settings")[-1]
+    settings = msgspec.convert(agent_records(tmp_path / "run", "settings")[-1], Settings)
     fix = Fix("dataloader.num_workers", 2, workers["apply"], str(workers.get("description", "")))
     two_cores = Machine(logical_cores=2, physical_cores=2)
     plan = plan_fix(fix, initial_plan(command, os.environ, str(tmp_path)), settings, two_cores)

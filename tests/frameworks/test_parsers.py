@@ -12,11 +12,13 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
 import pytest
 
 from torchtop.advice.args import find_option, set_option
 from torchtop.agent import cli_options
 from torchtop.model.knobs import find_knob
+from torchtop.runs.records import CliOption
 
 pytestmark = pytest.mark.frameworks
 
@@ -33,7 +35,9 @@ def recording(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def planned(argv: list[str], value: int) -> list[str]:
     knob = find_knob("dataloader.num_workers")
     assert knob is not None
-    option = find_option(knob, cli_options.seen_options(), {})
+    # As the run folder's reader decodes the agent's `settings` record.
+    seen = msgspec.convert(cli_options.seen_options(), list[CliOption])
+    option = find_option(knob, seen, {})
     assert option is not None, cli_options.seen_options()
     return set_option(["python", "train.py", *argv], option, value)
 

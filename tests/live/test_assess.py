@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RULES_DIR
+from tests.conftest import CONTEXT, RULES_DIR
 from tests.live.conftest import FakeRun
 from torchtop.analysis.summary import analyze_trace
 from torchtop.assess.run import WARMUP_STEPS, assess, step_metrics
@@ -24,7 +24,7 @@ def test_a_run_waiting_on_its_dataloader_is_named_dataloader_from_step_timing_al
 ) -> None:
     fake_run.hello(100, dataloader=LoaderSettings(num_workers=0, pin_memory=False, batch_size=32))
     fake_run.steps(100, 20, wall_s=0.10, data_wait_s=0.08)
-    report = assess(load_run(fake_run.layout.root), {}, load_rules())
+    report = assess(load_run(fake_run.layout.root), {}, load_rules(), context=CONTEXT)
     assert report.verdict.bottleneck == "dataloader"
     assert report.job.metrics["dataloader_share"] == pytest.approx(0.8)
     rules = [f.rule for f in report.verdict.findings]
@@ -38,12 +38,13 @@ def test_the_verdict_stays_unknown_until_enough_steps_are_seen(fake_run: FakeRun
     needed = load_rules().settings.live_min_steps  # `_verdict.toml`'s, 5
     fake_run.hello(100)
     fake_run.steps(100, WARMUP_STEPS + needed - 1, wall_s=0.1, data_wait_s=0.09)
-    report = assess(load_run(fake_run.layout.root), {}, load_rules())
+    report = assess(load_run(fake_run.layout.root), {}, load_rules(), context=CONTEXT)
     assert report.verdict.bottleneck == "unknown"
     assert "steps needed" in report.verdict.reason
     fake_run.steps(100, 1, wall_s=0.1, data_wait_s=0.09, first=WARMUP_STEPS + needed - 1)
     assert (
-        assess(load_run(fake_run.layout.root), {}, load_rules()).verdict.bottleneck == "dataloader"
+        assess(load_run(fake_run.layout.root), {}, load_rules(), context=CONTEXT).verdict.bottleneck
+        == "dataloader"
     )
 
 
@@ -57,19 +58,22 @@ def test_the_steps_a_live_verdict_waits_for_are_read_from_the_verdict_file(
     tree = load_rules(folder)
     fake_run.hello(100)
     fake_run.steps(100, WARMUP_STEPS + 7, wall_s=0.1, data_wait_s=0.09)
-    verdict = assess(load_run(fake_run.layout.root), {}, tree).verdict
+    verdict = assess(load_run(fake_run.layout.root), {}, tree, context=CONTEXT).verdict
     assert (verdict.bottleneck, verdict.reason) == (
         "unknown",
         "7 of the 8 steps needed seen so far",
     )
     fake_run.steps(100, 1, wall_s=0.1, data_wait_s=0.09, first=WARMUP_STEPS + 7)
-    assert assess(load_run(fake_run.layout.root), {}, tree).verdict.bottleneck == "dataloader"
+    assert (
+        assess(load_run(fake_run.layout.root), {}, tree, context=CONTEXT).verdict.bottleneck
+        == "dataloader"
+    )
 
 
 def test_without_a_profiler_window_a_busy_cpu_job_is_not_guessed(fake_run: FakeRun) -> None:
     fake_run.hello(100)
     fake_run.steps(100, 20, wall_s=0.1, data_wait_s=0.001)
-    report = assess(load_run(fake_run.layout.root), {}, load_rules())
+    report = assess(load_run(fake_run.layout.root), {}, load_rules(), context=CONTEXT)
     assert report.verdict.bottleneck == "unknown"
     assert any("not measured" in note for note in report.job.notes)
 
@@ -80,7 +84,7 @@ def test_a_profiler_window_supplies_the_breakdown_and_step_timing_the_step_times
     fake_run.hello(100)
     fake_run.steps(100, 20, wall_s=0.25, data_wait_s=0.001)
     window = analyze_trace(read_trace(next((SAMPLES / "copy_heavy").glob("*.json.gz"))))
-    report = assess(load_run(fake_run.layout.root), {100: window}, load_rules())
+    report = assess(load_run(fake_run.layout.root), {100: window}, load_rules(), context=CONTEXT)
     assert report.verdict.bottleneck == "memcpy"
     assert report.job.breakdown == window.breakdown
     assert report.job.metrics["step_mean_ms"] == pytest.approx(250.0)
@@ -91,7 +95,7 @@ def test_two_ranks_are_reported_each_with_the_slowest_named(fake_run: FakeRun) -
     fake_run.hello(101, rank=1)
     fake_run.steps(100, 20, wall_s=0.10, data_wait_s=0.07)
     fake_run.steps(101, 20, wall_s=0.20, data_wait_s=0.16)
-    report = assess(load_run(fake_run.layout.root), {}, load_rules())
+    report = assess(load_run(fake_run.layout.root), {}, load_rules(), context=CONTEXT)
     assert [r.analysis.label for r in report.ranks] == ["rank 0", "rank 1"]
     assert report.job.metrics["slowest_rank"] == "rank 1"
     assert report.job.metrics["rank_step_spread"] == pytest.approx((0.2 - 0.1) / 0.15)
@@ -111,7 +115,7 @@ def test_a_crashed_writers_torn_record_is_skipped_and_noted(fake_run: FakeRun) -
     fake_run.steps(100, 10, wall_s=0.1, data_wait_s=0.09)
     with fake_run.layout.agent_events(100).open("ab") as handle:
         handle.write(b'{"kind":"step","t":1,"st')
-    report = assess(load_run(fake_run.layout.root), {}, load_rules())
+    report = assess(load_run(fake_run.layout.root), {}, load_rules(), context=CONTEXT)
     assert report.job.metrics["steps_count"] == 10 - WARMUP_STEPS
     assert any("torn" in note for note in report.notes)
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import CONTEXT
 from torchtop.assess.attached_ranks import assess_attached_ranks
 from torchtop.collectors.tree import launcher_name
 from torchtop.diagnosis.rules import load_rules
@@ -75,7 +76,7 @@ def test_a_rank_whose_samples_stop_while_its_peer_goes_on_is_silent_since_its_la
     tmp_path: Path,
 ) -> None:
     layout = recorded(tmp_path / "run")
-    report = assess_attached_ranks(load_run(layout.root), {}, load_rules())
+    report = assess_attached_ranks(load_run(layout.root), {}, load_rules(), context=CONTEXT)
     document = report_to_json(report)
     ranks = {entry["rank"]: entry for entry in document["ranks"]}
     assert ranks[0]["ended"] is None
@@ -116,10 +117,10 @@ def test_ranks_whose_chunks_end_on_their_own_clocks_both_run_until_one_is_overdu
     """Rank 0's last chunk ended at 48 s; rank 1's ended at 35 s and its next ends at 51 s: a
     gap past `silent_after_s` (5 s) that is only the chunk's length, not a silent rank."""
     layout = chunked(tmp_path / "a", rank_1_chunks=4)
-    running = assess_attached_ranks(load_run(layout.root), {}, load_rules())
+    running = assess_attached_ranks(load_run(layout.root), {}, load_rules(), context=CONTEXT)
     assert [rank.standing for rank in running.ranks] == [RankStanding(), RankStanding()]
     layout = chunked(tmp_path / "b", rank_1_chunks=3)  # its 16 s chunks never come
-    stopped = assess_attached_ranks(load_run(layout.root), {}, load_rules())
+    stopped = assess_attached_ranks(load_run(layout.root), {}, load_rules(), context=CONTEXT)
     assert stopped.ranks[0].standing == RankStanding()
     silent = RankStanding(ended="silent since 2023-11-14T22:13:39+00:00")  # + 19 s
     assert stopped.ranks[1].standing == silent

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.conftest import CONTEXT
 from tests.live.conftest import FakeRun
 from torchtop.assess.run import assess
 from torchtop.diagnosis.rules import load_rules
@@ -57,7 +58,7 @@ def test_a_killed_rank_carries_its_newest_dump_and_a_clean_exit_carries_none(
     tmp_path: Path,
 ) -> None:
     run = _run(tmp_path, Bye(t=1_700_000_009.0, reason="seen by parent", signal="SIGKILL"))
-    document = report_to_json(assess(load_run(run.layout.root), {}, load_rules()))
+    document = report_to_json(assess(load_run(run.layout.root), {}, load_rules(), context=CONTEXT))
     ranks = {r["rank"]: r for r in document["ranks"]}
     assert ranks[1]["ended"] == "signal SIGKILL"
     last = ranks[1]["last_stack"]
@@ -67,7 +68,9 @@ def test_a_killed_rank_carries_its_newest_dump_and_a_clean_exit_carries_none(
 
 
 def test_a_rank_still_running_has_no_last_stack(tmp_path: Path) -> None:
-    document = report_to_json(assess(load_run(_run(tmp_path, None).layout.root), {}, load_rules()))
+    document = report_to_json(
+        assess(load_run(_run(tmp_path, None).layout.root), {}, load_rules(), context=CONTEXT)
+    )
     assert all("last_stack" not in r for r in document["ranks"])
 
 
@@ -75,7 +78,7 @@ def test_the_text_and_markdown_reports_say_where_the_dead_rank_was_in_the_jobs_o
     tmp_path: Path,
 ) -> None:
     run = _run(tmp_path, Bye(t=1_700_000_009.0, reason="seen by parent", signal="SIGKILL"))
-    report = assess(load_run(run.layout.root), {}, load_rules())
+    report = assess(load_run(run.layout.root), {}, load_rules(), context=CONTEXT)
     expected = (
         "last stack: at 22:13:21 UTC: _engine_run_backward (graph.py:979) < ... "
         "< train_15 (train.py:42)"

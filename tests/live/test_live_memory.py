@@ -13,6 +13,7 @@ from pathlib import Path
 import msgspec
 import psutil
 
+from tests.conftest import CONTEXT
 from tests.fakes.fake_torch_cuda import FakeCuda
 from tests.live.conftest import FakeRun
 from tests.live.jobs.grows_memory import GROW_STEPS, HOLD_STEPS, STEP_BYTES
@@ -60,7 +61,7 @@ def test_a_near_full_device_fires_memory_near_capacity_live(
     # the rule is looked at; the window itself recorded no memory.
     window = analyze_trace(read_trace(next((shared / "hta" / GPU_BOUND).glob("*.json.gz"))))
     assert not window.memory and "memory_peak_share" not in window.metrics
-    report = assess(load_run(fake_run.layout.root), {PID: window}, load_rules())
+    report = assess(load_run(fake_run.layout.root), {PID: window}, load_rules(), context=CONTEXT)
     assert report.verdict.bottleneck == "gpu"
     assert report.job.metrics["memory_peak_share"] == 74 / 80
     rules = {f.rule: f for f in report.verdict.findings}
@@ -74,7 +75,7 @@ def test_a_device_with_room_stays_quiet_and_predicts_how_much_larger_a_batch_fit
     fake_run: FakeRun,
 ) -> None:
     _cuda_job(fake_run, FakeCuda(total_memory=80 * GIB), activations=10 * GIB)
-    report = assess(load_run(fake_run.layout.root), {}, load_rules())
+    report = assess(load_run(fake_run.layout.root), {}, load_rules(), context=CONTEXT)
     assert "memory-near-capacity" not in {f.rule for f in report.verdict.findings}
     (entry,) = [d for d in report.job.memory if d.device == "cuda:0"]
     assert (entry.peak_allocated_bytes, entry.capacity_bytes) == (20 * GIB, 80 * GIB)
@@ -97,7 +98,9 @@ def test_the_memory_section_shows_nvml_s_reading_beside_the_allocator_s(
     )
     with open(fake_run.layout.samples("gpu"), "ab") as out:
         out.write(msgspec.json.encode(sample) + b"\n")
-    document = report_to_json(assess(load_run(fake_run.layout.root), {}, load_rules()))
+    document = report_to_json(
+        assess(load_run(fake_run.layout.root), {}, load_rules(), context=CONTEXT)
+    )
     (cuda,) = [d for d in document["memory"] if d["device"] == "cuda:0"]
     assert cuda["source"] == "agent"
     assert cuda["nvml_used_peak_bytes"] == used
@@ -110,7 +113,7 @@ def test_a_cpu_job_s_memory_is_its_rss_and_no_cuda_figure_is_made_up(fake_run: F
     for i, rss in enumerate([300, 310, 340, 320]):
         fake_run.t += 0.1
         agent.write(Step(t=fake_run.t, step=i, wall_s=0.1, rss_bytes=rss * 2**20))
-    report = assess(load_run(fake_run.layout.root), {}, load_rules())
+    report = assess(load_run(fake_run.layout.root), {}, load_rules(), context=CONTEXT)
     (host,) = report.job.memory
     assert (host.device, host.source) == ("host", "agent")
     assert (host.peak_allocated_bytes, host.peak_step) == (340 * 2**20, 2)

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CONTEXT
 from tests.live.conftest import FakeRun
-from torchtop.assess.run import NO_STEP_HINT_S, assess
+from torchtop.assess.context import NO_STEP_HINT_S
+from torchtop.assess.run import assess
 from torchtop.diagnosis.rules import load_rules
 from torchtop.runs.journal import JournalWriter, write_record
 from torchtop.runs.layout import RunLayout
@@ -40,7 +42,7 @@ def silent_run(root: Path, watched_s: float) -> RunLayout:
 
 def test_a_job_with_no_step_after_the_wait_is_told_how_to_mark_its_steps(tmp_path: Path) -> None:
     layout = silent_run(tmp_path / "run", NO_STEP_HINT_S + 5)
-    report = assess(load_run(layout.root), {}, load_rules())
+    report = assess(load_run(layout.root), {}, load_rules(), context=CONTEXT)
     assert report.verdict.bottleneck == "unknown"
     reason = report.verdict.reason
     assert reason.startswith(f"no training step seen in {NO_STEP_HINT_S + 5:.0f} s")
@@ -52,21 +54,21 @@ def test_a_job_whose_backward_steps_wait_for_its_optimizer_is_told_so(tmp_path: 
     layout = silent_run(tmp_path / "run", NO_STEP_HINT_S + 5)
     settings = Settings(t=STARTED_AT + 4, step_signal_held="backward")
     JournalWriter(layout.agent_events(7)).write(settings)
-    reason = assess(load_run(layout.root), {}, load_rules()).verdict.reason
+    reason = assess(load_run(layout.root), {}, load_rules(), context=CONTEXT).verdict.reason
     assert reason.startswith("no training step counted in")
     assert "an optimizer exists that has not stepped yet" in reason
 
 
 def test_a_job_just_started_is_still_counting_its_steps(tmp_path: Path) -> None:
     layout = silent_run(tmp_path / "run", NO_STEP_HINT_S / 2)
-    reason = assess(load_run(layout.root), {}, load_rules()).verdict.reason
+    reason = assess(load_run(layout.root), {}, load_rules(), context=CONTEXT).verdict.reason
     assert reason == "0 of the 5 steps needed seen so far"
 
 
 def test_the_report_names_the_signal_that_marked_the_steps(fake_run: FakeRun) -> None:
     fake_run.hello(100, step_signal="backward")
     fake_run.steps(100, 20, wall_s=0.1, data_wait_s=0.08)
-    report = assess(load_run(fake_run.layout.root), {}, load_rules())
+    report = assess(load_run(fake_run.layout.root), {}, load_rules(), context=CONTEXT)
     assert "steps marked by backward() calls (no optimizer step seen)" in report.job.notes
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import CONTEXT
 from tests.live.test_live_verdicts import JOBS, run_headless
 from torchtop.assess.run import assess
 from torchtop.assess.windows import WindowCache
@@ -44,7 +45,7 @@ def test_a_run_whose_newest_window_is_a_copy_burst_keeps_the_verdict_of_the_othe
     assert last - first == 3, "a window's first and last profiled step"
     # The premise: the newest window alone, as the verdict used to be made, says memcpy.
     state = load_shared_run(folder / "run")
-    newest_only = assess(state, WindowCache().latest(state), load_rules())
+    newest_only = assess(state, WindowCache().latest(state), load_rules(), context=CONTEXT)
     assert newest_only.verdict.bottleneck == "memcpy"
     text = subprocess.run(
         [sys.executable, "-m", "torchtop", "analyze", str(folder / "run")],

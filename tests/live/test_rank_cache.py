@@ -11,6 +11,7 @@ from pathlib import Path
 
 import msgspec
 
+from tests.conftest import CONTEXT
 from tests.live.conftest import FakeRun
 from torchtop.assess.rank_cache import RankCache, StragglerCache
 from torchtop.assess.ranks import HOST_SAMPLES_READ, SINCE_WINDOWS, newest_stragglers
@@ -55,9 +56,9 @@ def test_a_ranks_assessment_is_redone_when_and_only_when_it_has_new_records(
     run = ranks_run(tmp_path / "run", pids)
     write_steps(run, pids, 0, 40, slow=101)
     watcher, cache = RunWatcher(run.layout.root), RankCache()
-    first = assess(watcher.poll(), {}, TREE, cache=cache)
+    first = assess(watcher.poll(), {}, TREE, cache=cache, context=CONTEXT)
     assert cache.computed == 3
-    again = assess(watcher.poll(), {}, TREE, cache=cache)
+    again = assess(watcher.poll(), {}, TREE, cache=cache, context=CONTEXT)
     assert cache.computed == 3  # nothing new: every rank's analysis kept
     assert json_of(again) == json_of(first)
     assert all(a.analysis is b.analysis for a, b in zip(first.ranks, again.ranks, strict=True))
@@ -65,13 +66,13 @@ def test_a_ranks_assessment_is_redone_when_and_only_when_it_has_new_records(
     run.t += 0.2
     run.agent(101).write(Step(t=run.t, step=40, wall_s=0.3, data_wait_s=0.01, backward_s=0.05))
     state = watcher.poll()
-    changed = assess(state, {}, TREE, cache=cache)
+    changed = assess(state, {}, TREE, cache=cache, context=CONTEXT)
     assert cache.computed == 4
     kept = [a.analysis is b.analysis for a, b in zip(again.ranks, changed.ranks, strict=True)]
     assert kept == [True, False, True]
     assert changed.ranks[1].analysis.metrics["steps_count"] == 39  # 41 less the warm-up
     # And the cached report is the one a fresh assessment makes of the same records.
-    assert json_of(changed) == json_of(assess(state, {}, TREE))
+    assert json_of(changed) == json_of(assess(state, {}, TREE, context=CONTEXT))
 
 
 def test_above_the_refresh_budget_the_stalest_ranks_are_redone_and_the_final_redoes_all(
@@ -81,21 +82,21 @@ def test_above_the_refresh_budget_the_stalest_ranks_are_redone_and_the_final_red
     run = ranks_run(tmp_path / "run", pids)
     write_steps(run, pids, 0, 20)
     watcher, cache = RunWatcher(run.layout.root), RankCache(refresh_per_tick=2)
-    assess(watcher.poll(), {}, TREE, cache=cache)
+    assess(watcher.poll(), {}, TREE, cache=cache, context=CONTEXT)
     assert cache.computed == 4  # ranks never seen are always done
     write_steps(run, pids, 20, 5)
-    assess(watcher.poll(), {}, TREE, cache=cache)
+    assess(watcher.poll(), {}, TREE, cache=cache, context=CONTEXT)
     assert cache.computed == 6  # two of the four due
-    assess(watcher.poll(), {}, TREE, cache=cache)
+    assess(watcher.poll(), {}, TREE, cache=cache, context=CONTEXT)
     assert cache.computed == 8  # the other two, stalest first; then all are fresh
     state = watcher.poll()
-    fresh = assess(state, {}, TREE, cache=cache)
+    fresh = assess(state, {}, TREE, cache=cache, context=CONTEXT)
     assert cache.computed == 8
     write_steps(run, pids, 25, 5)
     state = watcher.poll()
-    final = assess(state, {}, TREE, cache=cache, refresh_all=True)
+    final = assess(state, {}, TREE, cache=cache, refresh_all=True, context=CONTEXT)
     assert cache.computed == 12
-    assert json_of(final) == json_of(assess(state, {}, TREE)) != json_of(fresh)
+    assert json_of(final) == json_of(assess(state, {}, TREE, context=CONTEXT)) != json_of(fresh)
 
 
 def test_the_kept_straggler_judgement_matches_the_plain_one_tick_by_tick(tmp_path: Path) -> None:
@@ -166,7 +167,7 @@ def test_a_nodes_summary_kept_as_figures_is_the_mean_of_its_newest_hour_of_sampl
             host.write(HostSample(t=run.t + i, cpu_pct=cpu, mem_used_bytes=memory))
     state = SharedRunWatcher(tmp_path).poll()
     assert len(state.nodes["a"].samples.host) == SHARED_MAX_SAMPLES
-    (summary,) = assess(state, {}, TREE).nodes
+    (summary,) = assess(state, {}, TREE, context=CONTEXT).nodes
     newest = [c for c in cpus[-MAX_SAMPLES:] if c is not None]
     assert summary.cpu_mean_pct == sum(newest) / len(newest)
     # The newest three samples measured no memory: the summary keeps the last one measured.
@@ -184,7 +185,7 @@ def test_the_monitors_final_report_redoes_every_rank_a_tick_left_stale(tmp_path:
     counts = [r.analysis.metrics["steps_count"] for r in ticked.report.ranks]
     assert set(counts) == {18, 23}  # 8 ranks wait for the next tick
     final = monitor.finish()
-    assert json_of(final) == json_of(assess(load_run(run.layout.root), {}, TREE))
+    assert json_of(final) == json_of(assess(load_run(run.layout.root), {}, TREE, context=CONTEXT))
     assert [r.analysis.metrics["steps_count"] for r in final.ranks] == [23] * len(pids)
 
 

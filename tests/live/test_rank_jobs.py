@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CONTEXT
 from torchtop.assess.ranks import standings
 from torchtop.assess.run import assess
 from torchtop.diagnosis.rules import load_rules
@@ -104,7 +105,7 @@ def test_a_rank_killed_mid_run_is_named_silent_while_its_peer_keeps_stepping(
     since = datetime.fromisoformat(named[0].removeprefix("silent since ")).timestamp()
     assert killed_at - 5.0 <= since <= killed_at  # its last record, to the second
 
-    report = assess(load_run(run_dir), {}, load_rules())
+    report = assess(load_run(run_dir), {}, load_rules(), context=CONTEXT)
     by_rank = {r.analysis.rank: r for r in report.ranks}
     assert by_rank[0].standing is not None and by_rank[0].standing.ended == "exit 0"
     assert by_rank[1].standing is not None and by_rank[1].standing.ended == named[0]

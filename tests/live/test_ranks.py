@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from tests.conftest import RULES_DIR
+from tests.conftest import CONTEXT, RULES_DIR
 from tests.diagnosis.test_strict_loading import edit, shipped_copy
 from tests.live.conftest import FakeRun
 from torchtop.assess.ranks import ended, standings, stragglers
@@ -141,7 +141,7 @@ def test_a_recorded_two_rank_run_reports_the_straggler_and_how_each_rank_ended(
     tmp_path: Path,
 ) -> None:
     run = _two_rank_run(tmp_path)
-    document = report_to_json(assess(load_run(run.layout.root), {}, load_rules()))
+    document = report_to_json(assess(load_run(run.layout.root), {}, load_rules(), context=CONTEXT))
     by_rank = {r["rank"]: r for r in document["ranks"]}
     assert by_rank[1]["straggler"] and not by_rank[0]["straggler"]
     # Busy 90 ms against 40 ms.
@@ -156,7 +156,9 @@ def test_a_recorded_two_rank_run_reports_the_straggler_and_how_each_rank_ended(
 def test_the_text_report_and_the_progress_line_name_the_straggler_and_each_ending(
     tmp_path: Path,
 ) -> None:
-    report = assess(load_run(_two_rank_run(tmp_path).layout.root), {}, load_rules())
+    report = assess(
+        load_run(_two_rank_run(tmp_path).layout.root), {}, load_rules(), context=CONTEXT
+    )
     text = render_text(report)
     assert "straggler: +125% busy time vs its peers, waited on in 100% of steps" in text
     assert "ended: exit 0" in text
@@ -172,7 +174,7 @@ def test_a_single_rank_report_has_no_rank_standing(tmp_path: Path) -> None:
     run = FakeRun(tmp_path / "run")
     run.hello(101)
     run.steps(101, 20, wall_s=0.1, data_wait_s=0.0)
-    document = report_to_json(assess(load_run(run.layout.root), {}, load_rules()))
+    document = report_to_json(assess(load_run(run.layout.root), {}, load_rules(), context=CONTEXT))
     assert "ranks" not in document
 
 
@@ -192,7 +194,9 @@ def test_the_rank_policy_is_read_from_the_verdict_file_and_a_misspelt_key_is_nam
 def test_the_dashboard_rank_line_marks_the_straggler_and_says_how_a_rank_ended(
     tmp_path: Path,
 ) -> None:
-    report = assess(load_run(_two_rank_run(tmp_path).layout.root), {}, load_rules())
+    report = assess(
+        load_run(_two_rank_run(tmp_path).layout.root), {}, load_rules(), context=CONTEXT
+    )
     lines = {r.analysis.rank: rank_line(r, None, 60).plain for r in report.ranks}
     assert lines[1].endswith("straggler +125%")
     assert lines[0].endswith("exit 0") and "straggler" not in lines[0]
@@ -217,7 +221,9 @@ def test_a_rank_that_fell_silent_does_not_hide_the_straggler_among_the_running_r
 def test_the_progress_printer_names_a_rank_that_ended_at_once_not_at_the_next_quiet_line(
     tmp_path: Path,
 ) -> None:
-    report = assess(load_run(_two_rank_run(tmp_path).layout.root), {}, load_rules())
+    report = assess(
+        load_run(_two_rank_run(tmp_path).layout.root), {}, load_rules(), context=CONTEXT
+    )
     stream = io.StringIO()
     printer = ProgressPrinter(stream)
     standing = report.ranks[0].standing

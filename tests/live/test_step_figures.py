@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import CONTEXT
 from tests.live.conftest import FakeRun
 from torchtop.assess.run import RECENT_STEPS, WARMUP_STEPS, assess, wall_metrics
 from torchtop.diagnosis.rules import load_rules
@@ -54,7 +55,7 @@ def test_a_long_bursty_run_is_reported_over_all_its_steps_not_its_newest(
     fake_run.steps(100, 400, wall_s=0.05, data_wait_s=0.04)
     fast = MAX_STEPS + 100
     fake_run.steps(100, fast, wall_s=0.01, data_wait_s=0.0, first=400)
-    report = assess(load_run(fake_run.layout.root), {}, load_rules())
+    report = assess(load_run(fake_run.layout.root), {}, load_rules(), context=CONTEXT)
     steps = report_to_json(report)["steps"]
     counted = 400 + fast - WARMUP_STEPS
     assert steps["count"] == counted

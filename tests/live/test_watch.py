@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from tests.conftest import CONTEXT
 from tests.tui.replay import SyntheticRun, dataloader_bound, rules
 from torchtop.assess.run import WARMUP_STEPS, assess
 from torchtop.diagnosis.rules import RuleTree
@@ -48,7 +49,7 @@ def test_watch_sleeps_only_what_is_left_of_the_interval_after_a_slow_tick(
         state: RunState, windows: Mapping[int, RankAnalysis], tree: RuleTree, kind: str
     ) -> Report:
         run.advance(0.25)  # the assessment itself takes a quarter of a simulated second
-        return assess(state, windows, tree, kind)
+        return assess(state, windows, tree, kind, context=CONTEXT)
 
     monitor = LiveMonitor(
         run.root, rules(), for_s=2.0, assessor=slow_assess, clock=lambda: run.now_s

@@ -18,6 +18,7 @@ from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.trials import Measured, Stage, TrialEvent
 from torchtop.relaunch.trial import TrialSettings, run_trial
+from torchtop.runs.records import LoaderSettings, Settings
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +31,9 @@ def test_a_workers_fix_is_kept_on_its_rounds_interval_measured_past_its_queued_b
     command = job("starved_options", "--sample-sleep-ms", "10")
     before = initial_plan(command, os.environ, str(tmp_path))
     fix = Fix("dataloader.num_workers", 4, "override", "Load batches in 4 worker processes.")
-    after = plan_fix(fix, before, {"dataloader": {"num_workers": 0}}, this_machine())
+    after = plan_fix(
+        fix, before, Settings(dataloader=LoaderSettings(num_workers=0)), this_machine()
+    )
     assert isinstance(after, LaunchPlan)
     quick = TrialSettings(min_duration_s=1.5, max_rounds=3)
     run_root = tmp_path / "run"

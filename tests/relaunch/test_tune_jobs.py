@@ -25,6 +25,7 @@ from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
 from torchtop.relaunch.trial import TrialSettings, run_trial
 from torchtop.relaunch.tune import TuneOptions, TuneResult, tune
+from torchtop.runs.records import LoaderSettings, Settings
 from torchtop.sessions.tune import TuneCommand, tune_session
 
 pytestmark = pytest.mark.slow
@@ -121,7 +122,9 @@ def test_tune_leaves_the_thread_pool_of_a_job_with_dataloader_workers_alone(
 def test_more_workers_on_a_compute_bound_job_are_measured_and_reverted(tmp_path: Path) -> None:
     before = initial_plan(job("compute_bound"), os.environ, str(tmp_path))
     fix = Fix("dataloader.num_workers", 4, "override", "Load batches in 4 worker processes.")
-    after = plan_fix(fix, before, {"dataloader": {"num_workers": 0}}, this_machine())
+    after = plan_fix(
+        fix, before, Settings(dataloader=LoaderSettings(num_workers=0)), this_machine()
+    )
     assert isinstance(after, LaunchPlan)
     quick = TrialSettings(min_gain=QUICK.min_gain, min_duration_s=0.5, max_rounds=3)
     trial = run_trial(before, after, 8, 3, tmp_path / "run", 60.0, settings=quick)

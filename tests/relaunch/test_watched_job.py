@@ -19,7 +19,7 @@ from torchtop.model.plan import LaunchPlan
 from torchtop.model.trials import Proposal, TrialEvent
 from torchtop.relaunch.watched import WatchedJob
 from torchtop.runs.journal import read_record
-from torchtop.runs.records import ExitRecord, RunRecord
+from torchtop.runs.records import ExitRecord, LoaderSettings, RunRecord, Settings
 
 # Ends after 12 steps: fewer than a trial's warm-up (3) and steps (10) need.
 SHORT = [sys.executable, "-m", "torchtop.demo.train", "--steps", "12", "--batch-size", "8",
@@ -32,7 +32,9 @@ def test_a_job_too_short_to_measure_is_started_again_as_it_ran(tmp_path: Path) -
     job = start(SHORT, run_dir, "run", output=Output.log(tmp_path / "job.log"))
     monitor = LiveMonitor(run_dir, load_rules(RULES_DIR), job=job)
     watched = WatchedJob(monitor, job, Collectors(), SHORT, run_dir, options=QUICK)
-    after = plan_fix(WORKERS, watched.plan, {"dataloader": {"num_workers": 0}}, Machine(2, 2))
+    after = plan_fix(
+        WORKERS, watched.plan, Settings(dataloader=LoaderSettings(num_workers=0)), Machine(2, 2)
+    )
     assert isinstance(after, LaunchPlan)
     events: list[TrialEvent] = []
     try:

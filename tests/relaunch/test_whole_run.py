@@ -28,6 +28,7 @@ from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.trials import Measured, Proposal, TrialEvent
 from torchtop.relaunch.watched import WatchedJob
+from torchtop.runs.records import LoaderSettings, Settings
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +52,7 @@ def _wait_for_steps(log: Path, count: int, timeout_s: float) -> None:
 
 def _cancel_after_first_run(watched: WatchedJob, fix: Fix) -> None:
     """Try `fix` in a thread and cancel the trial once its first run was measured (as `q`)."""
-    settings = {"dataloader": {"num_workers": 4, "pin_memory": False}}
+    settings = Settings(dataloader=LoaderSettings(num_workers=4, pin_memory=False))
     after = plan_fix(fix, watched.plan, settings, Machine(2, 2))
     assert isinstance(after, LaunchPlan)
     measured = threading.Event()
@@ -76,7 +77,9 @@ def test_analyze_of_a_run_after_a_kept_fix_reads_the_relaunched_job_and_every_tr
     job = start(JOB, run_dir, "run", output=Output.log(tmp_path / "job.log"))
     monitor = LiveMonitor(run_dir, load_rules(RULES_DIR), job=job)
     watched = WatchedJob(monitor, job, Collectors(), JOB, run_dir, options=QUICK)
-    after = plan_fix(WORKERS, watched.plan, {"dataloader": {"num_workers": 0}}, Machine(2, 2))
+    after = plan_fix(
+        WORKERS, watched.plan, Settings(dataloader=LoaderSettings(num_workers=0)), Machine(2, 2)
+    )
     assert isinstance(after, LaunchPlan)
     try:
         _wait_for_steps(tmp_path / "job.log", 20, 120)

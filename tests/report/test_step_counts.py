@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CONTEXT
 from tests.tui.replay import LOADER_STACKS
 from torchtop.assess.attached import assess_attached
 from torchtop.diagnosis.rules import load_rules
@@ -41,7 +42,7 @@ def test_attach_without_an_agent_reports_a_null_step_count_and_names_its_samples
     tmp_path: Path,
 ) -> None:
     layout = attached_run(tmp_path / "run", samples=12)
-    report = assess_attached(load_run(layout.root), {}, load_rules())
+    report = assess_attached(load_run(layout.root), {}, load_rules(), context=CONTEXT)
     assert report.verdict.bottleneck == "dataloader", "samples still give a verdict"
     steps = report_to_json(report)["steps"]
     assert steps["count"] is None and steps["steps_per_s"] is None and steps["mean_ms"] is None

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CONTEXT
 from torchtop.assess.run import assess
 from torchtop.assess.windows import WindowCache
 from torchtop.diagnosis.rules import load_rules
@@ -124,7 +125,7 @@ def test_a_run_folder_from_a_newer_writer_is_assessed_and_the_report_says_what_w
         events.write(b'{"kind":"step","step":12,"wall_s":0.1,"t":1.3,"gpu_s":0.05}\n')
 
     state = load_run(layout.root)
-    report = assess(state, WindowCache().latest(state), load_rules())
+    report = assess(state, WindowCache().latest(state), load_rules(), context=CONTEXT)
 
     assert (state.unknown_kinds, state.unknown_fields, state.torn_lines) == (1, 1, 0)
     assert state.processes[7].steps_seen == 13

@@ -391,7 +391,8 @@ async def test_a_node_whose_stream_fell_silent_is_named_in_the_header_with_when_
     silent = NodeReport(name="b", ranks=(2, 3), answering=False, last_seen_epoch_s=1_700_000_000)
 
     def streamed(*args: Any) -> Report:
-        return msgspec.structs.replace(assess(*args), nodes=(silent,))  # the plain assessment
+        plain = assess(*args, context=monitor.context)  # the plain assessment
+        return msgspec.structs.replace(plain, nodes=(silent,))
 
     monitor.assessor = streamed
     async with app.run_test(size=LARGE) as pilot:

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+from msgspec.structs import replace
 from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import OptionList, Static
@@ -17,6 +19,7 @@ from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
 from torchtop.model.trials import Measured, Proposal, Stage, TrialEvent, TrialOutcome
+from torchtop.runs.records import CliOption, LoaderSettings, Settings, ThreadSettings
 from torchtop.tui.app import Dashboard
 from torchtop.tui.apply import NEW_STYLE, OLD_STYLE, ApplyScreen, proposal_text
 from torchtop.tui.details import FixDetailsScreen
@@ -29,13 +32,13 @@ OPTION = {"flags": ["--num-workers"], "dest": "num_workers", "type": "int", "def
           "value": 0}  # fmt: skip
 
 
-def settings(*options: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "dataloader": {"num_workers": 0, "batch_size": 32},
-        "threads": {"torch_num_threads": 2},
-        "device": "cpu",
-        "cli_options": list(options),
-    }
+def settings(*options: dict[str, Any]) -> Settings:
+    return Settings(
+        dataloader=LoaderSettings(num_workers=0, batch_size=32),
+        threads=ThreadSettings(torch_num_threads=2),
+        device="cpu",
+        cli_options=[msgspec.convert(o, CliOption) for o in options],
+    )
 
 
 def proposal(fix: Fix, *options: dict[str, Any]) -> Proposal:
@@ -148,7 +151,7 @@ class PlanningApplier:
     """Plans with the real `plan_fix` on a job whose agent reported `job_settings` (as
     `WatchedJob.propose` does with the live run's records); it never runs a trial."""
 
-    def __init__(self, job_settings: dict[str, Any]) -> None:
+    def __init__(self, job_settings: Settings) -> None:
         self.settings = job_settings
         self.before = initial_plan(COMMAND, {"PATH": "/usr/bin"}, "/work")
 
@@ -195,10 +198,9 @@ async def test_the_list_shows_the_value_applying_a_fix_would_really_set(
     assert f"new command: python train.py --num-workers {value}" in details
 
 
-def running_with(workers: int) -> dict[str, Any]:
+def running_with(workers: int) -> Settings:
     job = settings({**OPTION, "value": workers})
-    job["dataloader"]["num_workers"] = workers
-    return job
+    return replace(job, dataloader=LoaderSettings(num_workers=workers, batch_size=32))
 
 
 async def test_a_fix_the_job_already_has_is_dimmed_and_says_why(live_app: LiveApp) -> None:

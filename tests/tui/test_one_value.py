@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from msgspec.structs import replace
 from textual.widgets import OptionList, Static
 
 from tests.tui.conftest import LiveApp, advance
@@ -29,7 +30,7 @@ from torchtop.model.report import Report
 from torchtop.model.trials import Proposal, TrialEvent, TrialOutcome
 from torchtop.report import report_to_json
 from torchtop.report.text import render_text
-from torchtop.runs.records import settings_table
+from torchtop.runs.records import LoaderSettings, Settings
 from torchtop.tui.apply import ApplyScreen
 from torchtop.tui.details import FixDetailsScreen
 
@@ -48,7 +49,7 @@ class SameJobApplier:
         planned = plan_fix(
             fix,
             self.before,
-            settings_table(SCENARIO.settings),
+            SCENARIO.settings,
             cached_machine(),
             metrics=report.job.metrics,
             argv=SCENARIO.command[1:],
@@ -113,7 +114,7 @@ def test_a_fix_the_job_already_runs_with_is_not_offered_in_the_line_or_the_repor
     tree = load_rules()
     verdict = diagnose(tree, metrics)
     assert any(f.knob == KNOB for finding in verdict.findings for f in finding.fixes)
-    settings = {"dataloader": {"num_workers": 8, "batch_size": 32}, "device": "cpu"}
+    settings = Settings(dataloader=LoaderSettings(num_workers=8, batch_size=32), device="cpu")
     resolved = resolve_verdict(verdict, settings, Machine(2, 2), metrics)
     assert all(f.knob != KNOB for finding in resolved.findings for f in finding.fixes)
     assert resolved.findings, "the finding stays: the job still waits on data"
@@ -122,7 +123,7 @@ def test_a_fix_the_job_already_runs_with_is_not_offered_in_the_line_or_the_repor
     line = progress_line(report, resolved, 30.0)
     assert "verdict dataloader" in line and KNOB not in line
     assert KNOB not in render_text(report)
-    fewer = resolve_verdict(verdict, {**settings, "dataloader": {"num_workers": 2}},
+    fewer = resolve_verdict(verdict, replace(settings, dataloader=LoaderSettings(num_workers=2)),
                             Machine(2, 2), metrics)  # fmt: skip
     offered = [f for finding in fewer.findings for f in finding.fixes if f.knob == KNOB]
     assert [f.value for f in offered] == [4]  # 2 / 0.7 -> 3, raised to the rule's floor of 4

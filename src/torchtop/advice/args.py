@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from torchtop.model.findings import format_value
 from torchtop.model.knobs import Knob
+from torchtop.runs.records import CliOption
 
 
 @dataclass(frozen=True)
@@ -44,30 +44,30 @@ class ScriptOption:
 
 
 def find_option(
-    knob: Knob, cli_options: Sequence[Mapping[str, Any]], bindings: Mapping[str, str]
+    knob: Knob, cli_options: Sequence[CliOption], bindings: Mapping[str, str]
 ) -> ScriptOption | None:
     """The script's option for `knob`: a `torchtop.toml` binding first, then by argparse dest."""
     bound = bindings.get(knob.name)
-    seen = [o for o in cli_options if o.get("flags")]
+    seen = [o for o in cli_options if o.flags]
     if bound:
         for option in seen:
-            if bound in option["flags"]:
+            if bound in option.flags:
                 return _option(option)
         return ScriptOption((bound,), knob.name, knob.type)
     for dest in knob.arg_dests:
         for option in seen:
-            if option.get("dest") == dest:
+            if option.dest == dest:
                 return _option(option)
     return None
 
 
-def _option(record: Mapping[str, Any]) -> ScriptOption:
+def _option(record: CliOption) -> ScriptOption:
     return ScriptOption(
-        flags=tuple(str(f) for f in record["flags"]),
-        dest=str(record.get("dest", "")),
-        type=record.get("type"),
-        default=record.get("default"),
-        value=record.get("value"),
+        flags=tuple(str(f) for f in record.flags),
+        dest=record.dest,
+        type=record.type,
+        default=record.default,
+        value=record.value,
     )
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from torchtop.model.knobs import Knob, env_variable
+from torchtop.runs.records import CliOption, Settings
 
 _LOADER_FIELDS = {
     "dataloader.num_workers": "num_workers",
@@ -25,8 +25,8 @@ _LOADER_FIELDS = {
 
 @dataclass(frozen=True)
 class JobView:
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    """The agent's last `settings` record (docs/run-folder.md); empty when none was seen."""
+    settings: Settings | None = None
+    """The agent's last `settings` record (docs/run-folder.md); None when none was seen."""
     env: Mapping[str, str] = field(default_factory=dict)
     overrides: Mapping[str, object] = field(default_factory=dict)
     """Overrides the plan already carries: they win over what the settings say."""
@@ -34,14 +34,13 @@ class JobView:
     """The script's `sys.argv` (the agent's `hello`): which words are the script's options."""
 
     @property
-    def cli_options(self) -> list[dict[str, Any]]:
-        options = self.settings.get("cli_options")
-        return [o for o in options if isinstance(o, dict)] if isinstance(options, list) else []
+    def cli_options(self) -> list[CliOption]:
+        return list(self.settings.cli_options) if self.settings is not None else []
 
     @property
     def has_gpu(self) -> bool | None:
-        device = self.settings.get("device")
-        return str(device).startswith("cuda") if device else None
+        device = self.settings.device if self.settings is not None else None
+        return device.startswith("cuda") if device else None
 
     @property
     def workers(self) -> int | None:
@@ -50,15 +49,14 @@ class JobView:
 
     @property
     def torch_threads(self) -> int | None:
-        threads = self.settings.get("threads") or {}
-        value = threads.get("torch_num_threads") if isinstance(threads, dict) else None
-        return value if isinstance(value, int) else None
+        threads = self.settings.threads if self.settings is not None else None
+        return threads.torch_num_threads if threads is not None else None
 
     @property
     def usable_cores(self) -> int | None:
         """The cores the process was started on (the agent's `usable_cores`)."""
-        threads = self.settings.get("threads") or {}
-        value = threads.get("usable_cores") if isinstance(threads, dict) else None
+        threads = self.settings.threads if self.settings is not None else None
+        value = threads.usable_cores if threads is not None else None
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def current_setting(self, knob_name: str) -> object | None:
@@ -68,10 +66,11 @@ class JobView:
         if knob_name == "torch.num_threads":
             return self.torch_threads
         field_name = _LOADER_FIELDS.get(knob_name)
-        loader = self.settings.get("dataloader")
-        if field_name is None or not isinstance(loader, dict):
+        loader = self.settings.dataloader if self.settings is not None else None
+        if field_name is None or loader is None:
             return None
-        return loader.get(field_name)
+        value: object | None = getattr(loader, field_name)
+        return value
 
     def current_env(self, knob: Knob, name: str) -> object | None:
         """An env knob's current value; OMP_NUM_THREADS unset means torch's own thread count."""

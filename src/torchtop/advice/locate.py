@@ -26,7 +26,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -145,18 +145,22 @@ def dump_stacks(records: Iterable[StacksSample]) -> list[WeightedStack]:
     return stacks
 
 
-def trace_stacks(events: Iterable[Mapping[str, Any]]) -> list[WeightedStack]:
+def trace_stacks(events: Iterable[Mapping[str, object]]) -> list[WeightedStack]:
     """The stacks of a trace's `python_function` events: one per innermost event, weighted by
     its duration, its callers found through the `Python parent id` links."""
     calls: list[Call] = []
     for event in events:
         if event.get("cat") != "python_function":
             continue
-        args = event.get("args") or {}
+        args = event.get("args")
+        if not isinstance(args, Mapping):
+            continue
         ident, parent = args.get("Python id"), args.get("Python parent id")
         if isinstance(ident, int):
             parent = parent if isinstance(parent, int) else None
-            calls.append((str(event.get("name", "")), float(event.get("dur") or 0), ident, parent))
+            dur = event.get("dur")
+            dur_us = float(dur) if isinstance(dur, int | float | str) and dur else 0.0
+            calls.append((str(event.get("name", "")), dur_us, ident, parent))
     return _call_stacks(calls)
 
 

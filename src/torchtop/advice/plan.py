@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from torchtop.advice.args import ScriptOption, find_option, set_option
 from torchtop.advice.job import JobView
@@ -23,6 +22,7 @@ from torchtop.advice.values import Unresolvable, resolve_value, same_value
 from torchtop.model.findings import Fix, format_value
 from torchtop.model.knobs import Knob, env_variable, find_knob
 from torchtop.model.plan import AppliedFix, LaunchPlan, NotApplicable
+from torchtop.runs.records import Settings
 
 
 def initial_plan(command: Sequence[str], env: Mapping[str, str], cwd: str) -> LaunchPlan:
@@ -33,7 +33,7 @@ def initial_plan(command: Sequence[str], env: Mapping[str, str], cwd: str) -> La
 def plan_fix(
     fix: Fix,
     base: LaunchPlan,
-    settings: Mapping[str, Any],
+    settings: Settings | None,
     machine: Machine,
     bindings: Mapping[str, str] | None = None,
     allow: Collection[str] = (),

@@ -19,7 +19,6 @@ job's stacks where there are any (`Fix.where`); a DDP option goes on the line th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import msgspec
 
@@ -30,11 +29,12 @@ from torchtop.model.findings import Finding, Fix, Verdict
 from torchtop.model.fix_values import symbolic_value
 from torchtop.model.knobs import ALLOW_GROUPS, find_knob
 from torchtop.model.plan import NotApplicable
+from torchtop.runs.records import DdpSettings, Settings
 
 
 def resolve_fix(
     fix: Fix,
-    settings: Mapping[str, Any],
+    settings: Settings | None,
     machine: Machine,
     metrics: Mapping[str, object],
     argv: Sequence[str] | None = None,
@@ -58,7 +58,7 @@ def resolve_fix(
 
 def resolve_verdict(
     verdict: Verdict,
-    settings: Mapping[str, Any],
+    settings: Settings | None,
     machine: Machine,
     metrics: Mapping[str, object],
     argv: Sequence[str] | None = None,
@@ -81,7 +81,7 @@ def resolve_verdict(
 
 def _resolved_finding(
     finding: Finding,
-    settings: Mapping[str, Any],
+    settings: Settings | None,
     machine: Machine,
     metrics: Mapping[str, object],
     argv: Sequence[str] | None,
@@ -98,17 +98,21 @@ def _resolved_finding(
 _ENV_SEEN = {"OMP_NUM_THREADS": "omp_num_threads_env", "OMP_PROC_BIND": "omp_proc_bind_env"}
 
 
-def _job_env(settings: Mapping[str, Any]) -> dict[str, str]:
+def _job_env(settings: Settings | None) -> dict[str, str]:
     """The variables the agent saw set in the job that decide a fix's current value."""
-    threads = settings.get("threads")
-    if not isinstance(threads, dict):
+    threads = settings.threads if settings is not None else None
+    if threads is None:
         return {}
-    seen = {variable: threads.get(field) for variable, field in _ENV_SEEN.items()}
-    return {variable: str(value) for variable, value in seen.items() if value is not None}
+    seen = {variable: getattr(threads, field) for variable, field in _ENV_SEEN.items()}
+    return {variable: str(value) for variable, value in seen.items() if _known(value)}
 
 
-def _known_places(settings: Mapping[str, Any]) -> dict[str, str]:
+def _known_places(settings: Settings | None) -> dict[str, str]:
     """Knob prefix -> the job's line that sets those options, where the agent saw it."""
-    ddp = settings.get("ddp")
-    where = ddp.get("where") if isinstance(ddp, dict) else None
+    ddp = settings.ddp if settings is not None else None
+    where = ddp.where if isinstance(ddp, DdpSettings) else None
     return {"ddp.": where} if isinstance(where, str) else {}
+
+
+def _known(value: object) -> bool:
+    return value is not None and not isinstance(value, msgspec.UnsetType)

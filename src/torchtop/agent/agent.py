@@ -20,7 +20,6 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -33,7 +32,7 @@ from torchtop.agent.module_period import ModulePeriod
 from torchtop.agent.profiler_window import ProfilerWindow, job_profiler_active
 from torchtop.agent.settings import JobFacts, device_in_use, loader_settings, settings_record
 from torchtop.agent.sink import RecordSink
-from torchtop.agent.step_clock import BACKWARD, DATALOADER, StepClock
+from torchtop.agent.step_clock import BACKWARD, DATALOADER, EndedStep, StepClock
 from torchtop.agent.window_plan import RequestWatcher, WindowPlan
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.layout import RunLayout
@@ -131,7 +130,7 @@ class Agent:
             now_s = time.perf_counter()
             self._step_ended(self.steps.user_stepped(now_s), now_s)
 
-    def _step_ended(self, records: list[dict[str, Any]], now_s: float) -> None:
+    def _step_ended(self, records: list[EndedStep], now_s: float) -> None:
         if not records:
             if self.steps.pending and self.facts.step_signal_held != self.steps.held:
                 self._say_held()
@@ -164,7 +163,7 @@ class Agent:
         except Exception as exc:
             self.fail("settings", exc)
 
-    def _write_steps(self, records: list[dict[str, Any]], now_s: float) -> None:
+    def _write_steps(self, records: list[EndedStep], now_s: float) -> None:
         now_t = time.time()
         # Memory is read now: it belongs to the step ending now, not to ones released late.
         memory = self.memory.read(now_s) if records[-1]["end_s"] == now_s else {}
@@ -288,7 +287,7 @@ class Agent:
 
     # Module timing periods (`agent.module_period`).
 
-    def _advance_modules(self, records: list[dict[str, Any]]) -> None:
+    def _advance_modules(self, records: list[EndedStep]) -> None:
         """Start a requested period at this step end (not inside a profiler window), or count
         this step end's steps in the running one and end it when it has them all."""
         try:

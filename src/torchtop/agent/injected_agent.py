@@ -37,6 +37,7 @@ from torchtop.agent.hooks import (
     recover_cli_options,
     watch_optimizers,
 )
+from torchtop.agent.step_clock import EndedStep
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import Bye
@@ -168,7 +169,7 @@ class InjectedAgent(Agent):
 
     # The job's thread and the agent's own one share the records.
 
-    def _step_ended(self, records: list[dict[str, Any]], now_s: float) -> None:
+    def _step_ended(self, records: list[EndedStep], now_s: float) -> None:
         with self.lock:
             if self.active:
                 super()._step_ended(records, now_s)

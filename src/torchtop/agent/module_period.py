@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from torchtop.agent.module_timer import ModuleTimer
+from torchtop.agent.step_clock import EndedStep
 from torchtop.runs.records import ModulesStarted, ModuleTimes
 
 
@@ -30,7 +30,7 @@ class ModulePeriod:
         self.timer.install()
         return ModulesStarted(t=time.time(), first_step=self.first_step, steps=self.steps)
 
-    def step_ended(self, records: Sequence[dict[str, Any]]) -> bool:
+    def step_ended(self, records: Sequence[EndedStep]) -> bool:
         """Count the steps just released; True once the period has all its steps."""
         self.timer.step_ended()
         last = self.first_step + self.steps

@@ -24,7 +24,7 @@ replaced). Pure: the caller passes the time, so tests need no sleeping.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypedDict
 
 DATALOADER, BACKWARD, OPTIMIZER, EXPLICIT = range(4)
 # Indexed by level; these names are the `step_signal` of the agent's `settings` record.
@@ -41,6 +41,21 @@ HOLD_BATCHES = 8
 HOLD_MAX = 4096
 
 
+class EndedStep(TypedDict):
+    """One ended step as the clock releases it: the fields of the `step` record the agent
+    writes, and `end_s`, its end on the agent's `perf_counter` clock (made the record's Unix
+    time `t` when written). A plain dict on purpose: one is made per step in the job's loop."""
+
+    kind: Literal["step"]
+    step: int
+    wall_s: float | None
+    data_wait_s: float | None
+    h2d_s: float | None
+    sync_s: float | None
+    backward_s: float | None
+    end_s: float
+
+
 @dataclass
 class StepClock:
     count: int = 0
@@ -52,7 +67,7 @@ class StepClock:
     level: int | None = None
     optimizer_exists: bool = False
     released_level: int | None = None
-    pending: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[EndedStep] = field(default_factory=list)
     _pending_since_s: float = 0.0
     _clock_id: int | None = None
     _rival_id: int | None = None
@@ -80,7 +95,7 @@ class StepClock:
         self.data_wait_s += seconds
         self.data_seen = True
 
-    def optimizer_stepped(self, optimizer_id: int, now_s: float) -> list[dict[str, Any]]:
+    def optimizer_stepped(self, optimizer_id: int, now_s: float) -> list[EndedStep]:
         """The step records this optimizer step releases (none when another optimizer is the
         clock, or when it only takes over from a lower signal)."""
         if not self.accepts(OPTIMIZER):
@@ -90,10 +105,10 @@ class StepClock:
         self._clock_id = optimizer_id
         return self.signalled(OPTIMIZER, now_s)
 
-    def user_stepped(self, now_s: float) -> list[dict[str, Any]]:
+    def user_stepped(self, now_s: float) -> list[EndedStep]:
         return self.signalled(EXPLICIT, now_s)
 
-    def signalled(self, level: int, now_s: float) -> list[dict[str, Any]]:
+    def signalled(self, level: int, now_s: float) -> list[EndedStep]:
         """The step records that a signal of `level` at `now_s` releases, oldest first."""
         if not self.accepts(level):
             return []
@@ -127,7 +142,7 @@ class StepClock:
         self.backward_s = 0.0
         return True
 
-    def release_held(self) -> list[dict[str, Any]]:
+    def release_held(self) -> list[EndedStep]:
         """The held records, released as they are (at exit: no better signal came)."""
         released, self.pending = self.pending, []
         if released:
@@ -155,9 +170,9 @@ class StepClock:
             return True
         return False
 
-    def _end(self, now_s: float) -> dict[str, Any]:
+    def _end(self, now_s: float) -> EndedStep:
         wall_s = None if self.last_end_s is None else round(now_s - self.last_end_s, 6)
-        record = {
+        record: EndedStep = {
             "kind": "step",
             "step": self.count,
             "wall_s": wall_s,

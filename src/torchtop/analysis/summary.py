@@ -20,8 +20,9 @@ from torchtop.analysis import comm_overlap, comm_sizes, comms, device, host, nam
 from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs
 from torchtop.analysis.memory import memory_metrics, memory_profile, pooled_memory
 from torchtop.analysis.modules import module_tree
+from torchtop.analysis.step_stats import step_stats
 from torchtop.analysis.steps import find_steps
-from torchtop.analysis.vocabulary import median, percentile
+from torchtop.analysis.vocabulary import median
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
 from torchtop.traces.data import TraceData
 
@@ -104,19 +105,17 @@ def _comm_overlap(roles: Roles, lo: np.ndarray, hi: np.ndarray) -> Metrics:
 def _with_step_metrics(
     metrics: Metrics, steps: Sequence[StepCost], breakdown: dict[str, float]
 ) -> Metrics:
-    durations = np.array([s.duration_us for s in steps]) / 1000.0
+    stats = step_stats(np.array([s.duration_us for s in steps]) / 1000.0)
     result: Metrics = dict(metrics)
     result.update({f"{c}_share": breakdown[c] for c in CATEGORIES})
     # Step statistics come from the steps themselves, never from averaged inputs.
     result.update(
         {
-            "steps_count": len(steps),
-            "step_mean_ms": float(durations.mean()) if len(durations) else None,
-            "step_p50_ms": float(percentile(durations, 50)) if len(durations) else None,
-            "step_p95_ms": float(percentile(durations, 95)) if len(durations) else None,
-            "step_cv": float(durations.std() / durations.mean())
-            if len(durations) > 1 and durations.mean() > 0
-            else None,
+            "steps_count": stats.count,
+            "step_mean_ms": stats.mean_ms,
+            "step_p50_ms": stats.p50_ms,
+            "step_p95_ms": stats.p95_ms,
+            "step_cv": stats.cv,
         }
     )
     return result

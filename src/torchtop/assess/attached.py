@@ -11,40 +11,47 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TypeVar
 
 import msgspec
 from msgspec.structs import replace
 
-from torchtop.advice.machine import cached_machine, rank_share
+from torchtop.advice.machine import rank_share
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
+from torchtop.assess.context import Context
 from torchtop.assess.run import assess
 from torchtop.assess.stack_shares import INTERPRETER, StackShares, shares_of
 from torchtop.collectors.stacks import attribute
 from torchtop.diagnosis.engine import diagnose
-from torchtop.diagnosis.frames import OP, load_frame_patterns
+from torchtop.diagnosis.frames import OP, FramePatterns
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.attach import AttachedRank, SamplerCost
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
-from torchtop.runs.records import SamplerPace
+from torchtop.runs.records import SamplerPace, Settings, ThreadSettings
 from torchtop.runs.state import RunState
+
+T = TypeVar("T")
 
 RECENT_DUMPS = 60
 RECENT_CHUNKS = 15
 _HOST_WORK = ("forward", "backward", "optimizer", "python", "sync")
 
 
-def stack_metrics(state: RunState, pid: int | None = None) -> tuple[Metrics, dict[str, float]]:
+def stack_metrics(
+    state: RunState, patterns: FramePatterns | None, pid: int | None = None
+) -> tuple[Metrics, dict[str, float]]:
     """The metrics and breakdown of the job's recent stack records (of one process's samples
-    where `pid` is given: native records only)."""
+    where `pid` is given: native records only); native records are read by `patterns`."""
     dumps = list(state.samples.stacks)[-RECENT_DUMPS:]
     if any(dump.native is True for dump in dumps):
         # A native record is a chunk of samples: the newest chunks are about the last minute.
+        if patterns is None:
+            raise ValueError("native stack records need the rules' frame patterns")
         chunks = dumps[-RECENT_CHUNKS:]
-        found = shares_of(chunks, load_frame_patterns(), pid)
+        found = shares_of(chunks, patterns, pid)
         return native_metrics(found, _gpu_utilization(state), state.launch.cpu_count)
     shares = attribute(dumps)
     counted = len(dumps)
@@ -135,13 +142,16 @@ def assess_attached(
     kind: str = "attach",
     local_ranks: int = 1,
     rank: AttachedRank | None = None,
+    *,
+    context: Context,
 ) -> Report:
     """The report of a process (or of `local_ranks` ranks pooled) seen through its stacks;
-    `rank` is what its environment said when attach started (the first rank's, pooled)."""
+    `rank` is what its environment said when attach started (the first rank's, pooled);
+    `context` with the frame patterns (`read_context(frames=True)`)."""
     if state.training_processes:
-        return assess(state, windows, tree, kind)
-    metrics, breakdown = stack_metrics(state)
-    metrics.update(_node_metrics(metrics, local_ranks, rank))
+        return assess(state, windows, tree, kind, context=context)
+    metrics, breakdown = stack_metrics(state, context.frames)
+    metrics.update(_node_metrics(metrics, local_ranks, rank, context))
     job = RankAnalysis(
         rank=None,
         label=f"PID {state.launch.pid}",
@@ -165,7 +175,7 @@ def assess_attached(
         if "stacks" in state.unavailable:
             reason = f"no stack samples: {state.unavailable['stacks']}"
         verdict = replace(verdict, bottleneck="unknown", confidence=0.0, reason=reason, findings=())
-    verdict = _resolved(verdict, metrics, local_ranks, rank)
+    verdict = _resolved(verdict, metrics, local_ranks, rank, context)
     return Report(
         source_kind=kind,
         paths=(str(state.layout.root),),
@@ -209,35 +219,42 @@ def idle_reason(metrics: Metrics, pid: int | None) -> str:
     )
 
 
-def _node_metrics(metrics: Metrics, local_ranks: int, rank: AttachedRank | None) -> Metrics:
+def _node_metrics(
+    metrics: Metrics, local_ranks: int, rank: AttachedRank | None, context: Context
+) -> Metrics:
     """The ranks on the node and one rank's share of its cores, as `assess.run` has them."""
-    machine = dataclasses.replace(cached_machine(), local_ranks=local_ranks)
+    machine = dataclasses.replace(context.machine, local_ranks=local_ranks)
     allowed = _seen(rank.cpus) if rank is not None else None
     return {"local_ranks": local_ranks, "rank_cores": rank_share(machine, allowed).cores}
 
 
-def _seen(value: int | str | msgspec.UnsetType | None) -> Any:
+def _seen(value: T | msgspec.UnsetType | None) -> T | None:
     """A value read of a rank's process when attach started; None where it was not."""
     return None if isinstance(value, msgspec.UnsetType) else value
 
 
 def _resolved(
-    verdict: Verdict, metrics: Metrics, local_ranks: int, rank: AttachedRank | None
+    verdict: Verdict,
+    metrics: Metrics,
+    local_ranks: int,
+    rank: AttachedRank | None,
+    context: Context,
 ) -> Verdict:
     """The fixes with their values for this job, from what its stacks and environment say:
     the intra-op threads counted in its native frames, `OMP_NUM_THREADS` as it was started.
     No agent saw its settings, so a value that needs more is dropped, never shown in words."""
     threads = metrics.get("torch_num_threads")
-    settings: dict[str, object] = {
-        "threads": {
-            "torch_num_threads": int(threads) if isinstance(threads, int | float) else None,
-            "omp_num_threads_env": _seen(rank.omp_num_threads) if rank is not None else None,
-            "usable_cores": _seen(rank.cpus) if rank is not None else None,
-        },
-    }
-    if metrics.get("has_gpu") is False:
-        settings["device"] = "cpu"
-    machine = dataclasses.replace(cached_machine(), local_ranks=local_ranks)
+    omp = _seen(rank.omp_num_threads) if rank is not None else None
+    cpus = _seen(rank.cpus) if rank is not None else None
+    settings = Settings(
+        threads=ThreadSettings(
+            torch_num_threads=int(threads) if isinstance(threads, int | float) else None,
+            omp_num_threads_env=None if omp is None else str(omp),
+            usable_cores=cpus,
+        ),
+        device="cpu" if metrics.get("has_gpu") is False else None,
+    )
+    machine = dataclasses.replace(context.machine, local_ranks=local_ranks)
     return resolve_verdict(verdict, settings, machine, metrics)
 
 

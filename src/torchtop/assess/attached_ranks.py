@@ -30,6 +30,7 @@ import msgspec
 from msgspec.structs import replace
 
 from torchtop.assess.attached import assess_attached
+from torchtop.assess.context import Context
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.attach import AttachedRank
@@ -39,20 +40,28 @@ from torchtop.runs.state import RunState
 
 
 def assess_attached_ranks(
-    state: RunState, windows: Mapping[int, RankAnalysis], tree: RuleTree, kind: str = "attach"
+    state: RunState,
+    windows: Mapping[int, RankAnalysis],
+    tree: RuleTree,
+    kind: str = "attach",
+    *,
+    context: Context,
 ) -> Report:
     """`assess_attached`, with each rank apart where `run.json` names several."""
     target = state.launch.attached
     if isinstance(target, msgspec.UnsetType):
-        return assess_attached(state, windows, tree, kind)
+        return assess_attached(state, windows, tree, kind, context=context)
     followed = followed_ranks(target.ranks, state.ranks_seen)
     target = replace(target, ranks=tuple(rank for rank, _ in followed))
     if state.training_processes or len(target.ranks) < 2:
-        return replace(assess_attached(state, windows, tree, kind), attached=target)
+        own = assess_attached(state, windows, tree, kind, context=context)
+        return replace(own, attached=target)
     pids = [pid for rank, earlier in followed for pid in (rank.pid, *earlier)]
     local = len(target.ranks)
-    pooled = assess_attached(only_ranks(state, pids), {}, tree, kind, local, target.ranks[0])
-    ranks = tuple(_rank_report(state, rank, tree, kind, local) for rank in followed)
+    pooled = assess_attached(
+        only_ranks(state, pids), {}, tree, kind, local, target.ranks[0], context=context
+    )
+    ranks = tuple(_rank_report(state, rank, tree, kind, local, context) for rank in followed)
     job = replace(pooled.job, label=target.job_words)
     return replace(pooled, job=job, ranks=ranks, attached=target)
 
@@ -83,10 +92,13 @@ def _rank_report(
     tree: RuleTree,
     kind: str,
     local_ranks: int,
+    context: Context,
 ) -> RankReport:
     rank, earlier = followed
     pids = [*earlier, rank.pid]
-    own = assess_attached(only_ranks(state, pids), {}, tree, kind, local_ranks, rank)
+    own = assess_attached(
+        only_ranks(state, pids), {}, tree, kind, local_ranks, rank, context=context
+    )
     label = f"rank {rank.rank}" if rank.rank is not None else f"PID {rank.pid}"
     analysis = replace(own.job, rank=rank.rank, label=label)
     ended = _ended(state, rank.pid, tree.settings.ranks.silent_after_s)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import socket
 
 import msgspec
 
-from torchtop.advice.machine import Machine, cached_machine, rank_share
+from torchtop.advice.machine import Machine, rank_share
+from torchtop.assess.context import Context
 from torchtop.model.analysis import Metrics
 from torchtop.runs.records import DdpSettings
 from torchtop.runs.state import RunState
@@ -39,12 +39,12 @@ def local_ranks(state: RunState) -> int | None:
     return sum(1 for p in processes if p.node == main.node) or None
 
 
-def node_machine(state: RunState) -> Machine:
-    """This machine, with the job's ranks on it."""
-    return dataclasses.replace(cached_machine(), local_ranks=local_ranks(state) or 1)
+def node_machine(state: RunState, machine: Machine) -> Machine:
+    """`machine` (the one assessing), with the job's ranks on it."""
+    return dataclasses.replace(machine, local_ranks=local_ranks(state) or 1)
 
 
-def node_metrics(state: RunState, metrics: Metrics) -> Metrics:
+def node_metrics(state: RunState, metrics: Metrics, context: Context) -> Metrics:
     """The job's ranks on the main process's node, and one rank's share of its cores (as the
     fixes' values count it: `advice.machine.rank_share`) on the node the run was recorded on: a
     folder recorded elsewhere counts that machine's cores (`run.json`'s `cpu_count`)."""
@@ -53,8 +53,8 @@ def node_metrics(state: RunState, metrics: Metrics) -> Metrics:
     allowed = int(cores) if isinstance(cores, int | float) and not isinstance(cores, bool) else None
     if allowed is None:
         return {"local_ranks": local_ranks(state), "rank_cores": None}
-    here = cached_machine()
-    if state.launch.host != socket.gethostname():
+    here = context.machine
+    if state.launch.host != context.hostname:
         # Recorded elsewhere (or not said where): that machine's cores, not this one's.
         node_cores = max(state.launch.cpu_count or allowed, allowed)
         here = Machine(node_cores, node_cores)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import msgspec
 
+from torchtop.assess.context import Context, read_context, with_frames
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.model.report import Report
@@ -22,8 +23,11 @@ from torchtop.runs.segments import segment_name, segment_roots, trial_entries
 from torchtop.runs.state import RunState
 
 
-def assess_recorded(state: RunState, tree: RuleTree) -> Report | None:
-    """The report on a loaded run folder; None when no agent reported steps."""
+def assess_recorded(
+    state: RunState, tree: RuleTree, context: Context | None = None
+) -> Report | None:
+    """The report on a loaded run folder; None when no agent reported steps. `context`: the
+    machine assessing (read here where not given: this module is the analyze side's edge)."""
     from torchtop.assess.run import assess
     from torchtop.assess.windows import WindowCache
 
@@ -32,15 +36,23 @@ def assess_recorded(state: RunState, tree: RuleTree) -> Report | None:
             # Recorded by `attach` without an agent: its stack samples, each rank apart.
             from torchtop.assess.attached_ranks import assess_attached_ranks
 
-            return assess_attached_ranks(state, {}, tree, "attach")
+            found = with_frames(context or read_context())
+            return assess_attached_ranks(state, {}, tree, "attach", context=found)
         return None
     windows = WindowCache()
     kind = state.launch.kind or "run"
-    return assess(state, windows.pooled(state), tree, kind, each_window=windows.each(state))
+    return assess(
+        state,
+        windows.pooled(state),
+        tree,
+        kind,
+        each_window=windows.each(state),
+        context=context or read_context(),
+    )
 
 
 def run_folder_report(
-    root: Path, tree: RuleTree, segment: int | None = None
+    root: Path, tree: RuleTree, segment: int | None = None, context: Context | None = None
 ) -> tuple[Report | None, RunState]:
     """The job as it now runs in `root` (or segment `segment`), with the run's trials and a
     note on its segments; the report is None when no segment's agent reported steps."""
@@ -54,7 +66,7 @@ def run_folder_report(
     report, state, shown = None, None, order[0]
     for index in order:
         state, shown = load_shared_run(roots[index]), index
-        if (report := assess_recorded(state, tree)) is not None:
+        if (report := assess_recorded(state, tree, context)) is not None:
             break
     assert state is not None  # `order` is never empty: RUN itself is segment 0
     trials = trial_entries(root)

@@ -18,7 +18,6 @@ recent steps is kept apart as `recent_steps_per_s` for the dashboard's trend.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -27,7 +26,9 @@ from msgspec.structs import replace
 from torchtop.advice.locate import dump_stacks
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
+from torchtop.analysis.step_stats import step_stats
 from torchtop.analysis.summary import job_analysis
+from torchtop.assess.context import Context
 from torchtop.assess.ending import died_of_memory, ending_note, job_exit
 from torchtop.assess.live_memory import live_memory, live_memory_metrics, with_nvml
 from torchtop.assess.live_modules import live_module_tree
@@ -42,14 +43,11 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
 from torchtop.model.findings import Verdict
 from torchtop.model.report import RankReport, Report
-from torchtop.runs.records import LoaderSettings, Settings, ThreadSettings, settings_table
+from torchtop.runs.records import LoaderSettings, Settings, ThreadSettings
 from torchtop.runs.state import ProcessState, RunState, StepRecord
 
 RECENT_STEPS = 30
 WARMUP_STEPS = 2
-# A job that has not ended a step this long after its start gets told why and how to mark
-# them; 20 s covers importing torch and building a model on a slow machine.
-NO_STEP_HINT_S = float(os.environ.get("TORCHTOP_NO_STEP_HINT_S", "20"))
 # Why steps the agent has seen are not counted yet (`step_signal_held`, agent/step_clock.py).
 HELD_STEPS = {
     "backward": "backward() calls were seen, but an optimizer exists that has not stepped yet "
@@ -74,16 +72,15 @@ def period_metrics(process: ProcessState) -> Metrics:
 def wall_metrics(walls_s: np.ndarray) -> Metrics:
     """Count, mean, p50, p95 and the real rate (steps over the summed wall time) of step walls,
     each wall running from the end of the previous step to the end of this one."""
-    if not len(walls_s):
+    stats = step_stats(walls_s.astype(np.float64) * 1000)
+    if not stats.count:
         return {"steps_count": 0}
-    total_s = float(walls_s.sum(dtype=np.float64))
-    p50, p95 = np.percentile(walls_s.astype(np.float64), [50, 95])
     return {
-        "steps_count": len(walls_s),
-        "step_mean_ms": total_s / len(walls_s) * 1000,
-        "step_p50_ms": float(p50) * 1000,
-        "step_p95_ms": float(p95) * 1000,
-        "steps_per_s": len(walls_s) / total_s if total_s > 0 else None,
+        "steps_count": stats.count,
+        "step_mean_ms": stats.mean_ms,
+        "step_p50_ms": stats.p50_ms,
+        "step_p95_ms": stats.p95_ms,
+        "steps_per_s": stats.per_s,
     }
 
 
@@ -100,27 +97,28 @@ def recent_steps(process: ProcessState) -> list[StepRecord]:
 
 
 def step_metrics(steps: Sequence[StepRecord]) -> Metrics:
-    if not steps:
+    """The recent steps' figures, their spread and, where every wait was timed, the share of
+    their time spent waiting on the DataLoader."""
+    stats = step_stats(_walls_ms(steps))
+    if not stats.count:
         return {"steps_count": 0}
-    wall = np.array([s.wall_s for s in steps])
-    total = float(wall.sum())
     waits = [s.data_wait_s for s in steps]
     metrics: Metrics = {
-        "steps_count": len(steps),
-        "step_mean_ms": float(wall.mean() * 1000),
-        "step_p50_ms": float(np.percentile(wall, 50) * 1000),
-        "step_p95_ms": float(np.percentile(wall, 95) * 1000),
-        "step_cv": float(wall.std() / wall.mean()) if len(wall) > 1 and wall.mean() > 0 else None,
+        "steps_count": stats.count,
+        "step_mean_ms": stats.mean_ms,
+        "step_p50_ms": stats.p50_ms,
+        "step_p95_ms": stats.p95_ms,
+        "step_cv": stats.cv,
         "has_step_markers": True,
     }
-    if total > 0 and all(w is not None for w in waits):
-        metrics["dataloader_share"] = min(sum(w for w in waits if w is not None) / total, 1.0)
+    total_s = stats.total_ms / 1000
+    if total_s > 0 and all(w is not None for w in waits):
+        metrics["dataloader_share"] = min(sum(w for w in waits if w is not None) / total_s, 1.0)
     return metrics
 
 
-def _rate(steps: Sequence[StepRecord]) -> float | None:
-    total_s = sum(s.wall_s for s in steps)
-    return len(steps) / total_s if total_s > 0 else None
+def _walls_ms(steps: Sequence[StepRecord]) -> np.ndarray:
+    return np.array([s.wall_s * 1000 for s in steps], dtype=np.float64)
 
 
 def settings_metrics(process: ProcessState, cpu_count: int | None) -> Metrics:
@@ -151,7 +149,7 @@ def process_metrics(
     """Metrics, breakdown, and whether a profiler window backs them."""
     recent = recent_steps(process)
     live = step_metrics(recent)
-    live["recent_steps_per_s"] = _rate(recent)
+    live["recent_steps_per_s"] = step_stats(_walls_ms(recent)).per_s
     # The whole period's figures replace the recent ones; the verdict keeps the recent share.
     live.update(period_metrics(process))
     settings = settings_metrics(process, cpu_count)
@@ -180,12 +178,14 @@ def assess(
     cache: RankCache | None = None,
     refresh_all: bool = False,
     each_window: Mapping[int, Sequence[RankAnalysis]] | None = None,
+    *,
+    context: Context,
 ) -> Report:
     """The report for the run as it stands; `windows` maps pid to the analysis of its profiler
     windows pooled (`WindowCache.pooled`), `each_window` to each window alone (to say which
     disagrees). A live view passes its `cache` (each rank redone only when it has new
     records); the final report also passes `refresh_all`, so no rank's figures are from an
-    earlier tick."""
+    earlier tick. `context`: the machine assessing and its settings (`assess.context`)."""
     cpu_count = state.launch.cpu_count
     processes = state.training_processes
     entries = (cache or RankCache()).analyses(
@@ -206,9 +206,9 @@ def assess(
     job = _job_memory(job, ranks, state)
     # The job's figures are its slowest rank's steps; its shares, each rank's window's.
     first = windows.get(processes[0].pid) if processes else None
-    job = replace(job, metrics={**job.metrics, **node_metrics(state, job.metrics)})
+    job = replace(job, metrics={**job.metrics, **node_metrics(state, job.metrics, context)})
     verdict = diagnose(tree, job.metrics, evidence_steps(job, first))
-    verdict = _resolved(verdict, state, job.metrics)
+    verdict = _resolved(verdict, state, job.metrics, context)
     steps = job.metrics.get("steps_count")
     needed = tree.settings.live_min_steps
     if isinstance(steps, int) and steps < needed:
@@ -216,7 +216,7 @@ def assess(
             verdict,
             bottleneck="unknown",
             confidence=0.0,
-            reason=_too_few_steps(state, steps, needed),
+            reason=_too_few_steps(state, steps, needed, context.no_step_hint_s),
             findings=(),
         )
     rank_reports = _rank_reports(state, entries, tree, cache)
@@ -306,7 +306,7 @@ def _rank_reports(
     return folded if len(folded) > 1 else ()  # one rank, restarted: a job of one process
 
 
-def _resolved(verdict: Verdict, state: RunState, metrics: Metrics) -> Verdict:
+def _resolved(verdict: Verdict, state: RunState, metrics: Metrics, context: Context) -> Verdict:
     """The fixes with the values they would set on the main process, on this machine."""
     processes = state.training_processes
     if not processes:
@@ -317,8 +317,8 @@ def _resolved(verdict: Verdict, state: RunState, metrics: Metrics) -> Verdict:
     dumps = state.samples.stacks
     stepping = [r for r in dumps if started is not None and r.t >= started]
     stacks = dump_stacks(stepping) if dumps else None
-    settings = settings_table(main.settings)
-    return resolve_verdict(verdict, settings, node_machine(state), metrics, main.argv, stacks)
+    machine = node_machine(state, context.machine)
+    return resolve_verdict(verdict, main.settings, machine, metrics, main.argv, stacks)
 
 
 def _rank_analysis(
@@ -374,10 +374,10 @@ def _step_cost(step: StepRecord, profiled: StepCost | None) -> StepCost:
     return StepCost(step.step, start_us, wall_us, parts, profiled=False)
 
 
-def _too_few_steps(state: RunState, steps: int, needed: int) -> str:
-    """Why the verdict waits: too few steps, or, long after the start, none at all."""
+def _too_few_steps(state: RunState, steps: int, needed: int, hint_after_s: float) -> str:
+    """Why the verdict waits: too few steps, or, `hint_after_s` after the start, none at all."""
     watched_s = _watched_s(state)
-    if state.processes and not state.training_processes and watched_s >= NO_STEP_HINT_S:
+    if state.processes and not state.training_processes and watched_s >= hint_after_s:
         held = {str(p.settings and p.settings.step_signal_held) for p in state.processes.values()}
         if held & set(HELD_STEPS):
             why = HELD_STEPS["backward" if "backward" in held else "dataloader"]

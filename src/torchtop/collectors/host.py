@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+import msgspec
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
 from torchtop.collectors.tree import JobProcess, job_tree
+from torchtop.runs.records import HostProcess, HostSample
 
 
 class _Io(NamedTuple):
@@ -38,7 +40,7 @@ class HostState:
     process_io: dict[int, _Io] = field(default_factory=dict)
 
 
-def sample_host(tree_root_pid: int, previous: HostState | None) -> tuple[dict[str, Any], HostState]:
+def sample_host(tree_root_pid: int, previous: HostState | None) -> tuple[HostSample, HostState]:
     """One `host` record and the state the next sample needs."""
     now_s = time.monotonic()
     cpu_times = psutil.cpu_times(percpu=True)
@@ -54,17 +56,24 @@ def sample_host(tree_root_pid: int, previous: HostState | None) -> tuple[dict[st
     old_disk = previous.disk if previous is not None else None
     old_net = previous.net if previous is not None else None
     memory = psutil.virtual_memory()
-    record: dict[str, Any] = {
-        "kind": "host",
-        "t": time.time(),
-        **_cpu_fields(previous, state, fields),
+    t = time.time()
+    cpu_pct, per_cpu_pct, iowait_pct = _cpu_fields(previous, state, fields)
+    disk_read, disk_write = _io_rates(old_disk, state.disk, elapsed_s)
+    net_recv, net_sent = _io_rates(old_net, state.net, elapsed_s)
+    record = HostSample(
+        t=t,
+        cpu_pct=cpu_pct,
+        per_cpu_pct=per_cpu_pct,
+        iowait_pct=iowait_pct,
         # "used" as total minus available: memory the machine cannot hand out without swapping.
-        "mem_used_bytes": int(memory.total - memory.available),
-        "mem_total_bytes": int(memory.total),
-        **_rate_fields("disk", ("read", "write"), old_disk, state.disk, elapsed_s),
-        **_rate_fields("net", ("recv", "sent"), old_net, state.net, elapsed_s),
-        "processes": _processes(tree_root_pid, previous, state, elapsed_s),
-    }
+        mem_used_bytes=int(memory.total - memory.available),
+        mem_total_bytes=int(memory.total),
+        disk_read_bytes_per_s=disk_read,
+        disk_write_bytes_per_s=disk_write,
+        net_recv_bytes_per_s=net_recv,
+        net_sent_bytes_per_s=net_sent,
+        processes=_processes(tree_root_pid, previous, state, elapsed_s),
+    )
     return record, state
 
 
@@ -75,14 +84,17 @@ class HostCollector:
         self.tree_root_pid = tree_root_pid
         self._state: HostState | None = None
 
-    def sample(self) -> dict[str, Any]:
+    def sample(self) -> HostSample:
         record, self._state = sample_host(self.tree_root_pid, self._state)
         return record
 
 
-def _cpu_fields(previous: HostState | None, state: HostState, fields: list[str]) -> dict[str, Any]:
+def _cpu_fields(
+    previous: HostState | None, state: HostState, fields: list[str]
+) -> tuple[float | None, list[float | None] | None, float | None]:
+    """The machine's busy and iowait percentages and each CPU's, since the previous sample."""
     if previous is None or len(previous.cpu_times) != len(state.cpu_times):
-        return {"cpu_pct": None, "per_cpu_pct": None, "iowait_pct": None}
+        return None, None, None
     deltas = [
         [now - before for now, before in zip(cur, old, strict=True)]
         for cur, old in zip(state.cpu_times, previous.cpu_times, strict=True)
@@ -91,11 +103,8 @@ def _cpu_fields(previous: HostState | None, state: HostState, fields: list[str])
     iowait_pct = None
     if state.iowait_index is not None:
         iowait_pct = _share_pct(machine[state.iowait_index], _total_s(machine, fields))
-    return {
-        "cpu_pct": _busy_pct(machine, fields),
-        "per_cpu_pct": [_busy_pct(delta, fields) for delta in deltas],
-        "iowait_pct": iowait_pct,
-    }
+    per_cpu_pct: list[float | None] = [_busy_pct(delta, fields) for delta in deltas]
+    return _busy_pct(machine, fields), per_cpu_pct, iowait_pct
 
 
 def _total_s(delta: list[float], fields: list[str]) -> float:
@@ -126,13 +135,6 @@ def _net_counters() -> _Io | None:
     return None if counters is None else _Io(counters.bytes_recv, counters.bytes_sent)
 
 
-def _rate_fields(
-    prefix: str, names: tuple[str, str], old: _Io | None, new: _Io | None, elapsed_s: float | None
-) -> dict[str, float | None]:
-    rates = _io_rates(old, new, elapsed_s)
-    return {f"{prefix}_{name}_bytes_per_s": rate for name, rate in zip(names, rates, strict=True)}
-
-
 def _io_rates(
     old: _Io | None, new: _Io | None, elapsed_s: float | None
 ) -> tuple[float | None, float | None]:
@@ -148,7 +150,7 @@ def _rate(old: int, new: int, elapsed_s: float) -> float | None:
 
 def _processes(
     root_pid: int, previous: HostState | None, state: HostState, elapsed_s: float | None
-) -> list[dict[str, Any]]:
+) -> list[HostProcess]:
     cached = previous.processes if previous is not None else {}
     old_io = previous.process_io if previous is not None else {}
     rows = []
@@ -176,27 +178,27 @@ def _process_row(
     old_io: _Io | None,
     state: HostState,
     elapsed_s: float | None,
-) -> dict[str, Any] | None:
+) -> HostProcess | None:
     try:
         with process.oneshot():
             # A Process's first cpu_percent() call only starts its clock: 0.0 means nothing.
             cpu_pct = process.cpu_percent(interval=None)
-            row = {
-                "pid": member.pid,
-                "ppid": member.ppid,
-                "name": process.name(),
-                "role": member.role,
-                "cpu_pct": round(cpu_pct, 1) if known else None,
-                "rss_bytes": int(process.memory_info().rss),
-                "threads": int(process.num_threads()),
-            }
+            row = HostProcess(
+                pid=member.pid,
+                ppid=member.ppid,
+                name=process.name(),
+                role=member.role,
+                cpu_pct=round(cpu_pct, 1) if known else None,
+                rss_bytes=int(process.memory_info().rss),
+                threads=int(process.num_threads()),
+            )
             io = _process_io(process)
     except psutil.NoSuchProcess:
         return None
     if io is not None:
         state.process_io[member.pid] = io
     read_rate, write_rate = _io_rates(old_io if known else None, io, elapsed_s)
-    return {**row, "read_bytes_per_s": read_rate, "write_bytes_per_s": write_rate}
+    return msgspec.structs.replace(row, read_bytes_per_s=read_rate, write_bytes_per_s=write_rate)
 
 
 def _process_io(process: psutil.Process) -> _Io | None:

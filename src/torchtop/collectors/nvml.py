@@ -16,7 +16,11 @@ import importlib
 import time
 from collections.abc import Callable, Collection
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import TypeVar
+
+import msgspec
+
+from torchtop.runs.records import GpuSample, Unavailable
 
 _T = TypeVar("_T")
 
@@ -48,8 +52,8 @@ def throttle_names(mask: int) -> list[str]:
     return names
 
 
-def unavailable(reason: str) -> dict[str, Any]:
-    return {"kind": "unavailable", "t": time.time(), "reason": reason}
+def unavailable(reason: str) -> Unavailable:
+    return Unavailable(t=time.time(), reason=reason)
 
 
 class NvmlCollector:
@@ -57,7 +61,7 @@ class NvmlCollector:
 
     def __init__(self, nvml_module: ModuleType | None = None) -> None:
         self._nvml = nvml_module
-        self._handles: list[Any] = []
+        self._handles: list[object] = []
         self._started = False
         self.reason: str | None = None
         self._reported = False
@@ -75,7 +79,7 @@ class NvmlCollector:
             self._handles = []
             self._safely(self._nvml.nvmlShutdown)
 
-    def sample(self, job_pids: Collection[int] | None = None) -> dict[str, Any] | None:
+    def sample(self, job_pids: Collection[int] | None = None) -> GpuSample | Unavailable | None:
         """A `gpu` record; the `unavailable` record once when NVML cannot be used, then None.
 
         `job_pids` limits the per-process rows to the job's tree (None: every process).
@@ -91,7 +95,9 @@ class NvmlCollector:
             for index, handle in enumerate(self._handles)
             for row in self._processes(index, handle, job_pids)
         ]
-        return {"kind": "gpu", "t": time.time(), "devices": devices, "processes": processes}
+        table = {"kind": "gpu", "t": time.time(), "devices": devices, "processes": processes}
+        # Read into the record's schema here: a reading of the wrong type is this module's bug.
+        return msgspec.convert(table, GpuSample)
 
     def _open(self) -> str | None:
         if self._nvml is None:
@@ -135,7 +141,7 @@ class NvmlCollector:
     def _safely(self, call: Callable[[], object]) -> None:
         self._read(call)
 
-    def _device(self, index: int, handle: Any) -> dict[str, Any]:
+    def _device(self, index: int, handle: object) -> dict[str, object]:
         nvml = self._module
         return {
             "index": index,
@@ -148,7 +154,7 @@ class NvmlCollector:
             "throttle_reasons": self._throttle_reasons(handle),
         }
 
-    def _activity(self, handle: Any) -> dict[str, int | None]:
+    def _activity(self, handle: object) -> dict[str, int | None]:
         nvml = self._module
         rates = self._read(lambda: nvml.nvmlDeviceGetUtilizationRates(handle))
         return {
@@ -162,7 +168,7 @@ class NvmlCollector:
             ),
         }
 
-    def _memory(self, handle: Any) -> dict[str, int | None]:
+    def _memory(self, handle: object) -> dict[str, int | None]:
         nvml = self._module
         memory = self._read(lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
         return {
@@ -170,7 +176,7 @@ class NvmlCollector:
             "memory_total_bytes": _int(memory, "total"),  # memory.total
         }
 
-    def _power(self, handle: Any) -> dict[str, float | int | None]:
+    def _power(self, handle: object) -> dict[str, float | int | None]:
         nvml = self._module
         draw_mw = _int(self._read(lambda: nvml.nvmlDeviceGetPowerUsage(handle)))
         # the limit the driver enforces (the lowest of the board's limits), which is the one
@@ -187,7 +193,7 @@ class NvmlCollector:
             "temperature_c": _int(temperature),  # temperature.gpu
         }
 
-    def _pcie(self, handle: Any) -> dict[str, int | None]:
+    def _pcie(self, handle: object) -> dict[str, int | None]:
         # PCIe throughput has no --query-gpu field: `nvidia-smi dmon -s t` shows it (MB/s).
         nvml = self._module
         return {
@@ -195,13 +201,13 @@ class NvmlCollector:
             "pcie_rx_bytes_per_s": self._pcie_rate(handle, nvml.NVML_PCIE_UTIL_RX_BYTES),
         }
 
-    def _pcie_rate(self, handle: Any, counter: int) -> int | None:
+    def _pcie_rate(self, handle: object, counter: int) -> int | None:
         # NVML counts KB/s (KiB) over a 20 ms window
         nvml = self._module
         kib_per_s = _int(self._read(lambda: nvml.nvmlDeviceGetPcieThroughput(handle, counter)))
         return None if kib_per_s is None else kib_per_s * _KIB_BYTES
 
-    def _throttle_reasons(self, handle: Any) -> list[str] | None:
+    def _throttle_reasons(self, handle: object) -> list[str] | None:
         # clocks_event_reasons.active (clocks_throttle_reasons.active before driver 535)
         nvml = self._module
         read = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
@@ -210,8 +216,8 @@ class NvmlCollector:
         return None if mask is None else throttle_names(mask)
 
     def _processes(
-        self, index: int, handle: Any, job_pids: Collection[int] | None
-    ) -> list[dict[str, Any]]:
+        self, index: int, handle: object, job_pids: Collection[int] | None
+    ) -> list[dict[str, object]]:
         memory = self._process_memory(handle)
         sm_util = self._process_sm_util(index, handle)
         pids = sorted(set(memory) | set(sm_util))
@@ -226,7 +232,7 @@ class NvmlCollector:
             if job_pids is None or pid in job_pids
         ]
 
-    def _process_memory(self, handle: Any) -> dict[int, int | None]:
+    def _process_memory(self, handle: object) -> dict[int, int | None]:
         # nvidia-smi --query-compute-apps=pid,used_memory
         nvml = self._module
         try:
@@ -239,7 +245,7 @@ class NvmlCollector:
         # usedGpuMemory is None where the driver cannot tell (Windows WDDM)
         return {int(info.pid): _int(info, "usedGpuMemory") for info in infos or []}
 
-    def _process_sm_util(self, index: int, handle: Any) -> dict[int, int | None]:
+    def _process_sm_util(self, index: int, handle: object) -> dict[int, int | None]:
         # `nvidia-smi pmon -s u` (sm %): samples newer than the last ones seen, latest per pid
         nvml = self._module
         since_us = self._last_seen_us.get(index, 0)

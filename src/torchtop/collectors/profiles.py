@@ -19,7 +19,6 @@ are the C library's waits (`WAITS`): futexes, condition variables, sleeps, polls
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -29,13 +28,20 @@ import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from torchtop.collectors.pace import BUDGET_SHARE, Pace
 from torchtop.collectors.tasks import read_tasks
-from torchtop.runs.records import NATIVE_NAME_CHARS, TaskTime
+from torchtop.runs.records import (
+    NATIVE_NAME_CHARS,
+    NativeFrame,
+    SamplerPace,
+    StackFrame,
+    StackProcess,
+    StackThread,
+    TaskTime,
+)
 
 WAITS = re.compile(
     r"^(pthread_cond_(timed)?wait|__futex|futex|syscall|clock_nanosleep|nanosleep|epoll_wait|"
@@ -45,6 +51,29 @@ WAITS = re.compile(
 futex or a read blocks: their symbols are internal)."""
 _C_LIBRARY = re.compile(r"^(libc\.so|libpthread)")
 _THREAD = re.compile(r'Thread (?:0x)?([0-9a-fA-F]+) "(.*)"$')
+
+
+class _Frame(msgspec.Struct):
+    """A frame of py-spy's speedscope output: compiled ones have line 0 and the library as file."""
+
+    name: str
+    file: str
+    line: int | None = None
+
+
+class _Shared(msgspec.Struct):
+    frames: list[_Frame]
+
+
+class _Thread(msgspec.Struct):
+    samples: list[list[int]]
+    """Each sample's frames by index into the shared frames, outermost first."""
+    name: str = ""
+
+
+class _Speedscope(msgspec.Struct):
+    shared: _Shared
+    profiles: list[_Thread]
 
 
 @dataclass
@@ -89,9 +118,9 @@ class ChunkedProfiler:
         """The processes with a chunk running (or ended and not yet read)."""
         return list(self._running)
 
-    def finished(self, pid: int) -> tuple[dict[str, Any] | None, str | None]:
-        """A finished chunk's process entry (`threads`, `tasks_start`; None while it runs),
-        or why it failed (what py-spy said)."""
+    def finished(self, pid: int) -> tuple[StackProcess | None, str | None]:
+        """A finished chunk's process entry (`threads`, `sampler`, `tasks_start`; None while it
+        runs), or why it failed (what py-spy said)."""
         chunk = self._running.get(pid)
         cpu_s = None if chunk is None else _reaped_cpu_s(chunk.process)
         if chunk is None or cpu_s is None:
@@ -103,17 +132,19 @@ class ChunkedProfiler:
         try:
             if chunk.process.returncode != 0:
                 return None, err or f"py-spy record exited with status {chunk.process.returncode}"
-            entry: dict[str, Any] = {
-                "threads": threads_of(json.loads(chunk.output.read_text())),
-                "sampler": {
-                    "chunk_s": chunk.chunk_s,
-                    "rate_per_s": chunk.rate_per_s,
-                    "cpu_s": round(cpu_s, 4),
-                    "budget_share": self.budget_share,
-                },
-            }
+            profile = msgspec.json.decode(chunk.output.read_bytes(), type=_Speedscope)
+            entry = StackProcess(
+                pid=pid,
+                threads=threads_of(profile),
+                sampler=SamplerPace(
+                    chunk_s=chunk.chunk_s,
+                    rate_per_s=chunk.rate_per_s,
+                    cpu_s=round(cpu_s, 4),
+                    budget_share=self.budget_share,
+                ),
+            )
             if chunk.tasks_start is not None:
-                entry["tasks_start"] = [msgspec.to_builtins(t) for t in chunk.tasks_start]
+                entry.tasks_start = list(chunk.tasks_start)
             return entry, None
         except (OSError, ValueError, KeyError, TypeError) as error:
             return None, f"py-spy record wrote no profile ({error})"
@@ -144,37 +175,37 @@ def _reaped_cpu_s(child: subprocess.Popen[bytes]) -> float | None:
     return usage.ru_utime + usage.ru_stime
 
 
-def threads_of(profile: dict[str, Any]) -> list[dict[str, Any]]:
+def threads_of(profile: _Speedscope) -> list[StackThread]:
     """Each sample of each thread of a speedscope profile, as a dump's thread entries."""
-    frames = profile["shared"]["frames"]
-    threads: list[dict[str, Any]] = []
-    for thread in profile["profiles"]:
-        match = _THREAD.search(str(thread.get("name", "")))
-        tid = int(match.group(1), 16 if "0x" in thread["name"] else 10) if match else None
+    frames = profile.shared.frames
+    threads: list[StackThread] = []
+    for thread in profile.profiles:
+        match = _THREAD.search(thread.name)
+        tid = int(match.group(1), 16 if "0x" in thread.name else 10) if match else None
         name = match.group(2) if match else None
-        for sample in thread["samples"]:
+        for sample in thread.samples:
             stack = [frames[index] for index in reversed(sample)]  # innermost first
             threads.append(_sample(tid, name, stack))
     return threads
 
 
-def _waits(frame: dict[str, str]) -> bool:
-    return bool(_C_LIBRARY.search(frame["library"]) and WAITS.search(frame["function"]))
+def _waits(frame: NativeFrame) -> bool:
+    return bool(_C_LIBRARY.search(frame.library or "") and WAITS.search(frame.function))
 
 
-def _sample(tid: int | None, name: str | None, stack: list[dict[str, Any]]) -> dict[str, Any]:
-    python = [f for f in stack if f.get("line")]
-    inner = next((i for i, f in enumerate(stack) if f.get("line")), len(stack))
+def _sample(tid: int | None, name: str | None, stack: list[_Frame]) -> StackThread:
+    python = [f for f in stack if f.line]
+    inner = next((i for i, f in enumerate(stack) if f.line), len(stack))
     native = [
-        {"function": str(f["name"])[:NATIVE_NAME_CHARS], "library": Path(str(f["file"])).name}
+        NativeFrame(function=f.name[:NATIVE_NAME_CHARS], library=Path(f.file).name)
         for f in stack[:inner]
     ]
-    entry: dict[str, Any] = {
-        "tid": tid,
-        "name": name,
-        "active": not (native and _waits(native[0])),
-        "frames": [{"function": f["name"], "file": f["file"], "line": f["line"]} for f in python],
-    }
+    entry = StackThread(
+        tid=tid,
+        name=name,
+        active=not (native and _waits(native[0])),
+        frames=[StackFrame(function=f.name, file=f.file, line=f.line) for f in python],
+    )
     if native:
-        entry["native"] = native
+        entry.native = native
     return entry

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 import msgspec
 
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.records import Note, SampleRecord, Unavailable
 
-SampleFn = Callable[[], dict[str, Any] | None]
+SampleFn = Callable[[], SampleRecord | Mapping[str, object] | None]
+"""A collector: its record, or the table of one (checked against the schema when written), or
+None when it has nothing to say this time."""
 
 
 class Sampler:

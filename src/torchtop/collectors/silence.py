@@ -17,7 +17,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
+
+from torchtop.runs.records import StacksSample, Unavailable
 
 STEP_MARK = b'"kind":"step"'
 READ_FOR_STEP_BYTES = 1 << 20
@@ -103,7 +105,7 @@ def _has_step(path: Path, start: int, end: int) -> bool:
 
 
 class Dumper(Protocol):
-    def sample(self, only: Iterable[int] | None = None) -> dict[str, Any] | None: ...
+    def sample(self, only: Iterable[int] | None = None) -> StacksSample | Unavailable | None: ...
 
 
 @dataclass
@@ -116,7 +118,7 @@ class StacksSchedule:
     clock: Callable[[], float] = time.monotonic
     _full_s: float | None = None
 
-    def __call__(self) -> dict[str, Any] | None:
+    def __call__(self) -> StacksSample | Unavailable | None:
         """The newly silent ranks' dump comes first, alone (the record the report points to);
         a full dump that falls due on the same tick waits for the next one."""
         now_s = self.clock()

@@ -27,7 +27,6 @@ a job that runs no agent (`torchtop attach`).
 
 from __future__ import annotations
 
-import json
 import linecache
 import os
 import shutil
@@ -37,15 +36,22 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+import msgspec
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
 from torchtop.collectors.pace import BUDGET_SHARE
 from torchtop.collectors.profiles import ChunkedProfiler
 from torchtop.collectors.tasks import read_tasks
 from torchtop.collectors.tree import JobProcess, job_tree
-from torchtop.runs.records import StackFrame, StacksSample
+from torchtop.runs.records import (
+    StackFrame,
+    StackProcess,
+    StacksSample,
+    StackThread,
+    Unavailable,
+    Unreadable,
+)
 
 DUMPED_ROLES = ("main", "worker")
 ATTEMPTS = 3  # failed dumps in a row before a pid is given up (a process still starting up)
@@ -69,10 +75,10 @@ class Dump:
     """One py-spy dump of one process: its threads, or why there are none."""
 
     pid: int
-    threads: list[dict[str, Any]] | None = None
+    threads: list[StackThread] | None = None
     reason: str | None = None  # set when py-spy could not read it; None with no threads: gone
     final: bool = False  # the reason will not change by trying again (no permission, no py-spy)
-    extra: dict[str, Any] | None = None  # a native chunk's further fields (`tasks_start`)
+    chunk: StackProcess | None = None  # a native chunk's entry (`tasks_start`, `sampler`)
 
 
 class StackCollector:
@@ -103,12 +109,12 @@ class StackCollector:
         )
         self._given_up: set[int] = set()
         self._failures: dict[int, int] = {}
-        self._unreported: list[dict[str, Any]] = []
+        self._unreported: list[Unreadable] = []
         self._sampled: dict[int, JobProcess] = {}
         """The training processes with a native chunk: one that left the tree keeps its own."""
         self._done = False
 
-    def sample(self, only: Iterable[int] | None = None) -> dict[str, Any] | None:
+    def sample(self, only: Iterable[int] | None = None) -> StacksSample | Unavailable | None:
         """A `stacks` record (of the pids in `only`, where given); an `unavailable` record
         once when nothing can be read; else None."""
         if self._done:
@@ -131,7 +137,7 @@ class StackCollector:
         if read:
             return self._stacks(read)
         if self._unreported and all(member.pid in self._given_up for member in targets):
-            return self._unavailable(self._unreported[0]["reason"])
+            return self._unavailable(self._unreported[0].reason)
         return None
 
     def close(self) -> None:
@@ -143,7 +149,7 @@ class StackCollector:
         assert self._py_spy is not None
         return dump_all(self._py_spy, pids, self.timeout_s)
 
-    def _profiled(self, mains: list[JobProcess]) -> dict[str, Any] | None:
+    def _profiled(self, mains: list[JobProcess]) -> StacksSample | Unavailable | None:
         """The training processes' finished native chunks, each restarted at once."""
         profiler = self._profiler
         assert profiler is not None
@@ -157,7 +163,7 @@ class StackCollector:
             entry, stderr = profiler.finished(member.pid)
             if entry is not None:
                 profiler.start(member.pid)
-                read.append((member, Dump(member.pid, threads=entry["threads"], extra=entry)))
+                read.append((member, Dump(member.pid, threads=entry.threads, chunk=entry)))
             elif stderr is not None:
                 failed.append((member, _failed(member.pid, stderr)))
         self._count_failures([dump for _, dump in failed])
@@ -167,7 +173,7 @@ class StackCollector:
         if read:
             return self._stacks(read)
         if self._unreported and all(member.pid in self._given_up for member in mains):
-            return self._unavailable(self._unreported[0]["reason"])
+            return self._unavailable(self._unreported[0].reason)
         return None
 
     def _ended_chunks(self, mains: list[JobProcess]) -> list[tuple[JobProcess, Dump]]:
@@ -182,12 +188,12 @@ class StackCollector:
             entry, stderr = profiler.finished(pid)
             member = self._sampled.get(pid)
             if entry is not None and member is not None:
-                read.append((member, Dump(pid, threads=entry["threads"], extra=entry)))
+                read.append((member, Dump(pid, threads=entry.threads, chunk=entry)))
             if entry is not None or stderr is not None:
                 self._sampled.pop(pid, None)
         return read
 
-    def _python_only(self, failed: list[tuple[JobProcess, Dump]]) -> dict[str, Any] | None:
+    def _python_only(self, failed: list[tuple[JobProcess, Dump]]) -> StacksSample | None:
         """Where py-spy reads Python frames but not native ones, Python frames from now on."""
         assert self._py_spy is not None and self._profiler is not None
         dumps = dump_all(self._py_spy, [member.pid for member, _ in failed], self.timeout_s)
@@ -200,7 +206,7 @@ class StackCollector:
         for member, _ in read:  # the failure was the mode's, not the process's
             self._given_up.discard(member.pid)
             self._failures.pop(member.pid, None)
-        self._unreported = [u for u in self._unreported if u["pid"] not in {m.pid for m, _ in read}]
+        self._unreported = [u for u in self._unreported if u.pid not in {m.pid for m, _ in read}]
         return self._stacks(read)
 
     def _count_failures(self, dumps: list[Dump]) -> None:
@@ -212,25 +218,24 @@ class StackCollector:
             self._failures[dump.pid] = self._failures.get(dump.pid, 0) + 1
             if dump.final or self._failures[dump.pid] >= ATTEMPTS:
                 self._given_up.add(dump.pid)
-                self._unreported.append({"pid": dump.pid, "reason": dump.reason})
+                self._unreported.append(Unreadable(pid=dump.pid, reason=dump.reason))
 
-    def _stacks(self, read: list[tuple[JobProcess, Dump]]) -> dict[str, Any]:
-        record: dict[str, Any] = {
-            "kind": "stacks",
-            "t": time.time(),
-            "processes": [_process_entry(member, dump, self.native) for member, dump in read],
-        }
+    def _stacks(self, read: list[tuple[JobProcess, Dump]]) -> StacksSample:
+        record = StacksSample(
+            t=time.time(),
+            processes=[_process_entry(member, dump, self.native) for member, dump in read],
+        )
         if self.native:
-            record["native"] = True
+            record.native = True
         if self.python_only is not None:
-            record["python_only"] = self.python_only
+            record.python_only = self.python_only
         if self._unreported:
-            record["unreadable"], self._unreported = self._unreported, []
+            record.unreadable, self._unreported = self._unreported, []
         return record
 
-    def _unavailable(self, reason: str) -> dict[str, Any]:
+    def _unavailable(self, reason: str) -> Unavailable:
         self._done = True
-        return {"kind": "unavailable", "t": time.time(), "reason": reason}
+        return Unavailable(t=time.time(), reason=reason)
 
 
 def dump_all(py_spy: list[str], pids: list[int], timeout_s: float) -> list[Dump]:
@@ -266,7 +271,7 @@ def _collect(pid: int, child: subprocess.Popen[bytes], deadline_s: float) -> Dum
         return Dump(pid)  # a slow dump is skipped this time, not a reason to give up
     if child.returncode == 0:
         try:
-            return Dump(pid, threads=[_thread(t) for t in json.loads(out)])
+            return Dump(pid, threads=[_thread(t) for t in _DUMP.decode(out)])
         except (ValueError, TypeError, KeyError, AttributeError):
             return Dump(pid, reason=f"py-spy printed something other than JSON for pid {pid}")
     if not psutil.pid_exists(pid):
@@ -298,26 +303,42 @@ def _no_permission(stderr: str) -> bool:
     return "permission denied" in lowered or "operation not permitted" in lowered
 
 
-def _thread(raw: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "tid": raw.get("os_thread_id") or raw.get("thread_id"),
-        "name": raw.get("thread_name"),
-        "active": raw.get("active"),
-        "frames": [
-            {"function": f["name"], "file": f["filename"], "line": f.get("line")}
-            for f in raw["frames"]
-        ],
-    }
+class _DumpFrame(msgspec.Struct):
+    name: str
+    filename: str
+    line: int | None = None
 
 
-def _process_entry(member: JobProcess, dump: Dump, native: bool) -> dict[str, Any]:
-    entry: dict[str, Any] = {"pid": member.pid, "role": member.role, "threads": dump.threads}
+class _DumpThread(msgspec.Struct):
+    """A thread of `py-spy dump --json` (the fields read; the others are passed over)."""
+
+    frames: list[_DumpFrame]
+    thread_id: int | None = None
+    os_thread_id: int | None = None
+    thread_name: str | None = None
+    active: bool | None = None
+
+
+_DUMP = msgspec.json.Decoder(list[_DumpThread])
+
+
+def _thread(raw: _DumpThread) -> StackThread:
+    return StackThread(
+        tid=raw.os_thread_id or raw.thread_id,
+        name=raw.thread_name,
+        active=raw.active,
+        frames=[StackFrame(function=f.name, file=f.filename, line=f.line) for f in raw.frames],
+    )
+
+
+def _process_entry(member: JobProcess, dump: Dump, native: bool) -> StackProcess:
+    entry = StackProcess(pid=member.pid, role=member.role, threads=dump.threads or [])
     tasks = read_tasks(member.pid) if native else None
     if tasks is not None:
-        entry["tasks"] = [{"tid": t.tid, "name": t.name, "cpu_s": t.cpu_s} for t in tasks]
-    for key in ("tasks_start", "sampler"):
-        if dump.extra and key in dump.extra:
-            entry[key] = dump.extra[key]
+        entry.tasks = list(tasks)
+    if dump.chunk is not None:
+        entry.tasks_start = dump.chunk.tasks_start
+        entry.sampler = dump.chunk.sampler
     return entry
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import string
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from torchtop.diagnosis.confidence import margin_confidence
 from torchtop.diagnosis.rules import Rule, RuleTree, offered_fixes
@@ -292,8 +291,8 @@ class _NotMeasured:
         return "n/a"
 
 
-class _MetricView(dict[str, Any]):
-    def __missing__(self, key: str) -> Any:
+class _MetricView(dict[str, object]):
+    def __missing__(self, key: str) -> object:
         return _NotMeasured()
 
 

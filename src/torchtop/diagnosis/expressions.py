@@ -59,7 +59,7 @@ class Expression(msgspec.Struct, frozen=True):
                 names.add(node.id)
         return Expression(text, tree, frozenset(names))
 
-    def evaluate(self, metrics: Mapping[str, object]) -> Any:
+    def evaluate(self, metrics: Mapping[str, object]) -> object:
         """The value, or None when it depends on a metric that was not measured."""
         return _eval(self.tree, metrics)
 
@@ -135,13 +135,13 @@ def _compare(node: ast.Compare, metrics: Mapping[str, object]) -> bool | None:
     return True
 
 
-def _and(values: list[Any]) -> bool | None:
+def _and(values: list[object]) -> bool | None:
     if any(v is not None and not v for v in values):
         return False
     return None if any(v is None for v in values) else True
 
 
-def _or(values: list[Any]) -> bool | None:
+def _or(values: list[object]) -> bool | None:
     if any(v is not None and v for v in values):
         return True
     return None if any(v is None for v in values) else False

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -43,7 +42,7 @@ VERDICT_FILE = "_verdict.toml"
 
 class Example(msgspec.Struct, frozen=True):
     expect_fire: bool
-    metrics: dict[str, Any]
+    metrics: dict[str, str | int | float | bool]
     note: str = ""
     offers: tuple[str, ...] | None = None
     """Where given: the knobs of the fixes offered on these metrics, in order."""
@@ -193,7 +192,7 @@ def _read_bytes(path: Path) -> bytes:
         raise RuleError(f"{path}: {exc.strerror or exc}") from None
 
 
-def _parse_toml(path: Path, source: bytes) -> dict[str, Any]:
+def _parse_toml(path: Path, source: bytes) -> dict[str, object]:
     import tomllib  # only when the tree is built, not when the cached one is used
 
     try:

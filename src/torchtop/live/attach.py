@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 from msgspec.structs import replace
 
+from torchtop.assess.context import Context
 from torchtop.assess.run import assess
 from torchtop.collectors.tree import FoundJob, find_job
 from torchtop.diagnosis.rules import RuleTree
@@ -176,7 +177,7 @@ def _still_running(target: AttachTarget) -> list[psutil.Process]:
     return ranks
 
 
-def naming(target: AttachTarget | None) -> Assessor | None:
+def naming(target: AttachTarget | None, context: Context) -> Assessor | None:
     """For a job with an agent: its run's assessment, naming what was attached to (None, the
     monitor's own, where attach found a job of one process)."""
     if target is None:
@@ -187,7 +188,7 @@ def naming(target: AttachTarget | None) -> Assessor | None:
     def assessed(
         state: RunState, windows: Mapping[int, RankAnalysis], tree: RuleTree, kind: str
     ) -> Report:
-        report = assess(state, windows, tree, kind)
+        report = assess(state, windows, tree, kind, context=context)
         # Each rank's pid, as attach found it, matched by the rank number its agent reports;
         # a rank restarted since has its newest process's already (`assess.restarts`).
         ranks = tuple(

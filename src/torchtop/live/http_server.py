@@ -1,7 +1,7 @@
 """What every endpoint of the launcher shares: its address, its token, its threaded server.
 
 `--metrics` (Prometheus) and `--serve` (a node's records) both listen on `[HOST:]PORT`,
-loopback by default. Any address that is not loopback (every 127.0.0.0/8 address and ::1 are)
+loopback by default. An address that is not loopback (every 127.0.0.0/8 address and ::1 are)
 requires a bearer token: the endpoint's token variable when set (which also forces it on
 loopback), else one generated here and printed once on stderr; a request without
 `Authorization: Bearer <token>` gets 401. The decision is `requires_token`, a function of the
@@ -21,16 +21,17 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
-from typing import Any, TypeVar
+from typing import TypeVar
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from torchtop.errors import InputError
 
 DEFAULT_HOST = "127.0.0.1"
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+WsgiApp = WSGIApplication
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def requires_token(ip: str) -> bool:
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Requests are not news: nothing on the launcher's stderr for each one."""
 
 
@@ -86,7 +87,7 @@ def with_bearer_token(app: WsgiApp, token: str) -> WsgiApp:
     """`app` behind `Authorization: Bearer <token>`; 401 without it."""
     expected = f"Bearer {token}".encode()
 
-    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def guarded(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         given = str(environ.get("HTTP_AUTHORIZATION", "")).encode()
         if hmac.compare_digest(given, expected):
             return app(environ, start_response)

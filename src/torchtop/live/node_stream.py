@@ -22,10 +22,11 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 from urllib.parse import parse_qs
+from wsgiref.types import StartResponse, WSGIEnvironment
 
 from torchtop.live import http_server
 from torchtop.live.http_server import Endpoint, HttpServer
@@ -73,9 +74,7 @@ class NodeStream:
         self.connected = False
         self.lock = threading.Lock()
 
-    def __call__(
-        self, environ: dict[str, Any], start_response: Callable[..., Any]
-    ) -> Iterable[bytes]:
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         with self.lock:
             self.connected = True
         route = str(environ.get("PATH_INFO", ""))
@@ -88,13 +87,14 @@ class NodeStream:
             return self._file(start_response, query)
         return _status(start_response, "404 Not Found", "no such request\n")
 
-    def _run_record(self) -> Any:
+    def _run_record(self) -> object:
         try:
-            return json.loads((self.root / "run.json").read_text(encoding="utf-8"))
+            document: object = json.loads((self.root / "run.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        return document
 
-    def _file(self, start_response: Callable[..., Any], query: dict[str, list[str]]) -> list[bytes]:
+    def _file(self, start_response: StartResponse, query: dict[str, list[str]]) -> list[bytes]:
         relative = query.get("path", [""])[0]
         path = confined(self.root, relative)
         if path is None:
@@ -161,11 +161,11 @@ def serve_node(
     return server, app
 
 
-def _json(start_response: Callable[..., Any], document: object) -> list[bytes]:
+def _json(start_response: StartResponse, document: object) -> list[bytes]:
     start_response("200 OK", [("Content-Type", "application/json")])
     return [json.dumps(document).encode()]
 
 
-def _status(start_response: Callable[..., Any], status: str, text: str) -> list[bytes]:
+def _status(start_response: StartResponse, status: str, text: str) -> list[bytes]:
     start_response(status, [("Content-Type", "text/plain")])
     return [text.encode()]

@@ -22,7 +22,6 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote, urlsplit
 
 from torchtop.errors import InputError
@@ -91,7 +90,7 @@ class NodeFeed:
 
     def node_name(self) -> str:
         body, _ = self._get("/v1/node")
-        document: dict[str, Any] = json.loads(body)
+        document: dict[str, object] = json.loads(body)
         return safe_name(str(document["node"]))
 
     def poll(self) -> None:

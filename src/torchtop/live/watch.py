@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from torchtop.assess.context import Context, read_context
 from torchtop.assess.rank_cache import RankCache
 from torchtop.assess.run import assess
 from torchtop.assess.snapshot import Snapshot
@@ -70,6 +71,7 @@ class LiveMonitor:
         assessor: Assessor | None = None,
         clock: Clock = time.monotonic,
         on_tick: TickSink | None = None,
+        context: Context | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.tree = tree
@@ -82,6 +84,8 @@ class LiveMonitor:
         self.clock = clock
         self.on_tick = on_tick
         """Given each tick's snapshot while the state is still locked (`--metrics`)."""
+        self.context = context or read_context()
+        """What `assess` is given of this machine, read once (`assess.context`)."""
         self.watcher = SharedRunWatcher(run_dir)
         self.windows = WindowCache()
         self.ranks = RankCache(RANKS_REFRESHED_PER_TICK)
@@ -164,7 +168,14 @@ class LiveMonitor:
             return self.assessor(state, windows, self.tree, self.kind)
         each = self.windows.each(state)
         return assess(
-            state, windows, self.tree, self.kind, self.ranks, refresh_all=final, each_window=each
+            state,
+            windows,
+            self.tree,
+            self.kind,
+            self.ranks,
+            refresh_all=final,
+            each_window=each,
+            context=self.context,
         )
 
     def _held_s(self, now: float) -> float:

@@ -7,9 +7,14 @@ from typing import Any
 
 import msgspec
 
+Document = dict[str, Any]
+"""A JSON document read by key: the contract's report (`torchtop.report/1`, as `report_to_json`
+writes it or as read back from a saved file) or the diff of two. Its shape is CONTRACT.md's, and
+a saved report may come from another version, so readers check what they use."""
+
 
 class DiffSide(msgspec.Struct, frozen=True):
-    report: dict[str, Any]
+    report: Document
     """The contract's JSON report (`torchtop.report/1`)."""
     label: str
     from_json: bool = False

@@ -11,9 +11,9 @@ Two of them are the run folder's too (`runs.records` uses them, never a copy): `
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
+
+from torchtop.model.diff import Document
 
 
 class Entry(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -25,7 +25,7 @@ class FixEntry(Entry, frozen=True, forbid_unknown_fields=True):
     whose decoder drops and counts a field it does not know (so it must be told to forbid them)."""
 
     knob: str
-    value: Any
+    value: object
     apply: str
     description: str
 
@@ -141,14 +141,15 @@ class TrialEntry(Entry, frozen=True):
     in `RUN/trials/NN-cancelled.json`."""
 
 
-def entry_json(entry: Entry) -> dict[str, Any]:
+def entry_json(entry: Entry) -> Document:
     """The JSON object of an entry, arrays as lists (as JSON reads back); a fix value JSON
     cannot hold is written as its text."""
-    document: dict[str, Any] = _lists(msgspec.to_builtins(entry, enc_hook=str))
+    document = _lists(msgspec.to_builtins(entry, enc_hook=str))
+    assert isinstance(document, dict)
     return document
 
 
-def _lists(value: Any) -> Any:
+def _lists(value: object) -> object:
     if isinstance(value, dict):
         return {key: _lists(item) for key, item in value.items()}
     if isinstance(value, tuple | list):

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
 
 from msgspec.structs import replace
 
 from torchtop.advice.show import env_changes, format_overrides
+from torchtop.model.diff import Document
 from torchtop.model.rounds import estimate_claim, predicted_text
 from torchtop.model.trials import Trial
 from torchtop.relaunch.trial import trial_entry
@@ -26,7 +26,7 @@ from torchtop.report import report_to_json
 from torchtop.report.contract import SCHEMA, trials_json
 
 
-def tune_report(result: TuneResult) -> dict[str, Any]:
+def tune_report(result: TuneResult) -> Document:
     trials = tuple(trial_entry(t, with_steps=False) for t in result.trials)
     if result.report is not None:
         report = replace(
@@ -42,7 +42,9 @@ def tune_report(result: TuneResult) -> dict[str, Any]:
             "findings": [],
             "trials": [trials_json(t) for t in trials],
         }
-    document["source"]["paths"] = [str(result.run_dir)]
+    source = document["source"]
+    assert isinstance(source, dict)
+    source["paths"] = [str(result.run_dir)]
     # The contract leaves out an empty `trials`; tune always says what it tried, even nothing.
     document.setdefault("trials", [])
     document["tune"] = {

@@ -32,7 +32,6 @@ from torchtop.relaunch.measure import Measurement, measure
 from torchtop.relaunch.profiled import profiled_run
 from torchtop.relaunch.trial import TrialSettings, measured, predicted_gain, run_trial
 from torchtop.runs.layout import RunLayout
-from torchtop.runs.records import settings_table
 
 EventSink = Callable[[str], None]
 
@@ -220,7 +219,7 @@ def next_fix(
         planned = plan_fix(
             fix,
             progress.plan,
-            settings_table(current.settings),
+            current.settings,
             machine,
             bindings=options.bindings,
             allow=options.allow,

@@ -61,7 +61,7 @@ from torchtop.relaunch.trial import (
 )
 from torchtop.relaunch.tune import TuneOptions
 from torchtop.runs.layout import RunLayout
-from torchtop.runs.records import Settings, settings_table
+from torchtop.runs.records import Settings
 from torchtop.runs.state import RunState
 
 CANCEL_WAIT_S = 30.0
@@ -106,7 +106,7 @@ class WatchedJob:
         planned = plan_fix(
             fix,
             self.plan,
-            settings_table(settings),
+            settings,
             self._machine,
             bindings=self.options.bindings,
             allow=self.options.allow,

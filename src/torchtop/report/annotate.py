@@ -19,9 +19,9 @@ from __future__ import annotations
 import gzip
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import msgspec
 
@@ -49,7 +49,7 @@ _GZIP_LEVEL = 1
 
 def annotation_events(
     steps: Sequence[StepCost], origin_us: float, findings: Sequence[Finding]
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """torchtop's events for one trace file: `steps` as the analysis measured them (start
     relative to `origin_us`, the file's own clock), and the findings drawn from those steps."""
     events = _metadata(origin_us)
@@ -63,8 +63,8 @@ def annotation_events(
     return events
 
 
-def _metadata(origin_us: float) -> list[dict[str, Any]]:
-    def meta(name: str, tid: int, args: dict[str, Any]) -> dict[str, Any]:
+def _metadata(origin_us: float) -> list[dict[str, object]]:
+    def meta(name: str, tid: int, args: dict[str, object]) -> dict[str, object]:
         place = {"pid": ANNOTATION_PID, "tid": tid, "ts": origin_us}
         return {"ph": "M", "cat": OWN_CATEGORY, "name": name} | place | {"args": args}
 
@@ -78,21 +78,23 @@ def _metadata(origin_us: float) -> list[dict[str, Any]]:
     return events
 
 
-def _span(tid: int, name: str, ts_us: float, dur_us: float, args: dict[str, Any]) -> dict[str, Any]:
+def _span(
+    tid: int, name: str, ts_us: float, dur_us: float, args: Mapping[str, object]
+) -> dict[str, object]:
     place = {"pid": ANNOTATION_PID, "tid": tid, "ts": round(ts_us, 3), "dur": round(dur_us, 3)}
     return {"ph": "X", "cat": OWN_CATEGORY, "name": name} | place | {"args": args}
 
 
-def _step_span(step: StepCost, start_us: float) -> dict[str, Any]:
+def _step_span(step: StepCost, start_us: float) -> dict[str, object]:
     # Not "ProfilerStep#N": tools that find steps by name alone would count each step twice.
-    args: dict[str, Any] = {"step": step.number, "duration_ms": round(step.duration_us / 1e3, 3)}
+    args: dict[str, object] = {"step": step.number, "duration_ms": round(step.duration_us / 1e3, 3)}
     for category in BREAKDOWN_KEYS:  # the shares as the report's per-step breakdown gives them
         part_us = step.parts_us.get(category, 0.0)
         args[category] = round(part_us / step.duration_us, 4) if step.duration_us else 0.0
     return _span(STEPS_TID, f"step {step.number}", start_us, step.duration_us, args)
 
 
-def _breakdown_spans(step: StepCost, start_us: float) -> Iterator[dict[str, Any]]:
+def _breakdown_spans(step: StepCost, start_us: float) -> Iterator[dict[str, object]]:
     at_us = start_us
     for category in BREAKDOWN_KEYS:
         part_us = step.parts_us.get(category, 0.0)
@@ -106,7 +108,7 @@ def _breakdown_spans(step: StepCost, start_us: float) -> Iterator[dict[str, Any]
 
 def _finding_marks(
     findings: Sequence[Finding], step: int | None, ts_us: float
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[dict[str, object]]:
     for finding in findings:
         entry = finding_json(finding)
         entry.pop("why", None)  # the rule's long rationale: the report has it
@@ -128,7 +130,7 @@ def check_output(out: Path, sources: Sequence[Path]) -> None:
             raise InputError(str(out), "--annotate would overwrite the trace it reads")
 
 
-def write_annotated(source: Path, out: Path, events: Sequence[dict[str, Any]]) -> None:
+def write_annotated(source: Path, out: Path, events: Sequence[dict[str, object]]) -> None:
     """Copy `source` to `out` (gzip when `out` ends in `.gz`) with `events` added to its event
     array. Written beside `out` and renamed, so a failure never leaves half a file."""
     added = b",".join(msgspec.json.encode(e) for e in events)

@@ -6,12 +6,10 @@ is null where it was not measured, never 0.
 
 from __future__ import annotations
 
-from typing import Any
-
 from torchtop.model.analysis import MessageSizes, RankAnalysis
 
 
-def messages_json(sizes: MessageSizes) -> dict[str, Any]:
+def messages_json(sizes: MessageSizes) -> dict[str, object]:
     return {
         "count": sizes.count,
         "total_bytes": sizes.total_bytes,
@@ -32,7 +30,7 @@ OVERLAP_METRICS = (
 )
 
 
-def overlap_json(analysis: RankAnalysis) -> dict[str, Any]:
+def overlap_json(analysis: RankAnalysis) -> dict[str, object]:
     """A rank's `communication_overlap` (only where it communicated): per step, ms."""
     metrics = analysis.metrics
     if metrics.get("comm_time_ms") is None:

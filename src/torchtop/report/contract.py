@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Any
 
 import msgspec
 
-from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
+from torchtop.model.analysis import CopyStat, Metrics, NamedTime, RankAnalysis, StepCost
 from torchtop.model.attach import AttachTarget
+from torchtop.model.diff import Document
 from torchtop.model.findings import Finding, Verdict, gain_text
 from torchtop.model.report import (
     JobExit,
@@ -34,16 +34,16 @@ BREAKDOWN_KEYS = (
 TRIAL_KEYS = ("fixes", "baseline_steps_per_s", "trial_steps_per_s", "speedup", "kept")
 
 
-def report_to_json(report: Report) -> dict[str, Any]:
+def report_to_json(report: Report) -> Document:
     job = report.job
-    source: dict[str, Any] = {"kind": report.source_kind, "paths": list(report.paths)}
+    source: dict[str, object] = {"kind": report.source_kind, "paths": list(report.paths)}
     if report.command is not None:
         source["command"] = list(report.command)
     if report.pid is not None:
         source["pid"] = report.pid
     if report.attached is not None:
         source["attached"] = attached_json(report.attached)
-    document: dict[str, Any] = {
+    document: dict[str, object] = {
         "schema": SCHEMA,
         "source": source,
         "bottleneck": report.verdict.bottleneck,
@@ -104,7 +104,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
     return document
 
 
-def window_json(call: WindowCall) -> dict[str, Any]:
+def window_json(call: WindowCall) -> dict[str, object]:
     """One profiler window the verdict pooled: the steps it covered (first and last), what it
     alone said, and whether that is the run's verdict (null while the run has none)."""
     return {
@@ -115,7 +115,7 @@ def window_json(call: WindowCall) -> dict[str, Any]:
     }
 
 
-def exit_json(ending: JobExit) -> dict[str, Any]:
+def exit_json(ending: JobExit) -> dict[str, object]:
     """The report's `exit`: how the job ended (`status`, or the `signal` that ended it, with
     `how` in a word), the last lines it wrote to stderr, and the file with its whole output."""
     return {
@@ -127,17 +127,17 @@ def exit_json(ending: JobExit) -> dict[str, Any]:
     }
 
 
-def attached_json(target: AttachTarget) -> dict[str, Any]:
+def attached_json(target: AttachTarget) -> dict[str, object]:
     """`source.attached`: the pid given, what it is, the job's launcher and its ranks."""
     document = msgspec.to_builtins(target)
     assert isinstance(document, dict)
     return {**document, "job": target.job_words}
 
 
-def node_json(node: NodeReport) -> dict[str, Any]:
+def node_json(node: NodeReport) -> dict[str, object]:
     """One `nodes` entry: its name, its ranks, its counters' summary and how its job ended;
     followed through a stream, whether it answers and when it last did."""
-    entry: dict[str, Any] = {
+    entry: dict[str, object] = {
         "name": node.name,
         "ranks": list(node.ranks),
         "host": node.host,
@@ -158,7 +158,7 @@ def _iso(epoch_s: float | None) -> str | None:
     return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="seconds")
 
 
-def communication_json(analysis: RankAnalysis) -> dict[str, Any]:
+def communication_json(analysis: RankAnalysis) -> dict[str, object]:
     """Collectives by kind (only where the traces hold any): count, time, share, bytes, and
     the message sizes and bandwidth (null where the trace has no sizes)."""
     return {
@@ -175,14 +175,14 @@ def communication_json(analysis: RankAnalysis) -> dict[str, Any]:
     }
 
 
-def standing_json(standing: RankStanding | None) -> dict[str, Any]:
+def standing_json(standing: RankStanding | None) -> dict[str, object]:
     """A recorded rank's `straggler`, `slower_by`, `since` and `ended` (none for a trace)."""
     if standing is None:
         return {}
     since = None
     if standing.since_step is not None:
         since = {"step": standing.since_step, "t": standing.since_t}
-    document = {
+    document: dict[str, object] = {
         "straggler": standing.straggler,
         "slower_by": standing.slower_by,
         "culprit_share": standing.culprit_share,
@@ -194,7 +194,7 @@ def standing_json(standing: RankStanding | None) -> dict[str, Any]:
     return document
 
 
-def restart_json(restart: Restart) -> dict[str, Any]:
+def restart_json(restart: Restart) -> dict[str, object]:
     """A restarted rank's earlier process: `{"pid", "until": ISO time its next process
     started, "stack_samples": its main thread's samples (attach), "steps": the steps its agent
     timed (run)}`, null where not measured."""
@@ -207,21 +207,21 @@ def restart_json(restart: Restart) -> dict[str, Any]:
     }
 
 
-def last_stack_json(stack: LastStack) -> dict[str, Any]:
+def last_stack_json(stack: LastStack) -> dict[str, object]:
     """`{"at": ISO time, "frames": [{function, file, line}, ...]}`, innermost frame first."""
     at = datetime.fromtimestamp(stack.t, UTC).isoformat(timespec="milliseconds")
     frames = [{"function": f.function, "file": f.file, "line": f.line} for f in stack.frames]
     return {"at": at, "frames": frames}
 
 
-def trials_json(trial: TrialEntry) -> dict[str, Any]:
+def trials_json(trial: TrialEntry) -> dict[str, object]:
     """One `trials` entry: the contract's five keys first, then the trial's own evidence."""
     entry = entry_json(trial)
     head = {key: entry[key] for key in TRIAL_KEYS}
     return {**head, **{k: v for k, v in entry.items() if k not in head}}
 
 
-def steps_json(analysis: RankAnalysis) -> dict[str, Any]:
+def steps_json(analysis: RankAnalysis) -> dict[str, object]:
     """The contract's step figures, then what the breakdown covers and the per-step list.
 
     `count` is null where no step was timed (attach without an agent counts stack samples,
@@ -229,7 +229,7 @@ def steps_json(analysis: RankAnalysis) -> dict[str, Any]:
     (a profiler window's, or the recent steps' timing)."""
     metrics = analysis.metrics
     count = metrics.get("steps_count")
-    head: dict[str, Any] = {
+    head: dict[str, object] = {
         "count": int(count) if isinstance(count, int | float) else None,
         "mean_ms": _round(_number(metrics.get("step_mean_ms")), 3),
         "p50_ms": _round(_number(metrics.get("step_p50_ms")), 3),
@@ -247,7 +247,7 @@ def steps_json(analysis: RankAnalysis) -> dict[str, Any]:
     }
 
 
-def _step_json(step: StepCost) -> dict[str, Any]:
+def _step_json(step: StepCost) -> dict[str, object]:
     """One step: its time, and the shares of it that were measured (`profiled`: a profiler
     window split all of it; else only its DataLoader wait, which the agent times every step)."""
     return {
@@ -284,7 +284,7 @@ def breakdown_json(analysis: RankAnalysis) -> dict[str, float]:
     return {key: round(float(analysis.breakdown.get(key, 0.0)), 4) for key in BREAKDOWN_KEYS}
 
 
-def finding_json(finding: Finding) -> dict[str, Any]:
+def finding_json(finding: Finding) -> dict[str, object]:
     return {
         "rule": finding.rule,
         "class": finding.bottleneck_class,
@@ -305,7 +305,7 @@ def finding_json(finding: Finding) -> dict[str, Any]:
     }
 
 
-def _verdict_detail(verdict: Verdict) -> dict[str, Any]:
+def _verdict_detail(verdict: Verdict) -> dict[str, object]:
     return {
         "reason": verdict.reason,
         "scores": {k: round(v, 4) for k, v in verdict.scores.items()},
@@ -317,7 +317,7 @@ def _verdict_detail(verdict: Verdict) -> dict[str, Any]:
     }
 
 
-def _gpu_json(analysis: RankAnalysis) -> dict[str, Any]:
+def _gpu_json(analysis: RankAnalysis) -> dict[str, object]:
     utilization = _number(analysis.metrics.get("gpu_utilization"))
     return {
         "utilization": _round(utilization, 4),
@@ -335,8 +335,8 @@ def _gpu_json(analysis: RankAnalysis) -> dict[str, Any]:
     }
 
 
-def _named(item: Any) -> dict[str, Any]:
-    data = {
+def _named(item: NamedTime) -> dict[str, object]:
+    data: dict[str, object] = {
         "name": item.name,
         "count": item.count,
         "total_us": round(item.total_us, 3),
@@ -347,7 +347,7 @@ def _named(item: Any) -> dict[str, Any]:
     return data
 
 
-def _copy(item: Any) -> dict[str, Any]:
+def _copy(item: CopyStat) -> dict[str, object]:
     return {
         "kind": item.kind,
         "pageable": item.pageable,
@@ -358,8 +358,8 @@ def _copy(item: Any) -> dict[str, Any]:
     }
 
 
-def _trace_info(info: TraceInfo) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+def _trace_info(info: TraceInfo) -> dict[str, object]:
+    entry: dict[str, object] = {
         "path": info.path,
         "rank": info.rank,
         "events": info.events_total,
@@ -379,7 +379,7 @@ def _trace_info(info: TraceInfo) -> dict[str, Any]:
     return entry
 
 
-def _clean_metrics(metrics: Metrics) -> dict[str, Any]:
+def _clean_metrics(metrics: Metrics) -> dict[str, object]:
     return {k: (_round(v, 6) if isinstance(v, float) else v) for k, v in metrics.items()}
 
 

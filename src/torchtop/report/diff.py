@@ -8,13 +8,10 @@ own rounded figures, so a reader dividing the two reports' numbers gets the same
 
 from __future__ import annotations
 
-from typing import Any
-
-from torchtop.model.diff import DiffSide
+from torchtop.model.diff import DiffSide, Document
 from torchtop.report.diff_names import names_change
 
 SCHEMA = "torchtop.diff/1"
-Document = dict[str, Any]
 STEP_KEYS = ("count", "mean_ms", "p50_ms", "p95_ms", "steps_per_s")
 
 

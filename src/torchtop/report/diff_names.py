@@ -8,11 +8,8 @@ raw totals beside the per-step figures, so the change can be held against HTA's 
 
 from __future__ import annotations
 
-from typing import Any
+from torchtop.model.diff import DiffSide, Document
 
-from torchtop.model.diff import DiffSide
-
-Document = dict[str, Any]
 NOT_IN_JSON = "not in a JSON report"
 
 

@@ -4,11 +4,11 @@ the side-by-side screen, each of which only lays them out."""
 from __future__ import annotations
 
 from pathlib import PurePath
-from typing import Any
 
 import msgspec
 
-Document = dict[str, Any]
+from torchtop.model.diff import Document
+
 TOP_ROWS = 10
 NAME_WIDTH = 48
 

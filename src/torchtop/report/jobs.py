@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from pathlib import PurePath
-from typing import Any
 
 from torchtop.model.report import JobReports, Report
 from torchtop.report.contract import report_to_json, steps_per_s
@@ -99,7 +98,7 @@ def render_jobs_markdown(jobs: JobReports) -> str:
     return "\n".join(lines) + "\n"
 
 
-def jobs_to_json(jobs: JobReports) -> dict[str, Any]:
+def jobs_to_json(jobs: JobReports) -> dict[str, object]:
     """`torchtop.reports/1`: each job's report (`torchtop.report/1`), why the traces are not
     one job, and the files that could not be read."""
     return {

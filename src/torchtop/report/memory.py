@@ -6,8 +6,6 @@ A report without module information says, in one line of text, how to record it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.memory import (
     HOW_TO_RECORD,
@@ -23,7 +21,7 @@ TEXT_MODULE_DEPTH = 3
 TEXT_ALLOCATORS = 5
 
 
-def memory_json(devices: tuple[DeviceMemory, ...]) -> list[dict[str, Any]]:
+def memory_json(devices: tuple[DeviceMemory, ...]) -> list[dict[str, object]]:
     """One entry per device and rank; byte counts are bytes, the curve [s, allocated,
     reserved]."""
     return [
@@ -58,7 +56,7 @@ def memory_json(devices: tuple[DeviceMemory, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def _allocator_json(allocator: Allocator) -> dict[str, Any]:
+def _allocator_json(allocator: Allocator) -> dict[str, object]:
     return {
         "name": allocator.name,
         "count": allocator.count,
@@ -67,7 +65,7 @@ def _allocator_json(allocator: Allocator) -> dict[str, Any]:
     }
 
 
-def out_of_memory_json(found: OutOfMemory) -> dict[str, Any]:
+def out_of_memory_json(found: OutOfMemory) -> dict[str, object]:
     """`out_of_memory`: PyTorch's words, the device, the last peak measured on it and the
     operators holding it (`analysis.oom`)."""
     return {
@@ -79,10 +77,13 @@ def out_of_memory_json(found: OutOfMemory) -> dict[str, Any]:
     }
 
 
-def modules_json(tree: ModuleTree) -> dict[str, Any]:
+def modules_json(tree: ModuleTree) -> dict[str, object]:
     """`{"steps": N, "tree": [...]}`: times are ms per step (means over the N steps); `source`,
     and for the agent's timings `first_step`, `device` and `clock`."""
-    document: dict[str, Any] = {"steps": tree.steps, "tree": [_module_json(m) for m in tree.roots]}
+    document: dict[str, object] = {
+        "steps": tree.steps,
+        "tree": [_module_json(m) for m in tree.roots],
+    }
     document["source"] = tree.source
     if tree.source == "agent":
         document.update(first_step=tree.first_step, device=tree.device, clock="host")
@@ -92,7 +93,7 @@ def modules_json(tree: ModuleTree) -> dict[str, Any]:
 LIVE_MODULES_WORDS = "live, forward hooks: host wall time per forward call; backward not timed"
 
 
-def _module_json(module: ModuleTime) -> dict[str, Any]:
+def _module_json(module: ModuleTime) -> dict[str, object]:
     return {
         "name": module.name,
         "calls": module.calls,

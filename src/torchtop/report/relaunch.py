@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any
+from typing import TypedDict
 
 from torchtop.model.findings import Fix, format_value
 from torchtop.model.report import NodeReport, Report
@@ -26,12 +26,23 @@ HOW = (
 )
 
 
-def relaunch_entries(report: Report) -> list[dict[str, Any]]:
+class RelaunchEntry(TypedDict):
+    """One fix of a run several nodes shared, as each node's launcher would apply it."""
+
+    rule: str
+    knob: str
+    value: str
+    apply: str
+    nodes: dict[str, str]
+    """Node name -> the line that node runs instead."""
+
+
+def relaunch_entries(report: Report) -> list[RelaunchEntry]:
     """Per launch-changing or code fix of the findings: the line each node runs instead."""
     if len(report.nodes) < 2:
         return []
     run_dir = report.paths[0] if report.paths else "RUN"
-    entries = []
+    entries: list[RelaunchEntry] = []
     seen: set[tuple[str, str]] = set()
     for finding in report.verdict.findings:
         for fix in finding.fixes:
@@ -51,7 +62,7 @@ def relaunch_entries(report: Report) -> list[dict[str, Any]]:
     return entries
 
 
-def relaunch_json(report: Report) -> dict[str, Any]:
+def relaunch_json(report: Report) -> dict[str, object]:
     """The report's `relaunch` (only for a run several nodes' launchers shared)."""
     entries = relaunch_entries(report)
     return {"relaunch": {"by": "user", "how": HOW, "fixes": entries}} if entries else {}
@@ -65,7 +76,7 @@ def relaunch_text(report: Report) -> list[str]:
     lines = ["RELAUNCH (several nodes)", f"  {HOW}"]
     for entry in entries:
         lines.append(f"  {entry['knob']} = {entry['value']}  [{entry['apply']}]")
-        nodes: dict[str, str] = entry["nodes"]
+        nodes = entry["nodes"]
         if len(set(nodes.values())) == 1:
             lines.append(f"    every node: {next(iter(nodes.values()))}")
         else:

@@ -6,12 +6,10 @@ it compares two traces; the text report keeps to the top lists.
 
 from __future__ import annotations
 
-from typing import Any
-
 from torchtop.model.analysis import NameTotal, NameTotals
 
 
-def totals_json(totals: NameTotals) -> dict[str, Any]:
+def totals_json(totals: NameTotals) -> dict[str, object]:
     """`{"steps": N, "operators": [...], "kernels": [...]}`, each entry `name`, `count`,
     `total_us` (summed durations) and, for operators, `self_us`; the longest first."""
     return {
@@ -21,8 +19,8 @@ def totals_json(totals: NameTotals) -> dict[str, Any]:
     }
 
 
-def _entry(item: NameTotal) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+def _entry(item: NameTotal) -> dict[str, object]:
+    entry: dict[str, object] = {
         "name": item.name,
         "count": item.count,
         "total_us": round(item.total_us, 3),

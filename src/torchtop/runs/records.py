@@ -453,11 +453,3 @@ class ExitRecord(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 Document = RunRecord | ExitRecord
-
-
-def settings_table(settings: Settings | None) -> dict[str, object]:
-    """The `settings` record as the JSON table it is written as, for the fix planner, which
-    reads the job's settings as a table so a test can build one by hand (advice.job.JobView)."""
-    table = msgspec.to_builtins(settings) if settings is not None else {}
-    assert isinstance(table, dict)
-    return table

@@ -12,13 +12,12 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 from torchtop.cluster import trace_reader
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.fanout import FileReader, read_files
-from torchtop.model.diff import DiffSide
+from torchtop.model.diff import DiffSide, Document
 from torchtop.offline import analyze_paths
 from torchtop.report.contract import report_to_json
 from torchtop.report.diff import diff_document
@@ -46,7 +45,7 @@ def _is_json_report(path: Path) -> bool:
         return REPORT_START.match(file.read(PEEK_BYTES)) is not None
 
 
-def _read_report(path: Path) -> dict[str, Any]:
+def _read_report(path: Path) -> Document:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

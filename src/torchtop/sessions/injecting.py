@@ -33,8 +33,8 @@ from torchtop.live.ptrace_access import check_ptrace
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.report import Report
 from torchtop.runs.layout import RunLayout
+from torchtop.sessions.watch_options import WatchOptions
 from torchtop.sessions.watching import (
-    WatchOptions,
     _follow,
     attach_session,
     metrics_endpoint,

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import msgspec
 
+from torchtop.assess.context import read_context
 from torchtop.assess.run import assess
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.jobs.records import default_run_dir
@@ -29,50 +30,52 @@ from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
 from torchtop.runs.state import RunState
+from torchtop.sessions.watch_options import WatchOptions
 
 
 def watch_streams(
     urls: Sequence[str],
-    headless: bool,
-    for_s: float | None,
-    report_path: str | None,
-    run_dir: Path | None,
-    token: str | None,
+    options: WatchOptions,
     tree: RuleTree,
+    run_dir: Path | None,
     on_tick: TickSink | None = None,
-    output_format: str = "text",
 ) -> int:
-    """Mirror the streams at `urls` into `run_dir` and follow the mirror; `on_tick` observes
-    each tick's snapshot (`--tensorboard`), `output_format` is how the report is printed."""
+    """Mirror the streams at `urls` into `run_dir` and follow the mirror until `--for` or every
+    stream has ended; `on_tick` observes each tick's snapshot (`--tensorboard`), the report is
+    printed as `--format` says and written to `--report`."""
     bases = [check_url(url) for url in urls]
     root = run_dir or default_run_dir()
-    mirror = StreamMirror(bases, root, token or os.environ.get(TOKEN_VARIABLE) or None)
+    mirror = StreamMirror(bases, root, options.token or os.environ.get(TOKEN_VARIABLE) or None)
     for status in mirror.connect():
         print(f"torchtop: {status.url}: {status.error}; following the others", file=sys.stderr)
     print(f"torchtop: mirroring {len(bases)} node stream(s) into {root}", file=sys.stderr)
     mirror.start()
 
+    context = read_context()
+
     def assessor(
         state: RunState, windows: Mapping[int, RankAnalysis], rules: RuleTree, kind: str
     ) -> Report:
-        return with_streams(assess(state, windows, rules, kind), mirror.statuses())
+        report = assess(state, windows, rules, kind, context=context)
+        return with_streams(report, mirror.statuses())
 
     monitor = LiveMonitor(
         root,
         tree,
-        for_s=for_s,
+        for_s=options.for_s,
         kind="run",
         alive=lambda: not mirror.done(),
         assessor=assessor,
         on_tick=on_tick,
+        context=context,
     )
     try:
-        report = _follow(monitor, mirror, headless)
+        report = _follow(monitor, mirror, options.headless)
     finally:
         mirror.close()
-    if report_path:
-        save_report(report, None, report_path)
-    print_report(report, output_format)
+    if options.report:
+        save_report(report, None, options.report)
+    print_report(report, options.output_format)
     print(f"torchtop: the mirrored run is in {root} (torchtop analyze reads it)", file=sys.stderr)
     return 0
 

@@ -10,16 +10,16 @@ as it ran in the end, with the trials.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shlex
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from torchtop.assess.attached_ranks import assess_attached_ranks
+from torchtop.assess.context import read_context
 from torchtop.assess.snapshot import Snapshot
-from torchtop.collectors.pace import BUDGET_SHARE
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.jobs.job import TERMINAL, Output, start
@@ -36,6 +36,7 @@ from torchtop.runs.layout import RunLayout
 from torchtop.runs.node import node_name
 from torchtop.runs.nodes import run_has_ended
 from torchtop.sessions.run_config import RunConfig
+from torchtop.sessions.watch_options import WatchOptions
 
 LAUNCHED_ELSEWHERE = (
     "here torchtop only reads the run folder: fixes are tried from the dashboard of the "
@@ -46,26 +47,6 @@ MULTI_NODE_NOT_APPLIED = (
     "this node runs one part of a job on several nodes: relaunch every node with the fix "
     "(docs/multi-node.md)"
 )
-
-
-@dataclass(frozen=True)
-class WatchOptions:
-    headless: bool
-    for_s: float | None
-    report: str | None
-    run_dir: Path | None
-    metrics: str | None = None
-    """`--metrics [HOST:]PORT`: serve Prometheus metrics of this node while watching."""
-    serve: str | None = None
-    """`--serve [HOST:]PORT`: serve this node's records for `watch URL` (`run`, `demo`)."""
-    token: str | None = None
-    """`--token`: the streams' bearer token (`watch URL`)."""
-    tensorboard: str | None = None
-    """`--tensorboard [DIR]`: write TensorBoard event files there ("": `RUN/tensorboard`)."""
-    output_format: str = "text"
-    """`--format json`: the final report on stdout as the JSON report, not as text."""
-    sample_budget_share: float = BUDGET_SHARE
-    """`attach --sample-budget`: the native sampler's own CPU it aims under, of one core."""
 
 
 def run_session(
@@ -164,7 +145,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
     # A launcher or a rank of a job of several: the whole job is watched (its launcher's tree).
     found = resolve(process)
     agent_dir, root, target, alive = found.agent_dir, found.root, found.target, found.alive
-
+    context = read_context(frames=agent_dir is None)
     if agent_dir is not None:
         with (
             metrics_endpoint(options.metrics, agent_dir) as served,
@@ -172,7 +153,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
         ):
             monitor = LiveMonitor(
                 agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive, on_tick=on_tick,
-                assessor=naming(target),
+                assessor=naming(target, context), context=context,
             )  # fmt: skip
             return _follow_folder(monitor, options)
     run_dir = options.run_dir or default_run_dir()
@@ -195,8 +176,9 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
             for_s=options.for_s,
             kind="attach",
             alive=alive,
-            assessor=assess_attached_ranks,
+            assessor=functools.partial(assess_attached_ranks, context=context),
             on_tick=on_tick,
+            context=context,
         )
         try:
             report = _follow(monitor, options.headless)
@@ -290,10 +272,7 @@ def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree)
             raise InputError(folders[0], "watch follows either run folders or streams, not both")
         mirror = options.run_dir or default_run_dir()
         with tensorboard_log(options.tensorboard, mirror) as on_tick:
-            return watch_streams(
-                urls, options.headless, options.for_s, options.report, mirror,
-                options.token, tree, on_tick, options.output_format,
-            )  # fmt: skip
+            return watch_streams(urls, options, tree, mirror, on_tick)
     if len(targets) > 1:
         raise InputError(targets[1], "watch follows one run folder (its nodes share it)")
     run_dir = Path(targets[0])

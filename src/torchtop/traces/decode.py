@@ -19,7 +19,7 @@ import bisect
 import re
 import zlib
 from collections.abc import Callable, Generator, Iterator
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import msgspec
 
@@ -350,7 +350,7 @@ class PieceDecoder:
         An event of a phase the format does not define (or with none) is not malformed, just of
         no use: it is passed over, as the analysis would pass over it."""
         try:
-            raw: list[Any] = msgspec.json.decode(doc)
+            raw: list[object] = msgspec.json.decode(doc)
         except (msgspec.DecodeError, UnicodeDecodeError):
             return None
         events = []

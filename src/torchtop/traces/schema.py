@@ -69,7 +69,7 @@ class InstantEvent(msgspec.Struct, gc=False, tag="i", tag_field="ph"):
 
 
 class OtherEvent(msgspec.Struct, gc=False, tag_field="ph"):
-    """Any other kind of event (flows, metadata, counters, ...): counted, not read. msgspec
+    """Every other kind of event (flows, metadata, counters, ...): counted, not read. msgspec
     skips their fields without building them, which is most of the decoding it saves."""
 
 

@@ -8,7 +8,7 @@ kernel changes, memory and communication) below, in the same words as the text r
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -18,10 +18,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Static
 
+from torchtop.model.diff import Document
 from torchtop.report.diff_text import DiffSection, diff_sections
 from torchtop.tui.palette import CATEGORY, MUTED, VERDICT_COLOUR, VERDICT_DEFAULT_COLOUR
 
-Document = dict[str, Any]
 BAR_CELLS = 12
 TOP_ROWS = 5
 TITLE_WIDTH = 30

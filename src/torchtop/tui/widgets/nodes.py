@@ -30,7 +30,7 @@ def node_line(row: NodeRow, wide: bool = True) -> Text:
     line.append(f"{_pct(row.gpu_util_pct):>5}")
     line.append(f"{row.steps_per_s:>7.1f}" if row.steps_per_s is not None else f"{'n/a':>7}")
     if row.ended is not None:
-        # Any end but a clean one stands out: a node whose job crashed is the news.
+        # An end other than a clean one stands out: a node whose job crashed is the news.
         line.append(f"  {row.ended}", style=MUTED if row.ended == "exited" else ENDED_STYLE)
     return line
 

@@ -1,0 +1,61 @@
+"""What an assessment is given of the world outside the run folder, as one value.
+
+The assessment (`assess.run.assess`, `assess.attached`) is a function of the run's state, its
+profiler windows, the rules and this `Context`: it reads no file and no variable and probes no
+machine, so the same inputs give the same report. The context is read once by the edge that
+assesses (the live monitor when it starts, `analyze` when it reads a recorded run, a test
+building its own) with `read_context`, the one function here that looks outside.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from torchtop.advice.machine import Machine, cached_machine
+
+if TYPE_CHECKING:  # read only where a job is seen through its stacks: not imported for a run
+    from torchtop.diagnosis.frames import FramePatterns
+
+NO_STEP_HINT_S = 20.0
+"""A job that has not ended a step this long after its start gets told why and how to mark
+them; 20 s covers importing torch and building a model on a slow machine."""
+NO_STEP_HINT_VARIABLE = "TORCHTOP_NO_STEP_HINT_S"
+
+
+@dataclass(frozen=True)
+class Context:
+    machine: Machine
+    """The machine assessing (cores, preloadable libraries): the fixes' values are for it."""
+    hostname: str
+    """Its name: a run recorded on another host counts that host's cores, not this one's."""
+    frames: FramePatterns | None = None
+    """The rules' stack frame patterns (`_frames.toml`), for a job seen through its native
+    stacks (`attach`); None where the caller assesses no such job (a run with an agent)."""
+    no_step_hint_s: float = NO_STEP_HINT_S
+    """How long a job may run without a step before the verdict says how to mark them."""
+
+
+def read_context(environ: Mapping[str, str] = os.environ, frames: bool = False) -> Context:
+    """This machine, its name, `$TORCHTOP_NO_STEP_HINT_S` and, with `frames`, the rules' frame
+    patterns (read only where a job may be seen through its stacks)."""
+    return Context(
+        machine=cached_machine(),
+        hostname=socket.gethostname(),
+        frames=_frame_patterns() if frames else None,
+        no_step_hint_s=float(environ.get(NO_STEP_HINT_VARIABLE, NO_STEP_HINT_S)),
+    )
+
+
+def with_frames(context: Context) -> Context:
+    """`context` with the rules' frame patterns, read now where it has none."""
+    return context if context.frames is not None else replace(context, frames=_frame_patterns())
+
+
+def _frame_patterns() -> FramePatterns:
+    from torchtop.diagnosis.frames import load_frame_patterns
+
+    return load_frame_patterns()
