@@ -35,6 +35,7 @@ from torchtop.jobs.stderr import StderrCopy, stderr_tail
 from torchtop.model.plan import AppliedFix, LaunchPlan
 from torchtop.runs.identity import NodeIdentity
 from torchtop.runs.layout import RunLayout
+from torchtop.runs.output_tail import stderr_marks
 from torchtop.runs.records import ExitRecord
 
 STOP_GRACE_S = 5.0
@@ -92,7 +93,8 @@ class Streams:
         if not self.echo:
             return None
         if self.log != self.stderr_path:
-            return StderrCopy(self.stderr_path, os.open(self.log, os.O_WRONLY | os.O_APPEND))
+            sink = os.open(self.log, os.O_WRONLY | os.O_APPEND)
+            return StderrCopy(self.stderr_path, sink, stderr_marks(self.log))
         return StderrCopy(self.stderr_path, os.dup(2))
 
 
