@@ -89,6 +89,8 @@ class Dashboard(App[Report | None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]  # noqa: RUF012
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "output", "Output"),
+        # Where torchtop kept no output (attach, saved traces) `o` is not offered, but says why.
+        Binding("o", "why_no_output", "Output", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -320,6 +322,8 @@ class Dashboard(App[Report | None]):
             return None if self.applier is not None and self.trial_running else self.can_apply
         if action == "why_no_apply":
             return self.applier is None
+        if action in ("output", "why_no_output"):
+            return (self.output_dir is not None) == (action == "output")
         if action == "revert":
             reverter = self.reverter
             if reverter is None or reverter.revertible is None:
@@ -358,9 +362,12 @@ class Dashboard(App[Report | None]):
         """The job's own output, followed; or, where torchtop kept none, why, in one line."""
         folder = self.output_dir
         if folder is None or job_output(folder) is None:
-            self.notify(self.why_no_output, title="No job output here", timeout=8)
+            self.action_why_no_output()
             return
         self.push_screen(OutputScreen(lambda: job_output(folder)))
+
+    def action_why_no_output(self) -> None:
+        self.notify(self.why_no_output, title="No job output here", timeout=8)
 
     def on_fix_chosen(self, message: FixChosen) -> None:
         frame = self.latest

@@ -1,0 +1,56 @@
+"""How `o` looks at 80x24 (SVG snapshot): a two-rank torchrun job's merged log, its stderr lines
+marked, the log's path in the title. The log is planted (fixed lines, so the picture is the same
+each time) in the replayed run's folder; `tests/tui/test_output_screen.py` drives a real job."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from tests.tui.conftest import LiveApp, advance
+from torchtop.runs.output_tail import stderr_marks
+from torchtop.tui.outputscreen import OutputScreen
+
+Compare = Callable[..., bool]
+
+
+def plant_log(run_dir: Path) -> None:
+    """28 lines as torchrun's `--tee 3` writes them, every seventh from stderr."""
+    lines, marks, offset = [], [], 0
+    for index in range(28):
+        rank = index % 2
+        if index % 7 == 6:
+            line = f"[default{rank}]:UserWarning: step {index // 2} took 1.9 s, data wait 1.4 s"
+            marks.append(f"{offset} {offset + len(line) + 1}")
+        else:
+            line = f"[default{rank}]:step {index // 2:4d}  loss {2.5 - index * 0.05:.4f}  lr 3.0e-4"
+        lines.append(line)
+        offset += len(line) + 1
+    (run_dir / "job.log").write_text("".join(f"{line}\n" for line in lines))
+    stderr_marks(run_dir / "job.log").write_text("".join(f"{mark}\n" for mark in marks))
+
+
+async def opened(pilot: Pilot[Any]) -> None:
+    await advance(pilot, 2)
+    await pilot.press("o")
+    screen = pilot.app.screen
+    assert isinstance(screen, OutputScreen)
+    for _ in range(100):
+        if screen.reads:
+            break
+        await asyncio.sleep(0.05)
+    await pilot.pause()
+
+
+def test_the_jobs_output_looks_right_at_80x24(
+    snap_compare: Compare, live_app: LiveApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the title's path, the same on every machine: run/job.log
+    app = live_app("loader", output_dir=Path("run"))
+    plant_log(tmp_path / "run")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=opened)
