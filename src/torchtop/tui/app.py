@@ -67,6 +67,7 @@ from torchtop.tui.widgets.stacks import StacksPanel
 from torchtop.tui.widgets.steptime import StepTimePanel
 from torchtop.tui.widgets.tops import TopsPanel
 from torchtop.tui.widgets.trial import TrialPanel, TrialView
+from torchtop.tui.widgets.trialclock import TrialClock
 from torchtop.tui.widgets.verdict import VerdictPanel
 
 NO_OUTPUT = "torchtop did not start this job: its output is where it was started"
@@ -246,6 +247,7 @@ class Dashboard(App[Report | None]):
             return
         self.trial_idle.clear()
         self.refresh_bindings()
+        self.job_stopped("the revert", time.monotonic())
         self.run_revert()
 
     @work(thread=True, exclusive=True, group="trial", name="revert")
@@ -266,6 +268,7 @@ class Dashboard(App[Report | None]):
         self.post_message(done)
 
     def on_revert_done(self, message: RevertDone) -> None:
+        self.job_stopped(None)
         panel = self.query_one(TrialPanel)
         if panel.view is not None:
             panel.view = panel.view.reverted(message.outcome, message.error)
@@ -417,7 +420,9 @@ class Dashboard(App[Report | None]):
         self.trial_idle.clear()
         self.refresh_bindings()
         change = "; ".join(proposal.after.changes) or proposal.after.description
-        self.query_one(TrialPanel).view = TrialView(change)
+        now_s = time.monotonic()
+        self.query_one(TrialPanel).view = TrialView(change, clock=TrialClock.start(now_s))
+        self.job_stopped("the trial", now_s)
         self.arrange_bottom()
         self.run_trial(proposal)
 
@@ -437,12 +442,19 @@ class Dashboard(App[Report | None]):
             self.trial_idle.set()
         self.post_message(TrialDone(outcome))
 
+    def job_stopped(self, why: str | None, since_s: float | None = None) -> None:
+        """The header says the job is stopped for `why` (a trial, a revert); None: it runs."""
+        header = self.query_one(JobHeader)
+        header.stopped_for = why or ""
+        header.stopped_since_s = since_s if why is not None else None
+
     def on_trial_update(self, message: TrialUpdate) -> None:
         panel = self.query_one(TrialPanel)
         if panel.view is not None:
-            panel.view = panel.view.updated(message.event)
+            panel.view = panel.view.updated(message.event, time.monotonic())
 
     def on_trial_done(self, message: TrialDone) -> None:
+        self.job_stopped(None)
         self.trial_outcomes.append(message.outcome)
         panel = self.query_one(TrialPanel)
         if panel.view is not None:
