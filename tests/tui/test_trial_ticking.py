@@ -31,7 +31,7 @@ def seconds(found: re.Match[str] | None, what: str, shown: str) -> int:
 async def test_the_header_and_the_trial_panel_tick_every_second_through_a_trial(
     tmp_path: Path,
 ) -> None:
-    async with demo_dashboard(tmp_path / "run") as (app, pilot, watched):
+    async with demo_dashboard(tmp_path / "run") as (app, pilot, _watched):
         await open_apply(pilot, app, KNOB)
         await pilot.press("y")
         header, panel = app.query_one(JobHeader), app.query_one(TrialPanel)
