@@ -71,7 +71,11 @@ async def test_o_shows_the_jobs_own_lines_and_new_ones_appear_without_reopening(
     app = run_dashboard(tmp_path, "--steps", "400")
     async with app.run_test(size=(80, 24)) as pilot:
         log = tmp_path / "run" / "job.log"
-        assert "o Output" in " ".join(str(k.render()) for k in app.screen.query("FooterKey"))
+
+        def footer() -> str:
+            return " ".join(str(key.render()) for key in app.screen.query("FooterKey"))
+
+        await wait_until(pilot, lambda: "o Output" in footer(), "o in the footer", 30)
         screen = await open_output(pilot, lambda: "step 3 loss" in log.read_text())
         assert str(log) in str(screen.query_one(RichLog).border_title)
         first = shown_lines(screen)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import RichLog
 
 from tests.tui.conftest import LiveApp, advance
 from torchtop.runs.output_tail import stderr_marks
@@ -36,14 +37,18 @@ def plant_log(run_dir: Path) -> None:
 
 
 async def opened(pilot: Pilot[Any]) -> None:
+    """`o`, then once the lines are drawn and the view has followed them to the end."""
     await advance(pilot, 2)
     await pilot.press("o")
     screen = pilot.app.screen
     assert isinstance(screen, OutputScreen)
-    for _ in range(100):
-        if screen.reads:
+    log = screen.query_one(RichLog)
+    for _ in range(200):
+        if screen.reads and log.lines and 0 < log.max_scroll_y == log.scroll_y:
             break
         await asyncio.sleep(0.05)
+    else:
+        raise AssertionError(f"the view is at row {log.scroll_y} of {log.max_scroll_y}, not the end")
     await pilot.pause()
 
 

@@ -22,6 +22,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.events import Resize
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Input, RichLog
@@ -55,6 +56,18 @@ def line_text(line: OutputLine) -> Text:
     return Text.assemble(" ", line.text)
 
 
+class OutputLog(RichLog):
+    """A log that stays at its end across a resize while it follows (the footer's rows are
+    laid out after the first lines are drawn, and take the last of them from view)."""
+
+    following = True
+
+    def on_resize(self, event: Resize) -> None:
+        super().on_resize(event)
+        if self.following:
+            self.call_after_refresh(self.scroll_end, animate=False)
+
+
 class OutputScreen(Screen[None]):
     DEFAULT_CSS = """
     OutputScreen #output-log {
@@ -85,18 +98,28 @@ class OutputScreen(Screen[None]):
         self.skipped_bytes = 0
         self.reads = 0
         """Polls answered so far (tests wait on it)."""
+        self.following = True
+        """The view is at the end, so new lines scroll it (False once scrolled up)."""
         self._stop = threading.Event()
 
     def compose(self) -> ComposeResult:
-        log = RichLog(id="output-log", max_lines=KEEP_LINES, auto_scroll=False)
+        log = OutputLog(id="output-log", max_lines=KEEP_LINES, min_width=1, auto_scroll=False)
         log.border_title = self.title_text()
         yield log
         yield FilterBar()
         yield KeysFooter()
 
     def on_mount(self) -> None:
-        self.query_one(RichLog).focus()
+        log = self.query_one(RichLog)
+        log.focus()
+        # Only a move of the view says whether it is at the end: new lines grow the log under
+        # a view that follows them, before the scroll that shows them has happened.
+        self.watch(log, "scroll_y", self.scrolled, init=False)
         self.follow()
+
+    def scrolled(self, scroll_y: float) -> None:
+        log = self.query_one(OutputLog)
+        log.following = self.following = scroll_y >= log.max_scroll_y
 
     def on_unmount(self) -> None:
         self._stop.set()
@@ -130,11 +153,8 @@ class OutputScreen(Screen[None]):
         if ranks - self.ranks:
             self.ranks |= ranks
             self.refresh_bindings()
-        log = self.query_one(RichLog)
-        # Follow the end while the view is there (or nothing was shown yet); else stay put.
-        at_end = self.reads == 0 or log.scroll_y >= log.max_scroll_y
         self.reads += 1
-        self.write(self.shown(new), scroll_end=at_end)
+        self.write(self.shown(new), scroll_end=self.following)
         if new or read.skipped_bytes or self.reads == 1:
             self.retitle()
 
@@ -157,8 +177,8 @@ class OutputScreen(Screen[None]):
 
     def redraw(self) -> None:
         """Every kept line again, through the filters (a filter changed)."""
-        log = self.query_one(RichLog)
-        log.clear()
+        self.query_one(RichLog).clear()
+        self.following = self.query_one(OutputLog).following = True
         self.write(self.shown(self.lines), scroll_end=True)
         self.retitle()
 

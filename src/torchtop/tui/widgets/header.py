@@ -140,13 +140,17 @@ class JobHeader(Panel):
         return text
 
     def _stopped(self, parts: list[str], frame: Frame) -> Text:
-        """`1 rank · up 1:02 · step 28 · job stopped for the trial 0:23 · last 3.56 steps/s`."""
+        """`1 rank · up 1:02 · job stopped for the trial 0:23 · last 3.56 steps/s · step 28`:
+        the stopped clock early, so that 80 columns never cut it."""
         assert self.stopped_since_s is not None
-        text = Text(" · ".join(parts), style=MUTED)
+        head = 2 if frame.elapsed_s is not None else 1
+        text = Text(" · ".join(parts[:head]) + " · ", style=MUTED)
         stopped = duration(self.clock() - self.stopped_since_s)
-        text.append(f" · job stopped for {self.stopped_for} {stopped}", style="bold")
+        text.append(f"job stopped for {self.stopped_for} {stopped}", style="bold")
         if frame.steps_per_s is not None:
             text.append(f" · last {frame.steps_per_s:.2f} steps/s", style=MUTED)
+        for part in parts[head:]:
+            text.append(f" · {part}", style=MUTED)
         return text
 
 

@@ -150,9 +150,10 @@ def trial_text(view: TrialView, now_s: float | None = None) -> Text:
     style = MUTED
     if view.outcome is not None:
         style = KEPT_STYLE if view.outcome.kept else REVERTED_STYLE
-    text.append(view.stage, style=style)
     if view.outcome is None and view.clock is not None and now_s is not None:
-        text.append(f" · {view.clock.phase_words(now_s)}", style=MUTED)
+        # First: a long stage is cut at the panel's edge, its time must not be.
+        text.append(f"{view.clock.phase_words(now_s)} · ", style="bold")
+    text.append(view.stage, style=style)
     if view.holding is not None or view.revert is not None or view.revert_error is not None:
         text.append("\n")
         text.append_text(since_text(view))
