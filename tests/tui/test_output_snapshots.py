@@ -48,7 +48,7 @@ async def opened(pilot: Pilot[Any]) -> None:
             break
         await asyncio.sleep(0.05)
     else:
-        raise AssertionError(f"the view is at row {log.scroll_y} of {log.max_scroll_y}, not the end")
+        raise AssertionError(f"the view is at row {log.scroll_y} of {log.max_scroll_y}, not last")
     await pilot.pause()
 
 

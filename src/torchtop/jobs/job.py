@@ -5,8 +5,8 @@ starts can be signalled together), in the caller's environment with the agent on
 (`jobs.env`), its stdout on the user's terminal or in a file, its stderr always in a file
 (copied on to the terminal or the merged log, `jobs.stderr`; a Python job writing to a
 file does so unbuffered, as to a terminal, unless its environment says otherwise), and records
-the launch (`run.json`). `start_plan` does the same for a `LaunchPlan`: its command, working directory,
-whole environment, overrides and the fixes applied on the way to it.
+the launch (`run.json`). `start_plan` does the same for a `LaunchPlan`: its command, working
+directory, whole environment, overrides and the fixes applied on the way to it.
 
 `Job.stop` is SIGINT to the group (a KeyboardInterrupt lets the job's own cleanup run), then
 SIGTERM, then SIGKILL, each after a grace period; then the survivors of the tree listed before
