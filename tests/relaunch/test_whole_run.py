@@ -83,7 +83,7 @@ def test_analyze_of_a_run_after_a_kept_fix_reads_the_relaunched_job_and_every_tr
         outcome = watched.try_fix(Proposal(WORKERS, watched.plan, after), lambda _: None)
         assert outcome.kept, outcome.trial and outcome.trial.reason
         relaunched = run_dir / "jobs" / "01"
-        _wait_for_steps(relaunched / "stdout.log", 150, 180)
+        _wait_for_steps(relaunched / "job.log", 150, 180)
         _cancel_after_first_run(watched, PINNED)
     finally:
         watched.job.finish()

@@ -149,7 +149,7 @@ def _run(
     if watched.job is not job:
         relaunched = watched.job.layout.root
         print(
-            f"torchtop: after the relaunch, in {relaunched / 'stdout.log'} and stderr.log",
+            f"torchtop: after the relaunch, in {RunLayout(relaunched).job_log}",
             file=sys.stderr,
         )
     save_report(report, run_dir, options.report)

@@ -191,6 +191,8 @@ class OutputScreen(Screen[None]):
         log = self.query_one(RichLog)
         log.border_title = self.title_text()
         parts = [f"{len(self.shown(self.lines))} of {len(self.lines)} lines"]
+        if not self.lines:
+            parts = ["the job has written nothing yet"]
         if any(line.stderr for line in self.lines):
             parts.append(f"{STDERR_MARK} stderr")
         if self.stderr_only:
