@@ -95,7 +95,7 @@ def test_analyze_of_a_run_after_a_kept_fix_reads_the_relaunched_job_and_every_tr
         capture_output=True, text=True, timeout=300, check=True,
     )  # fmt: skip
     report = json.loads(analyzed.stdout)
-    own = _printed_steps(relaunched / "stdout.log")[1:]  # step 0 waits for the first batch
+    own = _printed_steps(relaunched / "job.log")[1:]  # step 0 waits for the first batch
     own_rate = len(own) / sum(own)
     shown = report["steps"]["steps_per_s"]
     assert abs(shown / own_rate - 1) < 0.10, (shown, own_rate)

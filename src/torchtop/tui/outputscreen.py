@@ -61,6 +61,7 @@ class OutputLog(RichLog):
     laid out after the first lines are drawn, and take the last of them from view)."""
 
     following = True
+    """The view is at the end, so new lines scroll it (False once scrolled up)."""
 
     def on_resize(self, event: Resize) -> None:
         super().on_resize(event)
@@ -98,8 +99,6 @@ class OutputScreen(Screen[None]):
         self.skipped_bytes = 0
         self.reads = 0
         """Polls answered so far (tests wait on it)."""
-        self.following = True
-        """The view is at the end, so new lines scroll it (False once scrolled up)."""
         self._stop = threading.Event()
 
     def compose(self) -> ComposeResult:
@@ -119,7 +118,7 @@ class OutputScreen(Screen[None]):
 
     def scrolled(self, scroll_y: float) -> None:
         log = self.query_one(OutputLog)
-        log.following = self.following = scroll_y >= log.max_scroll_y
+        log.following = scroll_y >= log.max_scroll_y
 
     def on_unmount(self) -> None:
         self._stop.set()
@@ -154,7 +153,7 @@ class OutputScreen(Screen[None]):
             self.ranks |= ranks
             self.refresh_bindings()
         self.reads += 1
-        self.write(self.shown(new), scroll_end=self.following)
+        self.write(self.shown(new), scroll_end=self.query_one(OutputLog).following)
         if new or read.skipped_bytes or self.reads == 1:
             self.retitle()
 
@@ -177,8 +176,9 @@ class OutputScreen(Screen[None]):
 
     def redraw(self) -> None:
         """Every kept line again, through the filters (a filter changed)."""
-        self.query_one(RichLog).clear()
-        self.following = self.query_one(OutputLog).following = True
+        log = self.query_one(OutputLog)
+        log.clear()
+        log.following = True
         self.write(self.shown(self.lines), scroll_end=True)
         self.retitle()
 
