@@ -86,7 +86,7 @@ def test_analyze_of_a_run_after_a_kept_fix_reads_the_relaunched_job_and_every_tr
         outcome = watched.try_fix(Proposal(WORKERS, watched.plan, after), lambda _: None)
         assert outcome.kept, outcome.trial and outcome.trial.reason
         relaunched = run_dir / "jobs" / "01"
-        _wait_for_steps(relaunched / "stdout.log", 150, 180)
+        _wait_for_steps(relaunched / "job.log", 150, 180)
         _cancel_after_first_run(watched, PINNED)
     finally:
         watched.job.finish()
@@ -98,7 +98,7 @@ def test_analyze_of_a_run_after_a_kept_fix_reads_the_relaunched_job_and_every_tr
         capture_output=True, text=True, timeout=300, check=True,
     )  # fmt: skip
     report = json.loads(analyzed.stdout)
-    own = _printed_steps(relaunched / "stdout.log")[1:]  # step 0 waits for the first batch
+    own = _printed_steps(relaunched / "job.log")[1:]  # step 0 waits for the first batch
     own_rate = len(own) / sum(own)
     shown = report["steps"]["steps_per_s"]
     assert abs(shown / own_rate - 1) < 0.10, (shown, own_rate)

@@ -62,7 +62,7 @@ def own_rate(run_dir: Path, count: int, warmup_steps: int) -> float:
         for window in records(run_dir, "window")
         for step in range(window["first_step"], window["last_step"] + 2)
     }
-    own = [(int(n), float(s)) for n, s in OWN_STEP.findall((run_dir / "stdout.log").read_text())]
+    own = [(int(n), float(s)) for n, s in OWN_STEP.findall((run_dir / "job.log").read_text())]
     steady = [s for n, s in own if n >= warmup_steps and n not in slowed][:count]
     assert len(steady) == count, f"the job printed {len(steady)} of {count} steady steps"
     return count / sum(steady)

@@ -3,9 +3,10 @@
 `start` runs a command in a process group of its own (so `torchrun` and every worker it
 starts can be signalled together), in the caller's environment with the agent on
 (`jobs.env`), its stdout on the user's terminal or in a file, its stderr always in a file
-(copied on to the terminal or the merged log, `jobs.stderr`), and records the launch
-(`run.json`). `start_plan` does the same for a `LaunchPlan`: its command, working directory,
-whole environment, overrides and the fixes applied on the way to it.
+(copied on to the terminal or the merged log, `jobs.stderr`; a Python job writing to a
+file does so unbuffered, as to a terminal, unless its environment says otherwise), and records
+the launch (`run.json`). `start_plan` does the same for a `LaunchPlan`: its command, working
+directory, whole environment, overrides and the fixes applied on the way to it.
 
 `Job.stop` is SIGINT to the group (a KeyboardInterrupt lets the job's own cleanup run), then
 SIGTERM, then SIGKILL, each after a grace period; then the survivors of the tree listed before
@@ -35,6 +36,7 @@ from torchtop.jobs.stderr import StderrCopy, stderr_tail
 from torchtop.model.plan import AppliedFix, LaunchPlan
 from torchtop.runs.identity import NodeIdentity
 from torchtop.runs.layout import RunLayout
+from torchtop.runs.output_tail import stderr_marks
 from torchtop.runs.records import ExitRecord
 
 STOP_GRACE_S = 5.0
@@ -92,7 +94,8 @@ class Streams:
         if not self.echo:
             return None
         if self.log != self.stderr_path:
-            return StderrCopy(self.stderr_path, os.open(self.log, os.O_WRONLY | os.O_APPEND))
+            sink = os.open(self.log, os.O_WRONLY | os.O_APPEND)
+            return StderrCopy(self.stderr_path, sink, stderr_marks(self.log))
         return StderrCopy(self.stderr_path, os.dup(2))
 
 
@@ -180,6 +183,16 @@ class Job:
         return status if status >= 0 else 128 - status
 
 
+def line_by_line(env: Mapping[str, str] | None) -> dict[str, str]:
+    """`env` (default: this process's) with Python's output unbuffered, unless it says
+    otherwise: a Python job whose stdout is a file holds its prints in an 8 KiB buffer, so
+    the `o` screen (and torchrun's `--tee` copy) would show them in late bursts, not as a
+    terminal does."""
+    whole = dict(env if env is not None else os.environ)
+    whole.setdefault("PYTHONUNBUFFERED", "1")
+    return whole
+
+
 def start(
     command: Sequence[str],
     run_dir: Path,
@@ -205,6 +218,8 @@ def start(
     layout.create()
     base = dict(env) if env is not None else None
     job_env = job_environment(run_dir, base, overrides, windows) if agent else base
+    if output.stdout is not None:
+        job_env = line_by_line(job_env)
     with contextlib.ExitStack() as files:
         streams = output.open(files, layout)
         started_at = time.time()

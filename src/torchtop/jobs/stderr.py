@@ -8,10 +8,15 @@ stderr, or appended to the merged log beside the job's stdout. This is torchrun'
 shape (workers write files, a tail thread copies them to the console), chosen over a pipe:
 a file never blocks the job or breaks it with EPIPE if torchtop dies, and it keeps the whole
 stream for `exit.json`'s tail. The copy lags the job by at most `COPY_EVERY_S`.
+
+Copied into a file beside stdout (the merged `job.log`), each piece's byte range there is noted
+in `marks` (`runs.output_tail.stderr_marks`), so the `o` screen can tell the job's stderr lines
+from its stdout ones: the file offset after an append is where the piece ended.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -28,9 +33,10 @@ class StderrCopy:
     """Copies what is appended to `source` on to the file descriptor `sink` until `stop`;
     the copy owns `sink` and closes it."""
 
-    def __init__(self, source: Path, sink: int) -> None:
+    def __init__(self, source: Path, sink: int, marks: Path | None = None) -> None:
         self.source = source
         self.sink = sink
+        self.marks = marks
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="torchtop-stderr", daemon=True)
         self._thread.start()
@@ -46,26 +52,48 @@ class StderrCopy:
         except OSError:
             os.close(self.sink)
             return
+        marks = _open_marks(self.marks)
         try:
             while not self._stopping.wait(COPY_EVERY_S):
-                self._copy_new(fd)
-            self._copy_new(fd)  # what the job wrote last, once it has ended
+                self._copy_new(fd, marks)
+            self._copy_new(fd, marks)  # what the job wrote last, once it has ended
         finally:
             os.close(fd)
             os.close(self.sink)
+            if marks is not None:
+                os.close(marks)
 
-    def _copy_new(self, fd: int) -> None:
+    def _copy_new(self, fd: int, marks: int | None) -> None:
         while chunk := os.read(fd, READ_BYTES):
             try:
-                _write_all(self.sink, chunk)
+                ranges = _write_all(self.sink, chunk, marks is not None)
             except OSError:  # the reader went away (a closed terminal): the file keeps it all
                 return
+            if marks is not None and ranges:
+                with contextlib.suppress(OSError):  # the marks are a help, never a failure
+                    _write_all(marks, "".join(f"{a} {b}\n" for a, b in ranges).encode())
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _open_marks(path: Path | None) -> int | None:
+    if path is None:
+        return None
+    try:
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+
+
+def _write_all(fd: int, data: bytes, where: bool = False) -> list[tuple[int, int]]:
+    """Write all of `data`; with `where`, the byte range each write landed on (appended)."""
     view = memoryview(data)
+    ranges = []
     while view:
-        view = view[os.write(fd, view) :]
+        written = os.write(fd, view)
+        view = view[written:]
+        if where:
+            end = os.lseek(fd, 0, os.SEEK_CUR)
+            ranges.append((end - written, end))
+    return ranges
 
 
 def stderr_tail(path: Path, lines: int = TAIL_LINES) -> list[str]:

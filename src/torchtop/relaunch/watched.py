@@ -33,7 +33,7 @@ import msgspec
 from torchtop.advice.machine import Machine, this_machine
 from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.jobs.env import PERIODIC
-from torchtop.jobs.job import Job, start_plan
+from torchtop.jobs.job import Job, Output, start_plan
 from torchtop.live.collect import Collectors, start_collectors
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.findings import Fix
@@ -258,9 +258,10 @@ class WatchedJob:
         self.job.finish()
 
     def _start(self, plan: LaunchPlan) -> Path:
-        """Start `plan` as `torchtop run` would (periodic profiler windows, output to files)."""
+        """Start `plan` as `torchtop run` would (periodic profiler windows, its output in the
+        folder's `job.log`, which `o` follows, with its stderr also alone in `stderr.log`)."""
         folder = _next_folder(RunLayout(self.run_root).jobs_dir)
-        job = start_plan(plan, folder, self.kind, PERIODIC)
+        job = start_plan(plan, folder, self.kind, PERIODIC, Output.log(RunLayout(folder).job_log))
         self.job, self.plan = job, plan
         self.collectors = start_collectors(job.layout, job.pid, with_agent=True)
         self.monitor.follow(folder, job)

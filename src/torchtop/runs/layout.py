@@ -14,6 +14,7 @@ RUN/
   requests/modules         touched to ask the agents to time each module's forward a while
   stdout.log, stderr.log   the job's output, where torchtop captured it (trials, relaunches)
   job.log                  the job's output while the dashboard covers the terminal
+  job.log.stderr           where in job.log each piece of its stderr was copied (byte ranges)
   exit.json                how the job ended (written once, atomically)
   report.json              the final report
   baseline/                tune's first measured run (a run folder)

@@ -80,11 +80,14 @@ def watch_streams(
     return 0
 
 
+STREAMS_NO_OUTPUT = "the streams carry no job output: it is in each node's run folder (job.log)"
+
+
 def _follow(monitor: LiveMonitor, mirror: StreamMirror, headless: bool) -> Report:
     if not headless:
         from torchtop.tui.app import run_live
 
-        return run_live(monitor)
+        return run_live(monitor, why_no_output=STREAMS_NO_OUTPUT)
     printer = ProgressPrinter()
     told: dict[str, bool | None] = {}
 

@@ -43,6 +43,9 @@ LAUNCHED_ELSEWHERE = (
     "`torchtop run` that launched the job"
 )
 """What `a` says under `watch`, and `attach` to a job with an agent: a launcher is elsewhere."""
+ATTACH_NO_OUTPUT = "attach did not start this job: its output is where it was started"
+"""What `o` says under `attach`, where torchtop kept no output of the job."""
+FOLDER_NO_OUTPUT = "this run folder keeps no output of its job: it went to where it was started"
 MULTI_NODE_NOT_APPLIED = (
     "this node runs one part of a job on several nodes: relaunch every node with the fix "
     "(docs/multi-node.md)"
@@ -118,7 +121,8 @@ def _run(
             why_not = None if chosen else MULTI_NODE_NOT_APPLIED
             # Without `--for`, the dashboard stays with the final figures once the job ends.
             stay = options.for_s is None
-            report = watched.with_trials(_follow(monitor, options.headless, chosen, why_not, stay))
+            followed = _follow(monitor, options.headless, chosen, why_not, stay, run_dir)
+            report = watched.with_trials(followed)
         finally:
             watched.close()
     if job_log is not None:
@@ -126,7 +130,7 @@ def _run(
     if watched.job is not job:
         relaunched = watched.job.layout.root
         print(
-            f"torchtop: after the relaunch, in {relaunched / 'stdout.log'} and stderr.log",
+            f"torchtop: after the relaunch, in {RunLayout(relaunched).job_log}",
             file=sys.stderr,
         )
     save_report(report, run_dir, options.report)
@@ -155,7 +159,8 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
                 agent_dir, tree, for_s=options.for_s, kind="attach", alive=alive, on_tick=on_tick,
                 assessor=naming(target, context), context=context,
             )  # fmt: skip
-            return _follow_folder(monitor, options)
+            # Started by `torchtop run` elsewhere, its folder keeps its output.
+            return _follow_folder(monitor, options, agent_dir, ATTACH_NO_OUTPUT)
     run_dir = options.run_dir or default_run_dir()
     with (
         metrics_endpoint(options.metrics, run_dir) as served,
@@ -181,7 +186,7 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
             context=context,
         )
         try:
-            report = _follow(monitor, options.headless)
+            report = _follow(monitor, options.headless, why_no_output=ATTACH_NO_OUTPUT)
         finally:
             collectors.stop()
     write_exit_record(layout, "detached" if alive() else "exited")
@@ -291,13 +296,18 @@ def watch_session(targets: Sequence[str], options: WatchOptions, tree: RuleTree)
         monitor = LiveMonitor(
             run_dir, tree, for_s=options.for_s, kind="run", alive=alive, on_tick=on_tick
         )
-        return _follow_folder(monitor, options)
+        return _follow_folder(monitor, options, run_dir)
 
 
-def _follow_folder(monitor: LiveMonitor, options: WatchOptions) -> int:
+def _follow_folder(
+    monitor: LiveMonitor, options: WatchOptions, folder: Path, why_no_output: str | None = None
+) -> int:
     """Follow a folder someone else writes: the report to `--report` and stdout, never into
-    the folder."""
-    report = _follow(monitor, options.headless, None, LAUNCHED_ELSEWHERE)
+    the folder; `o` shows the output its job keeps there."""
+    report = _follow(
+        monitor, options.headless, None, LAUNCHED_ELSEWHERE, output_dir=folder,
+        why_no_output=why_no_output or FOLDER_NO_OUTPUT,
+    )  # fmt: skip
     if options.report:
         save_report(report, None, options.report)
     print_report(report, options.output_format)
@@ -333,12 +343,15 @@ def _follow(
     watched: WatchedJob | None = None,
     why_no_apply: str | None = None,
     stay: bool = False,
+    output_dir: Path | None = None,
+    why_no_output: str | None = None,
 ) -> Report:
     """Progress lines on stderr, or the dashboard (where `watched` lets the user try fixes,
     and `why_no_apply` is what `a` says where it cannot); either way the final report. With
     `stay`, the dashboard stays once the job has ended, with its final figures and how it
     ended, until `q`. The demo's dashboard stays until `q`, so its footer says how long it has
-    run and how to end it."""
+    run and how to end it. `o` shows the output of the job `output_dir` runs, or says
+    `why_no_output`."""
     if headless:
         printer = ProgressPrinter()
         report = watch(monitor, on_update=printer)
@@ -348,4 +361,7 @@ def _follow(
     from torchtop.tui.app import run_live
 
     clock = monitor.kind == "demo"
-    return run_live(monitor, applier=watched, clock=clock, why_no_apply=why_no_apply, stay=stay)
+    return run_live(
+        monitor, applier=watched, clock=clock, why_no_apply=why_no_apply, stay=stay,
+        output_dir=output_dir, why_no_output=why_no_output,
+    )  # fmt: skip

@@ -20,6 +20,7 @@ import asyncio
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import work
@@ -32,6 +33,7 @@ from textual.widgets import OptionList
 from torchtop.model.findings import Fix
 from torchtop.model.report import Report
 from torchtop.model.trials import Proposal, TrialEvent, TrialOutcome
+from torchtop.runs.output_tail import job_output
 from torchtop.runs.state import RunState
 from torchtop.tui.apply import (
     Applier,
@@ -45,6 +47,7 @@ from torchtop.tui.dashscreen import DashboardScreen
 from torchtop.tui.details import FixDetailsScreen
 from torchtop.tui.frame import Frame, FrameBuilder, offline_frame
 from torchtop.tui.helpscreen import HelpScreen
+from torchtop.tui.outputscreen import OutputScreen
 from torchtop.tui.revert import HoldingUpdate, RevertDone, Reverter, RevertScreen
 from torchtop.tui.styles import CSS
 from torchtop.tui.ticking import (
@@ -70,8 +73,12 @@ from torchtop.tui.widgets.stacks import StacksPanel
 from torchtop.tui.widgets.steptime import StepTimePanel
 from torchtop.tui.widgets.tops import TopsPanel
 from torchtop.tui.widgets.trial import TrialPanel, TrialView
+from torchtop.tui.widgets.trialclock import TrialClock
 from torchtop.tui.widgets.verdict import VerdictPanel
 
+NO_OUTPUT = "torchtop did not start this job: its output is where it was started"
+"""What `o` says where no output was kept (`attach` says so in its own words)."""
+NO_LOG = "saved traces keep no job output: a run folder recorded by `torchtop run` does"
 TICKS_JOIN_S = 30.0
 """How long quitting waits for a tick in progress (a large profiler window being analysed)."""
 TRIAL_CANCEL_S = 30.0
@@ -93,6 +100,9 @@ class Dashboard(App[Report | None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # noqa: RUF012
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]  # noqa: RUF012
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("o", "output", "Output"),
+        # Where torchtop kept no output (attach, saved traces) `o` is not offered, but says why.
+        Binding("o", "why_no_output", "Output", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -109,10 +119,14 @@ class Dashboard(App[Report | None]):
         clock: bool = False,
         why_no_apply: str | None = None,
         stay: bool = False,
+        output_dir: Path | None = None,
+        why_no_output: str | None = None,
     ) -> None:
         """`clock`: the footer shows how long the dashboard has run and that `q` ends it.
         `why_no_apply`: without an applier, what `a` says (the default names the mode).
-        `stay`: when the run ends, show the final report and how the job ended until `q`."""
+        `stay`: when the run ends, show the final report and how the job ended until `q`.
+        `output_dir`: the run folder whose job's output `o` shows (`runs.output_tail.job_output`);
+        where it keeps none, `o` says `why_no_output`."""
         super().__init__()
         if (source is None) == (frame is None):
             raise ValueError("a Dashboard shows either a live source or an offline frame")
@@ -141,6 +155,8 @@ class Dashboard(App[Report | None]):
         """The run has ended and the dashboard stays (`stay`): nothing more to apply."""
         self.final: Report | None = None
         self._final_lock = asyncio.Lock()
+        self.output_dir = output_dir
+        self.why_no_output = why_no_output or NO_OUTPUT
 
     def compose(self) -> ComposeResult:
         yield JobHeader(id="header")
@@ -242,6 +258,7 @@ class Dashboard(App[Report | None]):
             return
         self.trial_idle.clear()
         self.refresh_bindings()
+        self.job_stopped("the revert", time.monotonic())
         self.run_revert()
 
     @work(thread=True, exclusive=True, group="trial", name="revert")
@@ -262,6 +279,7 @@ class Dashboard(App[Report | None]):
         self.post_message(done)
 
     def on_revert_done(self, message: RevertDone) -> None:
+        self.job_stopped(None)
         panel = self.query_one(TrialPanel)
         if panel.view is not None:
             panel.view = panel.view.reverted(message.outcome, message.error)
@@ -320,6 +338,8 @@ class Dashboard(App[Report | None]):
             return self.applier is None
         if action == "time_modules":
             return self.modules_requester is not None and not self.finishing and not self.ended
+        if action in ("output", "why_no_output"):
+            return (self.output_dir is not None) == (action == "output")
         if action == "revert":
             reverter = self.reverter
             if reverter is None or reverter.revertible is None:
@@ -373,6 +393,17 @@ class Dashboard(App[Report | None]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
+    def action_output(self) -> None:
+        """The job's own output, followed; or, where torchtop kept none, why, in one line."""
+        folder = self.output_dir
+        if folder is None or job_output(folder) is None:
+            self.action_why_no_output()
+            return
+        self.push_screen(OutputScreen(lambda: job_output(folder)))
+
+    def action_why_no_output(self) -> None:
+        self.notify(self.why_no_output, title="No job output here", timeout=8)
+
     def on_fix_chosen(self, message: FixChosen) -> None:
         frame = self.latest
         if frame is None:
@@ -421,7 +452,9 @@ class Dashboard(App[Report | None]):
         self.trial_idle.clear()
         self.refresh_bindings()
         change = "; ".join(proposal.after.changes) or proposal.after.description
-        self.query_one(TrialPanel).view = TrialView(change)
+        now_s = time.monotonic()
+        self.query_one(TrialPanel).view = TrialView(change, clock=TrialClock.start(now_s))
+        self.job_stopped("the trial", now_s)
         self.arrange_bottom()
         self.run_trial(proposal)
 
@@ -441,12 +474,19 @@ class Dashboard(App[Report | None]):
             self.trial_idle.set()
         self.post_message(TrialDone(outcome))
 
+    def job_stopped(self, why: str | None, since_s: float | None = None) -> None:
+        """The header says the job is stopped for `why` (a trial, a revert); None: it runs."""
+        header = self.query_one(JobHeader)
+        header.stopped_for = why or ""
+        header.stopped_since_s = since_s if why is not None else None
+
     def on_trial_update(self, message: TrialUpdate) -> None:
         panel = self.query_one(TrialPanel)
         if panel.view is not None:
-            panel.view = panel.view.updated(message.event)
+            panel.view = panel.view.updated(message.event, time.monotonic())
 
     def on_trial_done(self, message: TrialDone) -> None:
+        self.job_stopped(None)
         self.trial_outcomes.append(message.outcome)
         panel = self.query_one(TrialPanel)
         if panel.view is not None:
@@ -508,15 +548,25 @@ def run_live(
     clock: bool = False,
     why_no_apply: str | None = None,
     stay: bool = False,
+    output_dir: Path | None = None,
+    why_no_output: str | None = None,
 ) -> Report:
     """The dashboard over a live run until the user quits, or the run ends (unless `stay`:
     then it shows the final report and how the job ended until `q`); the final report.
 
     With an `applier`, `a` tries the highlighted fix on the job (confirmed in a modal first);
-    without one, the key is not offered, and pressed it says why (`why_no_apply`)."""
+    without one, the key is not offered, and pressed it says why (`why_no_apply`). `o` shows
+    the output of the job `output_dir` runs, or says `why_no_output`."""
     pacer = IntervalPacer(interval_s)
     app = Dashboard(
-        monitor, pacer=pacer, applier=applier, clock=clock, why_no_apply=why_no_apply, stay=stay
+        monitor,
+        pacer=pacer,
+        applier=applier,
+        clock=clock,
+        why_no_apply=why_no_apply,
+        stay=stay,
+        output_dir=output_dir,
+        why_no_output=why_no_output,
     )
     result = app.run()
     if isinstance(result, Report):
@@ -531,8 +581,10 @@ def run_live(
 
 def run_view(report: Report, state: RunState | None = None, aside: str | None = None) -> None:
     """The dashboard over saved traces, or a recorded run folder (`state` adds its samples);
-    `aside` is added to the title (`job 1 of 5`, when the traces were not one job)."""
-    Dashboard(frame=view_frame(report, state, aside)).run()
+    `aside` is added to the title (`job 1 of 5`, when the traces were not one job); `o`
+    shows a recorded run's job output."""
+    folder = state.layout.root if state is not None else None
+    Dashboard(frame=view_frame(report, state, aside), output_dir=folder, why_no_output=NO_LOG).run()
 
 
 def view_frame(report: Report, state: RunState | None = None, aside: str | None = None) -> Frame:

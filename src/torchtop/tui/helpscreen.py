@@ -36,6 +36,9 @@ KEYS = (
     ("a", "`run`/`demo`: apply the fix, confirm, A/B trial"),
     ("r", "after a kept fix: take it back"),
     ("m", "live: time each module's forward for a few steps"),
+    ("o", "the job's own output, followed (`run`, `demo`)"),
+    ("e (output)", "the job's stderr lines alone, or all again"),
+    ("k (output)", "torchrun's lines of one rank, then the next"),
     ("left / right", "Step time, offline: pick a step"),
     ("a (Step time)", "offline: back to all steps"),
 )

@@ -5,11 +5,16 @@ Line one names the job (its command, its PID, or the trace files) and the dashbo
 steps/s with an arrow for its trend and a sparkline of its history, and samples/s when the
 batch size is known; attach's native sampler, its pace and its own CPU; a node followed
 through `--serve` that stopped answering, with when it was last seen.
+
+While a trial (or a revert) has the job stopped (`stopped_since_s`), its last rate is not
+shown as live: line two says the job is stopped and for how long, redrawn every second by the
+header itself (the job's figures do not move then), and its last rate as the last one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from rich.console import RenderableType
@@ -43,6 +48,24 @@ def trend(rates: Sequence[float | None]) -> str:
 class JobHeader(Panel):
     paused: reactive[bool] = reactive(False)
     finishing: reactive[bool] = reactive(False)
+    stopped_since_s: reactive[float | None] = reactive(None)
+    """Since when (`clock`) a trial or a revert has the job stopped; None while it runs."""
+    stopped_for = "the trial"
+
+    def __init__(self, id: str | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(id=id)
+        self.clock = clock
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.set_interval(1.0, self._tick)
+
+    def _tick(self) -> None:
+        if self.stopped_since_s is not None:
+            self.refresh_drawing()
+
+    def watch_stopped_since_s(self) -> None:
+        self.refresh_drawing()
 
     def watch_paused(self) -> None:
         self.refresh_drawing()
@@ -86,6 +109,8 @@ class JobHeader(Panel):
             parts.append(f"step {frame.step}" + (f" by {signal}" if signal else ""))
         elif steps:
             parts.append(f"steps #{steps[0].number}-#{steps[-1].number}")
+        if self.stopped_since_s is not None and frame.live:
+            return self._stopped(parts, frame)
         text = Text(" · ".join(parts), style=MUTED)
         rates = [p.steps_per_s for p in frame.history] if frame.live else []
         if not frame.live and frame.report.job.devices:
@@ -112,6 +137,20 @@ class JobHeader(Panel):
             known = [r for r in rates if r is not None]
             # Headroom above the best rate, so a steady rate reads as a line, not a full bar.
             text.append_text(sparkline(rates, room, top=max(known) * 1.25, style="#5fc75f"))
+        return text
+
+    def _stopped(self, parts: list[str], frame: Frame) -> Text:
+        """`1 rank · up 1:02 · job stopped for the trial 0:23 · last 3.56 steps/s · step 28`:
+        the stopped clock early, so that 80 columns never cut it."""
+        assert self.stopped_since_s is not None
+        head = 2 if frame.elapsed_s is not None else 1
+        text = Text(" · ".join(parts[:head]) + " · ", style=MUTED)
+        stopped = duration(self.clock() - self.stopped_since_s)
+        text.append(f"job stopped for {self.stopped_for} {stopped}", style="bold")
+        if frame.steps_per_s is not None:
+            text.append(f" · last {frame.steps_per_s:.2f} steps/s", style=MUTED)
+        for part in parts[head:]:
+            text.append(f" · {part}", style=MUTED)
         return text
 
 

@@ -4,7 +4,8 @@ Textual's footer is one row that scrolls sideways: at 80 columns the app's own k
 `q Quit`, `p Pause`), which come last, fell off the edge once a panel or a kept fix added its
 keys. This one lays the same clickable keys out in as many rows as they need (two at 80
 columns at most), in the order Textual gives them (the focused panel's first, the app's last).
-`trailer` is any widget to end the last row with (the run clock), `trailer_width` its width.
+`trailer` is any widget to end the last row with (the run clock), with its width; it is told
+the room the keys leave on one row, so it can be shorter where they leave little.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ class KeysFooter(Footer):
         super().__init__(compact=True, show_command_palette=False)
         self._width = 0
 
-    def trailer(self) -> tuple[Widget, int] | None:
+    def trailer(self, room: int) -> tuple[Widget, int] | None:
+        """What ends the last row, and its width; `room`: the cells the keys leave on a row."""
         return None
 
     def shown_bindings(self) -> list[tuple[Binding, bool, str]]:
@@ -67,9 +69,9 @@ class KeysFooter(Footer):
             )
             for binding, enabled, tooltip in shown
         ]
-        trailer = self.trailer()
-        items: list[tuple[Widget, int]] = [*keys, *([trailer] if trailer else [])]
         width = self._width or self.app.size.width
+        trailer = self.trailer(width - sum(cells + KEY_GAP for _, cells in keys))
+        items: list[tuple[Widget, int]] = [*keys, *([trailer] if trailer else [])]
         for row in rows_of(items, width):
             yield HorizontalGroup(*row, classes="keys-row")
 

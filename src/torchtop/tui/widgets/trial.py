@@ -13,6 +13,8 @@ the user reverts. `TrialView` is the state; the panel draws it.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from rich.text import Text
@@ -30,6 +32,7 @@ from torchtop.model.trials import (
 )
 from torchtop.tui.palette import MUTED
 from torchtop.tui.revert import holding_line
+from torchtop.tui.widgets.trialclock import TrialClock
 
 KEPT_STYLE = "bold #5fc75f"
 REVERTED_STYLE = "bold #e0b000"
@@ -48,19 +51,23 @@ class TrialView:
     """The relaunched job with the kept fix, against the trial; None before (or without) one."""
     revert: RevertOutcome | None = None
     revert_error: str | None = None
+    clock: TrialClock | None = None
+    """When the trial and its phases began (None: not timed, as a test's view)."""
 
-    def updated(self, event: TrialEvent) -> TrialView:
-        events = (*self.events, event.text)
+    def updated(self, event: TrialEvent, at_s: float | None = None) -> TrialView:
+        """`event` said at `at_s` (the app's monotonic clock; None: untimed)."""
+        clock = self.clock
+        if clock is not None and at_s is not None:
+            clock = clock.after(event, at_s)
+        view = replace(self, events=(*self.events, event.text), clock=clock)
         if isinstance(event, Stage):
-            return replace(self, stage=event.text, events=events)
+            return replace(view, stage=event.text)
         if isinstance(event, Decided):
-            return replace(self, events=events)  # the outcome line says it when the job runs
+            return view  # the outcome line says it when the job runs
         stage = f"measured {event.label}: {event.steps_per_s:.2f} steps/s"
         if event.label.startswith("before"):
-            return replace(
-                self, stage=stage, events=events, before=(*self.before, event.steps_per_s)
-            )
-        return replace(self, stage=stage, events=events, after=(*self.after, event.steps_per_s))
+            return replace(view, stage=stage, before=(*self.before, event.steps_per_s))
+        return replace(view, stage=stage, after=(*self.after, event.steps_per_s))
 
     def finished(self, outcome: TrialOutcome) -> TrialView:
         return replace(self, outcome=outcome, stage=outcome_line(outcome))
@@ -119,8 +126,9 @@ def rates_text(rates: tuple[float, ...]) -> str:
     return " · ".join(f"{r:.2f}" for r in rates) if rates else "…"
 
 
-def trial_text(view: TrialView) -> Text:
-    """Three lines: the change; before | after (| speedup); the stage or the outcome."""
+def trial_text(view: TrialView, now_s: float | None = None) -> Text:
+    """Three lines: the change; before | after (| speedup); the stage or the outcome (while
+    running, with its time so far at `now_s`)."""
     text = Text(f"{view.change}\n", style="bold")
     trial = view.outcome.trial if view.outcome else None
     if trial is not None:
@@ -142,6 +150,9 @@ def trial_text(view: TrialView) -> Text:
     style = MUTED
     if view.outcome is not None:
         style = KEPT_STYLE if view.outcome.kept else REVERTED_STYLE
+    if view.outcome is None and view.clock is not None and now_s is not None:
+        # First: a long stage is cut at the panel's edge, its time must not be.
+        text.append(f"{view.clock.phase_words(now_s)} · ", style="bold")
     text.append(view.stage, style=style)
     if view.holding is not None or view.revert is not None or view.revert_error is not None:
         text.append("\n")
@@ -175,17 +186,35 @@ def since_text(view: TrialView) -> Text:
 
 class TrialPanel(Static):
     """Shown from the first applied fix on; the newest trial only. `brief` (a short terminal,
-    the trial over): only its outcome, so the bottom row can have its rows back."""
+    the trial over): only its outcome, so the bottom row can have its rows back. While a timed
+    trial runs, it redraws every second (its time so far, its phase's, the time left)."""
 
     view: reactive[TrialView | None] = reactive(None, always_update=True)
     brief: reactive[bool] = reactive(False)
 
+    def __init__(self, id: str | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(id=id)
+        self.clock = clock
+
     def watch_brief(self) -> None:
         if self.view is not None:
-            self.update(brief_text(self.view) if self.brief else trial_text(self.view))
+            self.draw(self.view)
 
     def on_mount(self) -> None:
         self.display = False
+        self.set_interval(1.0, self.tick)
+
+    def tick(self) -> None:
+        view = self.view
+        if view is not None and view.outcome is None and view.clock is not None:
+            self.draw(view)
+
+    def draw(self, view: TrialView) -> None:
+        now_s = self.clock()
+        if view.outcome is None:
+            running = view.clock.running_words(now_s) if view.clock is not None else "running"
+            self.border_title = f"Trial · {running}"
+        self.update(brief_text(view) if self.brief else trial_text(view, now_s))
 
     def watch_view(self, view: TrialView | None) -> None:
         self.display = view is not None
@@ -193,7 +222,7 @@ class TrialPanel(Static):
             return
         outcome = view.outcome
         if outcome is None:
-            self.border_title, self.border_subtitle = "Trial · running", "q: quit (ends the trial)"
+            self.border_subtitle = "q: quit (ends the trial)"
         elif view.revert is not None and not view.revert.cancelled:
             self.border_title, self.border_subtitle = "Trial · kept, then reverted by you", ""
         elif view.falls_short and view.kept_and_running:
@@ -202,4 +231,4 @@ class TrialPanel(Static):
             self.border_subtitle = "r: revert"
         else:
             self.border_title, self.border_subtitle = f"Trial · {outcome_word(outcome)}", ""
-        self.update(brief_text(view) if self.brief else trial_text(view))
+        self.draw(view)
