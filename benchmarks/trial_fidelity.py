@@ -57,8 +57,8 @@ from torchtop.model.plan import AppliedFix, LaunchPlan
 from torchtop.model.rounds import FASTER, SLOWER
 from torchtop.model.trial_entry import entry_json
 from torchtop.model.trials import Trial
-from torchtop.relaunch.trial import run_trial, trial_entry
-from torchtop.relaunch.tune import TuneOptions, tune
+from torchtop.trials.trial import run_trial, trial_entry
+from torchtop.tuning.tune import TuneOptions, tune
 
 JOBS_DIR = Path(__file__).resolve().parent / "jobs"
 TARGET_ERROR = 0.15

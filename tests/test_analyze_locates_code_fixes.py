@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from torchtop.advice.locate import is_user_file, locate, trace_stacks
-from torchtop.offline import NO_STACKS, analyze_paths
 from torchtop.report import render_text, report_to_json
+from torchtop.sessions.offline import NO_STACKS, analyze_paths
 from torchtop.traces import decode, read_trace
 from torchtop.traces.parallel import WORKERS_ENV
 

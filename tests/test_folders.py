@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import RESNET_NW0
 from torchtop.cli import main
-from torchtop.offline import analyze_jobs
 from torchtop.report import report_to_json
+from torchtop.sessions.offline import analyze_jobs
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 MODELS = "tracelens/h100"

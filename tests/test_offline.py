@@ -8,8 +8,8 @@ import pytest
 
 from tests.synthetic import Loop, document, two_step_loop, write_json
 from torchtop.errors import InputError
-from torchtop.offline import analyze_paths
 from torchtop.report import report_to_json
+from torchtop.sessions.offline import analyze_paths
 
 
 def slow_loop(step_us: float, steps: int = 3) -> list[dict]:  # type: ignore[type-arg]

@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.synthetic import Loop, document, write_json
 from torchtop.model.report import JobReports
-from torchtop.offline import analyze_jobs
+from torchtop.sessions.offline import analyze_jobs
 
 
 def steps(*numbers: int) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import pytest
 
 from torchtop.analysis.oom import out_of_memory
 from torchtop.model.memory import DeviceMemory
-from torchtop.offline import analyze_paths
+from torchtop.sessions.offline import analyze_paths
 
 JOB = Path(__file__).parent / "jobs" / "dies_of_oom.py"
 

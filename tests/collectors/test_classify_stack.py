@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchtop.collectors.stacks import attribute, classify_stack
+from torchtop.analysis.stacks import attribute, classify_stack
 from torchtop.runs.records import StackFrame, StackProcess, StacksSample, StackThread
 
 SITE = "/venv/lib/python3.11/site-packages"

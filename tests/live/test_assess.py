@@ -126,7 +126,7 @@ def test_step_metrics_leave_the_dataloader_share_unmeasured_when_waits_are_unkno
 
 
 def test_analyze_reads_a_recorded_run_folder_through_the_live_assessment(fake_run: FakeRun) -> None:
-    from torchtop.offline import analyze_paths
+    from torchtop.sessions.offline import analyze_paths
 
     fake_run.hello(100, dataloader=LoaderSettings(num_workers=0))
     fake_run.steps(100, 20, wall_s=0.10, data_wait_s=0.08)
@@ -141,7 +141,7 @@ def test_a_run_folder_without_agent_steps_falls_back_to_its_trace_windows(
 ) -> None:
     import shutil
 
-    from torchtop.offline import analyze_paths
+    from torchtop.sessions.offline import analyze_paths
 
     source = next((SAMPLES / "copy_heavy").glob("*.json.gz"))
     shutil.copy(source, fake_run.layout.traces_dir / source.name)

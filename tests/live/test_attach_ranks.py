@@ -27,8 +27,8 @@ import pytest
 from rich.text import Text
 
 from tests.live.two_nodes import free_port
+from torchtop.assess.recorded import analyze_run
 from torchtop.diagnosis.rules import load_rules
-from torchtop.offline import analyze_run
 from torchtop.runs.state import load_run
 from torchtop.tui.app import Dashboard
 from torchtop.tui.frame import offline_frame

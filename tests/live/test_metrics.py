@@ -15,9 +15,9 @@ from tests.live.conftest import FakeRun
 from tests.live.scrape import one, scrape, values
 from torchtop.assess.snapshot import Snapshot
 from torchtop.diagnosis.rules import load_rules
+from torchtop.exporters.metrics import METRICS, RunMetrics, snapshot_families
+from torchtop.exporters.metrics_server import serve_metrics
 from torchtop.jobs.job import Output, start
-from torchtop.live.metrics import METRICS, RunMetrics, snapshot_families
-from torchtop.live.metrics_server import serve_metrics
 from torchtop.live.watch import LiveMonitor
 from torchtop.report.contract import BREAKDOWN_KEYS, steps_per_s
 from torchtop.runs.journal import JournalWriter

@@ -17,7 +17,7 @@ import pytest
 from prometheus_client.samples import Sample
 
 from tests.live.scrape import one, scrape, values
-from torchtop.live.metrics_server import TOKEN_VARIABLE
+from torchtop.exporters.metrics_server import TOKEN_VARIABLE
 
 TOKEN = "token-for-the-test"
 URL_LINE = re.compile(r"torchtop: Prometheus metrics on (http://\S+)")

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from torchtop.live.metrics import METRICS
+from torchtop.exporters.metrics import METRICS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 TABLE_ROW = re.compile(r"^\| `(torchtop_[a-z0-9_]+)` \| (\w+) \| ([a-z, ]+) \|", re.MULTILINE)

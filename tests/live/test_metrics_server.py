@@ -16,7 +16,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from tests.live.scrape import one, scrape
 from torchtop.errors import InputError
-from torchtop.live.metrics_server import (
+from torchtop.exporters.metrics_server import (
     TOKEN_VARIABLE,
     Address,
     MetricsServer,

@@ -22,9 +22,9 @@ import pytest
 from tests.live.test_nodes import analyzed, node
 from torchtop.errors import InputError
 from torchtop.jobs.records import write_exit_record
-from torchtop.live.http_server import HttpServer, token_for
-from torchtop.live.node_stream import ENDPOINT, TOKEN_VARIABLE, NodeStream, serve_node
-from torchtop.live.stream_mirror import REFUSED, StreamMirror, check_url
+from torchtop.serve.http_server import HttpServer, token_for
+from torchtop.serve.node_stream import ENDPOINT, TOKEN_VARIABLE, NodeStream, serve_node
+from torchtop.serve.stream_mirror import REFUSED, StreamMirror, check_url
 
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 
@@ -216,7 +216,7 @@ def test_watch_of_a_node_that_never_answers_exits_2_naming_the_url(tmp_path: Pat
 
 def test_the_stream_and_its_mirror_import_neither_torch_nor_textual() -> None:
     probe = (
-        "import sys, torchtop.live.node_stream, torchtop.live.stream_mirror, "
+        "import sys, torchtop.serve.node_stream, torchtop.serve.stream_mirror, "
         "torchtop.sessions.streams; print('torch' in sys.modules, 'textual' in sys.modules)"
     )
     result = subprocess.run(

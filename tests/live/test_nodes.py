@@ -11,14 +11,14 @@ import pytest
 
 from tests.live.conftest import FakeRun
 from torchtop.jobs.records import write_exit_record
-from torchtop.offline import analyze_paths
 from torchtop.report import report_to_json
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.nodes import PID_LIMIT, SharedRunWatcher
 from torchtop.runs.records import HostProcess, HostSample
+from torchtop.sessions.offline import analyze_paths
 
 if TYPE_CHECKING:
-    from torchtop.relaunch.watched import WatchedJob
+    from torchtop.sessions.watched import WatchedJob
 
 
 def node(root: Path, name: str, ranks: tuple[int, int], cpu_pct: float) -> FakeRun:

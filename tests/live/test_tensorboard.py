@@ -1,4 +1,4 @@
-"""`live.tensorboard` on run folders written record by record, read back by TensorBoard itself."""
+"""`exporters.tensorboard` on run folders written record by record, read back by TensorBoard."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from tensorboard.backend.event_processing.event_accumulator import (
 from tests.live.conftest import FakeRun
 from torchtop.assess.tracker import DEFAULT_HOLD
 from torchtop.diagnosis.rules import load_rules
-from torchtop.live.tb_events import crc32c, masked_crc
-from torchtop.live.tensorboard import TensorBoardLog
+from torchtop.exporters.tb_events import crc32c, masked_crc
+from torchtop.exporters.tensorboard import TensorBoardLog
 from torchtop.live.watch import LiveMonitor
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.records import GpuDevice, GpuSample

@@ -15,9 +15,9 @@ from tests.live.test_nodes import node
 from tests.live.test_tensorboard import read
 from tests.live.test_tensorboard_run import profiler_runs
 from torchtop.diagnosis.rules import load_rules
+from torchtop.exporters.tensorboard import TensorBoardLog
 from torchtop.jobs.job import Output, start
 from torchtop.jobs.records import write_exit_record
-from torchtop.live.tensorboard import TensorBoardLog
 from torchtop.live.watch import LiveMonitor
 
 JOBS = Path(__file__).resolve().parent / "jobs"

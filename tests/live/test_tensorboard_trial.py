@@ -15,12 +15,12 @@ import pytest
 from tests.conftest import RULES_DIR
 from tests.live.test_tensorboard import read, texts
 from torchtop.diagnosis.rules import load_rules
+from torchtop.exporters.tensorboard import TensorBoardLog
 from torchtop.jobs.job import Output, start
 from torchtop.live.collect import start_collectors
-from torchtop.live.tensorboard import TensorBoardLog
 from torchtop.live.watch import LiveMonitor
-from torchtop.relaunch.tune import TuneOptions
-from torchtop.relaunch.watched import WatchedJob
+from torchtop.sessions.watched import WatchedJob
+from torchtop.tuning.tune import TuneOptions
 
 DEMO = [sys.executable, "-m", "torchtop.demo.train", "--batch-size", "16", "--latency-ms", "5"]
 QUICK = TuneOptions(steps=10, warmup_steps=3, min_duration_s=1.0, run_timeout_s=60.0, max_rounds=1)

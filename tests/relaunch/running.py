@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.tables import tables
-from torchtop.relaunch.tune import TuneOptions
 from torchtop.runs.journal import JournalReader
+from torchtop.tuning.tune import TuneOptions
 
 JOBS = Path(__file__).resolve().parent / "jobs"
 

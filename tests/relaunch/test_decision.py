@@ -12,9 +12,9 @@ import pytest
 
 from torchtop.model.rounds import FASTER, NO_EFFECT, SLOWER
 from torchtop.model.trials import Stage, TrialEvent
-from torchtop.relaunch.decision import TrialSettings, decide
-from torchtop.relaunch.measure import Measurement
-from torchtop.relaunch.trial import _decide, _Rounds
+from torchtop.trials.decision import TrialSettings, decide
+from torchtop.trials.measure import Measurement
+from torchtop.trials.trial import _decide, _Rounds
 
 SETTINGS = TrialSettings(min_gain=0.05)
 DO_NOTHING = [1.09, 0.86, 1.53, 1.12, 0.95, 1.20]

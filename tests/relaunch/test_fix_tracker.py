@@ -13,12 +13,12 @@ from tests.tables import tables
 from torchtop.diagnosis.rules import load_rules
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.trial_entry import entry_json
-from torchtop.relaunch.holding import HoldingTest
-from torchtop.relaunch.tracked import SETTLE_STEPS, FixTracker, StepLog
-from torchtop.relaunch.trial import trial_entry
 from torchtop.runs.journal import JournalReader, JournalWriter
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import Hello, Step, Window
+from torchtop.trials.holding import HoldingTest
+from torchtop.trials.tracked import SETTLE_STEPS, FixTracker, StepLog
+from torchtop.trials.trial import trial_entry
 
 SPANS = HoldingTest(warmup_steps=2, recent_steps=5, recent_s=0.4)
 

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from torchtop.model.trial_entry import entry_json
-from torchtop.relaunch.holding import HoldingTest, TrialClaim, check_holding
+from torchtop.trials.holding import HoldingTest, TrialClaim, check_holding
 
 TEST = HoldingTest(warmup_steps=0, recent_steps=30, recent_s=2.0)
 DEFAULT = HoldingTest(warmup_steps=0)

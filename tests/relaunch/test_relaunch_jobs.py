@@ -16,8 +16,8 @@ from torchtop.advice.plan import initial_plan
 from torchtop.jobs.job import start_plan
 from torchtop.jobs.processes import is_alive, job_tree
 from torchtop.model.trials import Span
-from torchtop.relaunch.measure import MeasureError, measure
 from torchtop.runs.state import RunWatcher
+from torchtop.trials.measure import MeasureError, measure
 
 TORCHRUN = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
 

@@ -7,12 +7,7 @@ import math
 
 import pytest
 
-from torchtop.relaunch.stats import (
-    estimate_rounds,
-    mann_whitney_p,
-    t_quantile,
-    t_two_sided_p,
-)
+from torchtop.trials.stats import estimate_rounds, mann_whitney_p, t_quantile, t_two_sided_p
 
 
 def test_two_samples_that_do_not_overlap_give_the_textbook_p_value() -> None:

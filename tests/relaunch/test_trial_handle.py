@@ -19,9 +19,9 @@ import pytest
 
 from torchtop.advice.plan import initial_plan
 from torchtop.model.trials import Decided, Measured, TrialEvent
-from torchtop.relaunch import handle as handle_module
-from torchtop.relaunch.handle import TrialCancelled, TrialHandle
-from torchtop.relaunch.trial import TrialSettings, run_trial
+from torchtop.trials import handle as handle_module
+from torchtop.trials.handle import TrialCancelled, TrialHandle
+from torchtop.trials.trial import TrialSettings, run_trial
 
 DEMO = [sys.executable, "-m", "torchtop.demo.train", "--batch-size", "8", "--latency-ms", "5"]
 IGNORES_TERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"

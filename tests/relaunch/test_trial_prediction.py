@@ -14,13 +14,13 @@ from torchtop.model.plan import AppliedFix
 from torchtop.model.report import Report
 from torchtop.model.rounds import FASTER
 from torchtop.model.trials import Trial
-from torchtop.offline import analyze_paths
-from torchtop.relaunch.measure import Measurement
-from torchtop.relaunch.stats import estimate_rounds
-from torchtop.relaunch.summary import render_summary
-from torchtop.relaunch.trial import measured, predicted_gain, trial_entry
-from torchtop.relaunch.tune import TuneResult
 from torchtop.report import render_text, report_to_json
+from torchtop.sessions.offline import analyze_paths
+from torchtop.trials.measure import Measurement
+from torchtop.trials.stats import estimate_rounds
+from torchtop.trials.trial import measured, predicted_gain, trial_entry
+from torchtop.tuning.summary import render_summary
+from torchtop.tuning.tune import TuneResult
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 

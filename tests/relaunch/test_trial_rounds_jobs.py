@@ -16,7 +16,7 @@ from tests.relaunch.running import job
 from torchtop.advice.plan import initial_plan
 from torchtop.model.plan import AppliedFix
 from torchtop.model.rounds import NO_EFFECT
-from torchtop.relaunch.trial import TrialSettings, run_trial
+from torchtop.trials.trial import TrialSettings, run_trial
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.trials import Measured, Stage, TrialEvent
-from torchtop.relaunch.trial import TrialSettings, run_trial
+from torchtop.trials.trial import TrialSettings, run_trial
 
 pytestmark = pytest.mark.slow
 

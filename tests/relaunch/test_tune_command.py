@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from torchtop.cli import main
-from torchtop.relaunch.tune import DEFAULT_BUDGET_S
 from torchtop.sessions import tune as session
 from torchtop.sessions.tune import TuneCommand
+from torchtop.tuning.tune import DEFAULT_BUDGET_S
 
 EXIT_BAD_INPUT = 2
 COMMAND = ["--", "python", "train.py", "--epochs", "1"]

@@ -23,9 +23,9 @@ from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.diagnosis.rules import load_rules
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
-from torchtop.relaunch.trial import TrialSettings, run_trial
-from torchtop.relaunch.tune import TuneOptions, TuneResult, tune
 from torchtop.sessions.tune import TuneCommand, tune_session
+from torchtop.trials.trial import TrialSettings, run_trial
+from torchtop.tuning.tune import TuneOptions, TuneResult, tune
 
 pytestmark = pytest.mark.slow
 TREE = load_rules(RULES_DIR)

@@ -17,11 +17,11 @@ from tests.relaunch.running import QUICK, agent_records, job
 from torchtop.advice.plan import initial_plan
 from torchtop.diagnosis.rules import load_rules
 from torchtop.model.trials import Span
-from torchtop.relaunch.measure import measure
-from torchtop.relaunch.summary import render_summary
-from torchtop.relaunch.tune import TuneResult
-from torchtop.relaunch.tuned import write_tuned
 from torchtop.sessions.tune import TuneCommand, tune_session
+from torchtop.trials.measure import measure
+from torchtop.tuning.summary import render_summary
+from torchtop.tuning.tune import TuneResult
+from torchtop.tuning.tuned import write_tuned
 
 pytestmark = pytest.mark.slow
 TREE = load_rules(RULES_DIR)

@@ -12,8 +12,8 @@ import pytest
 from tests.conftest import RULES_DIR
 from tests.relaunch.running import QUICK, job
 from torchtop.diagnosis.rules import load_rules
-from torchtop.relaunch.tune import PROFILED_FOLDER, tune
 from torchtop.runs.state import load_run
+from torchtop.tuning.tune import PROFILED_FOLDER, tune
 
 pytestmark = pytest.mark.slow
 TREE = load_rules(RULES_DIR)

@@ -11,10 +11,10 @@ from torchtop.advice.plan import initial_plan
 from torchtop.jobs.env import job_environment
 from torchtop.model.plan import AppliedFix
 from torchtop.model.trials import Trial
-from torchtop.relaunch.measure import Measurement
-from torchtop.relaunch.summary import render_summary, tune_report
-from torchtop.relaunch.tune import TuneResult
-from torchtop.relaunch.tuned import load_tuned, shell_line, write_tuned
+from torchtop.trials.measure import Measurement
+from torchtop.tuning.summary import render_summary, tune_report
+from torchtop.tuning.tune import TuneResult
+from torchtop.tuning.tuned import load_tuned, shell_line, write_tuned
 
 CONTRACT_TRIAL_KEYS = {"fixes", "baseline_steps_per_s", "trial_steps_per_s", "speedup", "kept"}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 from torchtop.model.trials import Span
-from torchtop.relaunch.warmup import end_of_warmup, queued_batches
 from torchtop.runs.records import LoaderSettings, Settings
+from torchtop.trials.warmup import end_of_warmup, queued_batches
 
 SPAN = Span(steps=20, warmup_steps=8)
 

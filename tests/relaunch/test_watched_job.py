@@ -17,9 +17,9 @@ from torchtop.live.watch import LiveMonitor
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.trials import Proposal, TrialEvent
-from torchtop.relaunch.watched import WatchedJob
 from torchtop.runs.journal import read_record
 from torchtop.runs.records import ExitRecord, RunRecord
+from torchtop.sessions.watched import WatchedJob
 
 # Ends after 12 steps: fewer than a trial's warm-up (3) and steps (10) need.
 SHORT = [sys.executable, "-m", "torchtop.demo.train", "--steps", "12", "--batch-size", "8",

@@ -27,7 +27,7 @@ from torchtop.live.watch import LiveMonitor
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.trials import Measured, Proposal, TrialEvent
-from torchtop.relaunch.watched import WatchedJob
+from torchtop.sessions.watched import WatchedJob
 
 pytestmark = pytest.mark.slow
 

@@ -28,10 +28,10 @@ from tests.tui.test_apply_live import (
     wait_until,
 )
 from torchtop.jobs.processes import is_alive
-from torchtop.relaunch.holding import HoldingTest
 from torchtop.report import render_text, report_to_json
 from torchtop.runs.journal import JournalReader, read_record
 from torchtop.runs.records import ExitRecord, RunRecord
+from torchtop.trials.holding import HoldingTest
 from torchtop.tui.app import Dashboard
 from torchtop.tui.revert import RevertScreen
 from torchtop.tui.widgets.trial import TrialPanel

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from torchtop.live.ptrace_access import _has_cap_sys_ptrace, _yama_scope
+from torchtop.attach.ptrace_access import _has_cap_sys_ptrace, _yama_scope
 
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 JOBS = Path(__file__).parent / "jobs"

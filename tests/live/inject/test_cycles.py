@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from tests.live.inject.support import JOBS, needs_gdb, running, wait_for
-from torchtop.live.inject import Injected, detach, inject
+from torchtop.attach.inject import Injected, detach, inject
 from torchtop.runs.layout import RunLayout
 
 CYCLES = 20

@@ -16,9 +16,9 @@ import psutil
 import pytest
 
 from tests.live.inject.support import needs_gdb, pyenv_python, running
+from torchtop.attach import gdb_call
+from torchtop.attach import inject as injecting
 from torchtop.errors import InputError
-from torchtop.live import gdb_call
-from torchtop.live import inject as injecting
 
 JOB = """\
 import sys, time

@@ -119,7 +119,7 @@ def test_the_delivery_s_own_ptrace_refusal_is_one_line_naming_the_pid() -> None:
     needs_gdb()
     deliver = (
         "import sys\nfrom torchtop.errors import InputError\n"
-        "from torchtop.live.gdb_call import deliver\n"
+        "from torchtop.attach.gdb_call import deliver\n"
         "try:\n    deliver('/usr/bin/gdb', int(sys.argv[1]), b'pass', 30)\n"
         "except InputError as e:\n    print(e)\n"
     )

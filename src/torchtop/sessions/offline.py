@@ -172,20 +172,3 @@ def _diagnosed(tree: RuleTree, analysis: RankAnalysis) -> Verdict:
         return located_verdict(verdict, NO_STACKS)
     stacks = [s for calls in analysis.python_calls for s in python_call_stacks(calls)]
     return located_verdict(verdict, stacks)
-
-
-def analyze_run(root: Path, tree: RuleTree) -> Report | None:
-    """A run folder recorded by `torchtop run`, read through the live view's own assessment.
-
-    None when no agent reported steps (the job never imported torch): then only its profiler
-    windows, if any, can be analysed, as plain traces."""
-    from torchtop.runs.nodes import load_shared_run  # only for run folders
-
-    return assess_state(load_shared_run(root), tree)
-
-
-def assess_state(state: RunState, tree: RuleTree) -> Report | None:
-    """`analyze_run` on a run folder already loaded."""
-    from torchtop.assess.recorded import assess_recorded
-
-    return assess_recorded(state, tree)

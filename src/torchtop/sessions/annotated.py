@@ -16,7 +16,6 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.report import Report
-from torchtop.offline import ProgressFactory, traces_report
 from torchtop.report.annotate import (
     annotated_paths,
     annotation_events,
@@ -24,6 +23,7 @@ from torchtop.report.annotate import (
     write_annotated,
 )
 from torchtop.runs.layout import is_run_folder
+from torchtop.sessions.offline import ProgressFactory, traces_report
 from torchtop.traces import find_trace_files, read_trace
 
 

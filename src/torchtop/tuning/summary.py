@@ -19,11 +19,11 @@ from msgspec.structs import replace
 from torchtop.advice.show import env_changes, format_overrides
 from torchtop.model.rounds import estimate_claim, predicted_text
 from torchtop.model.trials import Trial
-from torchtop.relaunch.trial import trial_entry
-from torchtop.relaunch.tune import TuneResult
-from torchtop.relaunch.tuned import describe_final
 from torchtop.report import report_to_json
 from torchtop.report.contract import SCHEMA, trials_json
+from torchtop.trials.trial import trial_entry
+from torchtop.tuning.tune import TuneResult
+from torchtop.tuning.tuned import describe_final
 
 
 def tune_report(result: TuneResult) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Keep, revert, or measure another round: a trial's decision from its rounds' ratios.
 
-The evidence is the rounds (`relaunch.stats`: one paired ratio per round, the spread between
+The evidence is the rounds (`trials.stats`: one paired ratio per round, the spread between
 rounds as the noise), never the steps of one run. After each round from `min_rounds` on, the
 interval of the geometric-mean speedup at `confidence` decides:
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from torchtop.model.rounds import FASTER, NO_EFFECT, SLOWER, RoundsEstimate, interval_text
 from torchtop.model.trials import Span
-from torchtop.relaunch.stats import estimate_rounds
+from torchtop.trials.stats import estimate_rounds
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`--metrics [HOST:]PORT`: serve a registry of our own over HTTP for Prometheus to scrape.
 
-The address, the token and the server are `live.http_server`'s, shared with `--serve`: loopback
+The address, the token and the server are `serve.http_server`'s, shared with `--serve`: loopback
 by default, and any other address requires a bearer token, `TORCHTOP_METRICS_TOKEN` when set
 (which also forces it on loopback), else one generated and printed once on stderr. Prometheus
 sends it with `authorization: {credentials: ...}` in its scrape config.
@@ -14,8 +14,8 @@ from typing import TextIO
 from prometheus_client import make_wsgi_app
 from prometheus_client.registry import Collector
 
-from torchtop.live import http_server
-from torchtop.live.http_server import Address, Endpoint, HttpServer, requires_token
+from torchtop.serve import http_server
+from torchtop.serve.http_server import Address, Endpoint, HttpServer, requires_token
 
 OPTION = "--metrics"
 TOKEN_VARIABLE = "TORCHTOP_METRICS_TOKEN"

@@ -16,7 +16,7 @@ newest spans (back to back, no step in both),
 1. its rate is below the trial's pooled "after" rate by more than `margin`: the larger of
    `min_margin` and the spread of the trial's own "after" runs (max - min over their mean;
    two variants measured a minute apart have differed by 25% on this machine, see
-   `relaunch.trial`). `min_margin` is 15%, the issue's own bar
+   `trials.trial`). `min_margin` is 15%, the issue's own bar
    for a trial's claim to count as honest; the relaunched job pays for what the trial's runs
    did not (the collectors, the dashboard's own ticks and trace analysis on the same cores):
    a planted starved job at 185 steps/s in its trial ran at 163 under the dashboard, 12% less,
@@ -40,7 +40,7 @@ a real shortfall lasts. The price is the delay: a fix that stops paying is named
 of slow steps were seen. Until two spans were
 recorded there is no judgement (`holds` is None), never a guess.
 Pure: step times and the trial's numbers in, a `Holding` (`model.trials`: the dashboard shows
-it) out; `relaunch.tracked` feeds it.
+it) out; `trials.tracked` feeds it.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from torchtop.model.trials import Holding, steps_per_s
-from torchtop.relaunch.stats import mann_whitney_p
+from torchtop.trials.stats import mann_whitney_p
 
 
 @dataclass(frozen=True)

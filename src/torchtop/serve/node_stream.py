@@ -1,7 +1,7 @@
 """`--serve [HOST:]PORT`: a launcher serves its node's run folder over HTTP, read-only.
 
 For clusters without a shared filesystem: `torchtop watch http://node-a:PORT ...` pulls each
-node's records into a local mirror (`live.stream_mirror`). Three requests (docs/multi-node.md):
+node's records into a local mirror (`serve.stream_mirror`). Three requests (docs/multi-node.md):
 
 - `GET /v1/node`: the node's name and its `run.json` (null until written);
 - `GET /v1/files`: the relative path and size of every file of the node's folder;
@@ -10,7 +10,7 @@ node's records into a local mirror (`live.stream_mirror`). Three requests (docs/
 The journals are append-only and every other file is written whole (renamed into place), so a
 reader asks only for what is new. Hidden names (a trace or record still being written) and the
 window requests are not listed; a path outside the folder is refused (403). The address and the
-token are `live.http_server`'s: loopback unless the user names an address, and then a token.
+token are `serve.http_server`'s: loopback unless the user names an address, and then a token.
 
 What each client has read is kept, so that after the job ends the launcher can wait until a
 watcher has every record (`NodeStream.linger`) instead of taking the last ones with it.
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qs
 
-from torchtop.live import http_server
-from torchtop.live.http_server import Endpoint, HttpServer
+from torchtop.serve import http_server
+from torchtop.serve.http_server import Endpoint, HttpServer
 
 OPTION = "--serve"
 TOKEN_VARIABLE = "TORCHTOP_SERVE_TOKEN"

@@ -2,7 +2,7 @@
 
 Both variants are measured alike, as separate launches into `RUN/trials/NN/{before,after}-K/`,
 one right after the other so both see the same machine: each run's warm-up ends by the same rule
-(`relaunch.warmup`: past the batches its DataLoader queued, then once step times are stationary;
+(`trials.warmup`: past the batches its DataLoader queued, then once step times are stationary;
 recorded in the run's entry), and each measures at least `steps` steps and at least
 `min_duration_s` of them, so a fast variant is measured over time as well as over steps.
 On a shared machine the load changes from one run to the next, and some jobs switch
@@ -11,14 +11,14 @@ the training threads for cores): two identical variants measured a minute apart 
 here by 25%, and by 7x. So the unit of evidence is a run: round K is one run of each variant,
 adjacent in time, in alternating order (before, after; after, before; before, after; ...: ABBA,
 so a steady drift of the machine cancels), and yields one ratio, after rate over before rate.
-`relaunch.decision` decides from the ratios (their geometric mean and its t interval over the
+`trials.decision` decides from the ratios (their geometric mean and its t interval over the
 rounds), adding rounds up to `max_rounds` while the interval cannot decide, or until `deadline_s`
 leaves no time for another; the progress says each round, its interval and the time left.
 Each trial is written to `RUN/trials/NN.json`; `trial_entry(trial)` is the report's `trials`
 entry (CONTRACT.md; a typed `model.trial_entry.TrialEntry`), with the rounds' ratios, the
 interval and the `predicted_gain` of its fix (the bound its finding put on the gain) beside the
 measured `speedup`. The trial's progress goes out as typed events (`model.trials.Measured`,
-`Stage` between rounds), and its caller ends it through a `relaunch.handle.TrialHandle`.
+`Stage` between rounds), and its caller ends it through a `trials.handle.TrialHandle`.
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ from torchtop.model.trials import (
     TrialEvent,
     walls_of,
 )
-from torchtop.relaunch.decision import Decision, TrialSettings, decide, rounds_text
-from torchtop.relaunch.handle import TrialCancelled, TrialHandle
-from torchtop.relaunch.measure import MeasureError, Measurement, measure
-from torchtop.relaunch.stats import estimate_rounds
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
+from torchtop.trials.decision import Decision, TrialSettings, decide, rounds_text
+from torchtop.trials.handle import TrialCancelled, TrialHandle
+from torchtop.trials.measure import MeasureError, Measurement, measure
+from torchtop.trials.stats import estimate_rounds
 
 __all__ = ["TrialSettings", "measured", "predicted_gain", "run_trial", "trial_entry"]
 

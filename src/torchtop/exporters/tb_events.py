@@ -22,7 +22,7 @@ from typing import BinaryIO
 
 FILE_VERSION = "brain.Event:2"
 """Version 2: TensorBoard drops data only on an explicit restart marker, never because a
-step went back (we keep steps increasing anyway, `live.tensorboard`)."""
+step went back (we keep steps increasing anyway, `exporters.tensorboard`)."""
 
 _CRC_TABLE: list[int] = []
 for _byte in range(256):

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import psutil
 
+from torchtop.attach import gdb_call
+from torchtop.attach.ptrace_access import check_ptrace
 from torchtop.errors import InputError
-from torchtop.live import gdb_call
-from torchtop.live.ptrace_access import check_ptrace
 from torchtop.runs.layout import RunLayout
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]

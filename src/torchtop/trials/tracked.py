@@ -4,7 +4,7 @@
 kept, the tracker reads the job's step records from the folder the monitor follows (each tick,
 from the dashboard's tick thread), folds them into a `StepLog` (totals over the whole relaunch,
 which the live state's newest steps would not give, and the newest steps for judging) and
-judges them with `relaunch.holding`. The newest judgement per
+judges them with `trials.holding`. The newest judgement per
 trial goes into the report's `trials` entry as `since_relaunch`; a revert (the user's `r`) is
 appended to `RUN/reverts.jsonl` and shown on the entry as `reverted`. A relaunch with no kept
 fix, or one torchtop did not start, is not tracked.
@@ -26,12 +26,12 @@ from torchtop.live.watch import LiveMonitor
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.trial_entry import Reverted, SinceRelaunch, TrialEntry
 from torchtop.model.trials import Holding, Trial
-from torchtop.relaunch.holding import HoldingTest, TrialClaim, check_holding
-from torchtop.relaunch.measure import main_process
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import Revert
 from torchtop.runs.state import RunState
+from torchtop.trials.holding import HoldingTest, TrialClaim, check_holding
+from torchtop.trials.measure import main_process
 
 SETTLE_STEPS = 256
 """A step is settled (counted or left out for good) once this many newer steps were seen: a

@@ -15,7 +15,7 @@ the trial (`cancel`) stops the run being measured and starts nothing.
 thread and hears of its progress through `on_event`.
 
 After a kept fix, `since_relaunch` holds the relaunched job's steps against the trial
-(`relaunch.tracked`, `relaunch.holding`) and `revert` takes the fix back: the job is stopped and
+(`trials.tracked`, `trials.holding`) and `revert` takes the fix back: the job is stopped and
 started again with the plan it ran before the trial, recorded in `RUN/reverts.jsonl`.
 """
 
@@ -48,21 +48,21 @@ from torchtop.model.trials import (
     TrialEvent,
     TrialOutcome,
 )
-from torchtop.relaunch.handle import TrialCancelled, TrialHandle
-from torchtop.relaunch.holding import HoldingTest
-from torchtop.relaunch.measure import MeasureError, main_process
-from torchtop.relaunch.tracked import FixTracker
-from torchtop.relaunch.trial import (
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import Settings, settings_table
+from torchtop.runs.state import RunState
+from torchtop.trials.handle import TrialCancelled, TrialHandle
+from torchtop.trials.holding import HoldingTest
+from torchtop.trials.measure import MeasureError, main_process
+from torchtop.trials.tracked import FixTracker
+from torchtop.trials.trial import (
     TrialSettings,
     next_trial_number,
     predicted_gain,
     run_trial,
     trial_entry,
 )
-from torchtop.relaunch.tune import TuneOptions
-from torchtop.runs.layout import RunLayout
-from torchtop.runs.records import Settings, settings_table
-from torchtop.runs.state import RunState
+from torchtop.tuning.tune import TuneOptions
 
 CANCEL_WAIT_S = 30.0
 CANCEL_POLL_S = 0.1

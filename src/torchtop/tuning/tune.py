@@ -6,7 +6,7 @@ change, not a knob whose convergence group was not allowed, not tried before, no
 effect) is tried in an A/B trial. A kept fix becomes the job as it runs now, and that trial's
 run (also profiled) is diagnosed for the next fix; a reverted one leaves the job as it was and
 the next fix is tried against a fresh baseline. A trial measures rounds until it can decide
-(`relaunch.decision`), and starts no round that would end past the budget. Tuning ends when no
+(`trials.decision`), and starts no round that would end past the budget. Tuning ends when no
 untried fix applies (every remaining fix gained too little, or none is left), when the time
 budget would be overrun, or after `max_trials`.
 """
@@ -22,17 +22,17 @@ from pathlib import Path
 from torchtop.advice.machine import Machine, this_machine
 from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.advice.show import format_plan
+from torchtop.assess.recorded import analyze_run
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan, NotApplicable
 from torchtop.model.report import Report
 from torchtop.model.trials import Trial
-from torchtop.offline import analyze_run
-from torchtop.relaunch.measure import Measurement, measure
-from torchtop.relaunch.profiled import profiled_run
-from torchtop.relaunch.trial import TrialSettings, measured, predicted_gain, run_trial
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import settings_table
+from torchtop.trials.measure import Measurement, measure
+from torchtop.trials.trial import TrialSettings, measured, predicted_gain, run_trial
+from torchtop.tuning.profiled import profiled_run
 
 EventSink = Callable[[str], None]
 
@@ -169,7 +169,7 @@ def _diagnosed(
     say: EventSink,
 ) -> Report | None:
     """The baseline's diagnosis; for a job that ended before its profiler window, that of a
-    run profiled from the end of its warm-up (`relaunch.profiled`), said as such."""
+    run profiled from the end of its warm-up (`tuning.profiled`), said as such."""
     if baseline.has_window:
         return analyze_run(baseline.run_dir, tree)
     first = baseline.warmup_steps

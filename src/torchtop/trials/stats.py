@@ -13,7 +13,7 @@ and `p_value` the one-sample t-test that the mean log-ratio is zero. The t distr
 diagnosis's own (`diagnosis.confidence.student_t_cdf`, no scipy); its quantile is found here by
 bisection.
 
-Mann-Whitney's U stays for `relaunch.holding`, which compares a relaunched job's recent steps
+Mann-Whitney's U stays for `trials.holding`, which compares a relaunched job's recent steps
 with the trial's: there a burst of slow batches must not count as a shortfall.
 """
 

@@ -25,11 +25,11 @@ from torchtop.jobs.env import ON_REQUEST
 from torchtop.jobs.job import TERMINAL, start_plan
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.trials import MeasuredRun, Span, Warmup
-from torchtop.relaunch.handle import TrialHandle
-from torchtop.relaunch.warmup import end_of_warmup, queued_batches
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import ExitRecord, Settings
 from torchtop.runs.state import ProcessState, RunState, RunWatcher, load_run
+from torchtop.trials.handle import TrialHandle
+from torchtop.trials.warmup import end_of_warmup, queued_batches
 
 POLL_INTERVAL_S = 0.2
 WINDOW_WAIT_MAX_S = 20.0

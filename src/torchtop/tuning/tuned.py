@@ -37,8 +37,8 @@ from pathlib import Path
 from torchtop.advice.show import env_changes
 from torchtop.errors import InputError
 from torchtop.model.trial_entry import TrialEntry
-from torchtop.relaunch.trial import trial_entry
-from torchtop.relaunch.tune import TuneResult
+from torchtop.trials.trial import trial_entry
+from torchtop.tuning.tune import TuneResult
 
 TUNED_FILE = "torchtop.toml"
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")

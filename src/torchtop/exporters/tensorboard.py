@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchtop.assess.snapshot import Snapshot
-from torchtop.live.tb_events import EventFile, scalar_value, text_value
+from torchtop.exporters.tb_events import EventFile, scalar_value, text_value
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
@@ -202,7 +202,7 @@ def rank_analyses(
     report: Report, processes: list[ProcessState]
 ) -> list[tuple[ProcessState, RankAnalysis]]:
     """Each stepping process with the report's analysis of it: the ranks' own, or the job's
-    when one process is the job. (Not `live.metrics.rank_rows`: that module brings
+    when one process is the job. (Not `exporters.metrics.rank_rows`: that module brings
     prometheus_client, 34 ms of imports, into a launcher that asked for TensorBoard only.)"""
     if report.ranks:
         by_label = {p.label: p for p in processes}
