@@ -1,5 +1,6 @@
-"""Which trace files are ranks of one job (`analysis.jobs`), through `offline.analyze_jobs` on
-tiny hand-written traces: each rule that keeps files together or apart."""
+"""Which trace files are ranks of one job (`analysis.jobs`), through
+`sessions.offline.analyze_jobs` on tiny hand-written traces: each rule that keeps files
+together or apart."""
 
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.live.conftest import FakeRun
+from tests.conftest import WORKLOADS
+from tests.fake_run import FakeRun
 from torchtop.assess.run import NO_STEP_HINT_S, assess
 from torchtop.diagnosis.rules import load_rules
 from torchtop.runs.journal import JournalWriter, write_record
@@ -19,7 +20,7 @@ from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import Hello, HostSample, RunRecord, Settings
 from torchtop.runs.state import load_run
 
-HAND_LOOPS = Path(__file__).resolve().parents[1] / "agent" / "jobs" / "hand_loops.py"
+HAND_LOOPS = WORKLOADS / "hand_loops.py"
 STARTED_AT = 1_700_000_000.0
 
 
