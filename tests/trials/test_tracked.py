@@ -39,7 +39,7 @@ def test_the_relaunched_jobs_steps_are_judged_without_warm_up_or_profiled_steps(
     monitor = LiveMonitor(folder, load_rules(RULES_DIR))
     tracker = FixTracker(tmp_path, SPANS)
     tracker.started(kept.plan_after, folder, [kept])
-    assert tracker.check(monitor) is not None  # nothing recorded yet: not judged
+    assert tracker.check(monitor.read) is not None  # nothing recorded yet: not judged
     assert tracker.current is not None and tracker.current.trial is kept
 
     # Warm-up (3 steps: the trial's, longer than the test's 2) and a window over steps 10-12
@@ -47,12 +47,12 @@ def test_the_relaunched_jobs_steps_are_judged_without_warm_up_or_profiled_steps(
     walls = [0.5] * 3 + [0.1] * 7 + [0.9] * 4 + [0.1] * 26
     write_steps(folder, walls[:20])
     monitor.tick()
-    tracker.check(monitor)
+    tracker.check(monitor.read)
     write_steps(folder, walls[20:], first=20)
     with JournalWriter(RunLayout(folder).agent_events(4242)) as agent:
         agent.write(Window(t=30.0, first_step=10, last_step=12, path="x"))
     monitor.tick()
-    holding = tracker.check(monitor)
+    holding = tracker.check(monitor.read)
 
     assert holding is not None and holding.steps == 40 - 3 - 4
     assert holding.steps_per_s is not None and abs(holding.steps_per_s - 10.0) < 1e-6
@@ -74,7 +74,7 @@ def test_a_revert_is_appended_to_the_run_folder_and_shown_on_the_trials_entry(
     tracker.started(kept.plan_after, folder, [kept])
     write_steps(folder, [0.1] * 5 + [0.3] * 30)  # a third of the trial's rate
     monitor.tick()
-    holding = tracker.check(monitor)
+    holding = tracker.check(monitor.read)
     assert holding is not None and holding.holds is False
     assert tracker.current is not None
 

@@ -160,7 +160,7 @@ class WatchedJob:
 
     def since_relaunch(self) -> Holding | None:
         """The job with a kept fix, judged against its trial so far; None when none runs."""
-        return self.tracker.check(self.monitor)
+        return self.tracker.check(self.monitor.read)
 
     @property
     def revertible(self) -> Trial | None:

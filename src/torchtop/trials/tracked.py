@@ -1,13 +1,13 @@
 """After a kept fix: the relaunched job's steps against the trial, and the fix taken back.
 
 `WatchedJob` hands each job it starts to a `FixTracker`. When that job runs with a fix a trial
-kept, the tracker reads the job's step records from the folder the monitor follows (each tick,
-from the dashboard's tick thread), folds them into a `StepLog` (totals over the whole relaunch,
-which the live state's newest steps would not give, and the newest steps for judging) and
-judges them with `trials.holding`. The newest judgement per
-trial goes into the report's `trials` entry as `since_relaunch`; a revert (the user's `r`) is
-appended to `RUN/reverts.jsonl` and shown on the entry as `reverted`. A relaunch with no kept
-fix, or one torchtop did not start, is not tracked.
+kept, the tracker reads the job's step records from the folder the monitor follows, through the
+monitor's `read` (each tick, from the dashboard's tick thread; the tracker knows no monitor),
+folds them into a `StepLog` (totals over the whole relaunch, which the live state's newest steps
+would not give, and the newest steps for judging) and judges them with `trials.holding`. The
+newest judgement per trial goes into the report's `trials` entry as `since_relaunch`; a revert
+(the user's `r`) is appended to `RUN/reverts.jsonl` and shown on the entry as `reverted`. A
+relaunch with no kept fix, or one torchtop did not start, is not tracked.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import msgspec
 
-from torchtop.live.watch import LiveMonitor
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.trial_entry import Reverted, SinceRelaunch, TrialEntry
 from torchtop.model.trials import Holding, Trial
@@ -32,6 +32,15 @@ from torchtop.runs.records import Revert
 from torchtop.runs.state import RunState
 from torchtop.trials.holding import HoldingTest, TrialClaim, check_holding
 from torchtop.trials.measure import main_process
+
+T = TypeVar("T")
+
+
+class StateReader(Protocol):
+    """A reader applied to a run state while no tick changes it (`LiveMonitor.read`)."""
+
+    def __call__(self, reader: Callable[[RunState], T], /) -> T: ...
+
 
 SETTLE_STEPS = 256
 """A step is settled (counted or left out for good) once this many newer steps were seen: a
@@ -119,13 +128,14 @@ class FixTracker:
             log = StepLog(self._test_for(kept[-1]).warmup_steps)
             self.current = Relaunch(kept[-1], run_dir, log)
 
-    def check(self, monitor: LiveMonitor) -> Holding | None:
-        """The tracked job's steps so far, judged; None when no job with a kept fix runs."""
+    def check(self, read: StateReader) -> Holding | None:
+        """The tracked job's steps so far, read through `read`, judged; None when no job with a
+        kept fix runs."""
         with self._lock:
             relaunch = self.current
             if relaunch is None:
                 return None
-            steps, windows = monitor.read(lambda state: _followed(state, relaunch.run_dir))
+            steps, windows = read(lambda state: _followed(state, relaunch.run_dir))
             relaunch.log.add(steps, windows)
             walls, whole = relaunch.log.walls()
             test = self._test_for(relaunch.trial)
