@@ -2,7 +2,7 @@
 
 Each file is read once, here and one after the other: the annotation needs what the report
 drops (each file's own clock origin and its own steps, before a rank's files are pooled), and
-the report is made from the very same analyses (`offline.traces_report`, in this package), so
+the report is made from the very same analyses (`traces_report` of `sessions.offline`), so
 it is the one plain `analyze` prints. A file's reading is released before the next is read,
 and the copies are written by streaming the original bytes (`report.annotate`).
 """
