@@ -67,7 +67,7 @@ def test_a_failed_start_is_one_line_with_the_agent_s_error(tmp_path: Path, stand
     assert ack["seen"]["name"] == "__torchtop_inject__"
     assert request["number"] == 1 and request["run_dir"] == str(run_dir.resolve())
     assert request["attacher_pid"] == psutil.Process().pid
-    assert Path(request["package_dir"], "live", "inject.py").is_file()
+    assert Path(request["package_dir"], "attach", "inject.py").is_file()
     # The statement bound no name in the job's __main__ (the job imported __main__ itself).
     names = ["__annotations__", "__builtins__", "__doc__", "__loader__", "__main__"]
     names += ["__name__", "__package__", "__spec__", "end", "sys", "time"]
