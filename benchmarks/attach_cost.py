@@ -1,6 +1,6 @@
 """What `torchtop attach`'s stack sampling costs the job it watches, in the job's own steps/s.
 
-The job is `benchmarks/jobs/threads.py` (in-memory data, an MLP, torch's default threads),
+The job is `tests/workloads/threads.py` (in-memory data, an MLP, torch's default threads),
 which prints `step N time T s` from its own clock every 25 steps. One job runs throughout, and
 windows of `--seconds` alternate between the ways of watching it, `--runs` rounds in rotating
 order, so the machine's drift (other jobs come and go) falls on all of them alike:
@@ -45,7 +45,7 @@ import msgspec
 from torchtop.collectors.stacks import StackCollector
 from torchtop.runs.records import StacksSample
 
-JOB = Path(__file__).resolve().parent / "jobs" / "threads.py"
+JOB = Path(__file__).resolve().parents[1] / "tests" / "workloads" / "threads.py"
 MODES = ("bare", "python", "native", "paced")
 NATIVE = ("native", "paced")
 WARMUP_S = 3.0

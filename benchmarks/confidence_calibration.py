@@ -48,14 +48,14 @@ class Job:
 JOBS = (
     Job("input: demo, 10 ms a batch", ("-m", "torchtop.demo.train", "--latency-ms", "10"),
         "dataloader"),
-    Job("input: sleepy storage", (str(ROOT / "benchmarks/jobs/sleepy_input.py"),), "dataloader"),
-    Job("compute: MLP math", (str(ROOT / "benchmarks/jobs/threads.py"),), "cpu"),
+    Job("input: sleepy storage", (str(ROOT / "tests/workloads/sleepy_input.py"),), "dataloader"),
+    Job("compute: MLP math", (str(ROOT / "tests/workloads/threads.py"),), "cpu"),
     # The same storage, faster: a smaller DataLoader share, nearer the 10% boundary.
-    Job("input: faster storage", (str(ROOT / "benchmarks/jobs/sleepy_input.py"),
+    Job("input: faster storage", (str(ROOT / "tests/workloads/sleepy_input.py"),
         "--sample-sleep-ms", "0.1"), "dataloader"),
     # One worker loads while the loop computes: the wait is what the worker cannot hide, near
     # the boundary on two busy cores (the truth is the longest run's verdict, not a plant).
-    Job("input: one worker", (str(ROOT / "benchmarks/jobs/sleepy_input.py"),
+    Job("input: one worker", (str(ROOT / "tests/workloads/sleepy_input.py"),
         "--num-workers", "1"), "boundary"),
 )  # fmt: skip
 

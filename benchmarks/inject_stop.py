@@ -2,7 +2,7 @@
 
 A small CPU training job (an MLP step, then 2 ms asleep, in a loop) records on its own clock
 every gap between two iterations. The harness injects torchtop's agent into it through gdb
-(`live.inject`, as `attach --inject` does), lets it time steps for a second, asks it to unload,
+(`attach.inject`, as `attach --inject` does), lets it time steps for a second, asks it to unload,
 and repeats. It prints, per cycle, the stop gdb reported (ptrace attach to detach) and the
 job's own longest gap around the injection (the stop, plus the agent's start-up on the job's
 main thread at the safe point) and around the unload; and their medians.
@@ -53,7 +53,7 @@ def longest_gap(gaps: list[tuple[float, float]], start: float, end: float) -> fl
 def harness(cycles: int) -> None:
     import psutil
 
-    from torchtop.live.inject import detach, inject
+    from torchtop.attach.inject import detach, inject
 
     folder = Path(tempfile.mkdtemp(prefix="torchtop-inject-bench-"))
     stop = folder / "stop"

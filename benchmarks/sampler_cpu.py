@@ -4,7 +4,7 @@ Runs attach's stack collector against `--pid` for `--seconds`, polled every seco
 polls it, and exits: timed from outside (`/usr/bin/time -v`, or any harness that reads the
 finished process's rusage, which holds its reaped py-spy children), its user+system seconds
 are the sampler's own CPU over that span. Start the job first
-(`python benchmarks/jobs/threads.py`), then time each mode in turn against it:
+(`python tests/workloads/threads.py`), then time each mode in turn against it:
 
 * ``python`` -- a Python-only `py-spy dump` every second (the noise floor of reading the job);
 * ``native`` -- `py-spy record --native` in back-to-back 4 s chunks (attach before its pace);

@@ -1,6 +1,6 @@
 """Do trials' claims hold every time? Each job tuned several times, a do-nothing fix trialled.
 
-For each job (the demo, and planted jobs in `benchmarks/jobs/`: sleep-bound input, CPU-bound
+For each job (the demo, and planted jobs in `tests/workloads/`: sleep-bound input, CPU-bound
 Python augmentation in the Dataset, intra-op threads oversubscribing the cores), `tune` runs as
 a user would start it (same code path: its baseline, diagnosis and `run_trial` with the default
 settings), limited to `--max-trials` trials, `--tunes` times (default 5), one after the other and
@@ -57,10 +57,10 @@ from torchtop.model.plan import AppliedFix, LaunchPlan
 from torchtop.model.rounds import FASTER, SLOWER
 from torchtop.model.trial_entry import entry_json
 from torchtop.model.trials import Trial
-from torchtop.relaunch.trial import run_trial, trial_entry
-from torchtop.relaunch.tune import TuneOptions, tune
+from torchtop.trials.trial import run_trial, trial_entry
+from torchtop.tuning.tune import TuneOptions, tune
 
-JOBS_DIR = Path(__file__).resolve().parent / "jobs"
+JOBS_DIR = Path(__file__).resolve().parents[1] / "tests" / "workloads"
 TARGET_ERROR = 0.15
 RUN_ESTIMATE_S = 15.0
 """One measured run on a quiet machine: start-up, warm-up and at least 5 s measured (10-12 s for

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from torchtop.diagnosis.rules import load_rules
-from torchtop.relaunch.trial import TrialSettings, run_trial
-from torchtop.relaunch.tune import TuneOptions, tune
+from torchtop.trials.trial import TrialSettings, run_trial
+from torchtop.tuning.tune import TuneOptions, tune
 
 DEMO = [sys.executable, "-m", "torchtop.demo.train"]
 

@@ -1,4 +1,6 @@
-"""Shared fixtures: the real traces in ../shared/traces, and their analyses computed once."""
+"""Shared fixtures: the real traces in ../shared/traces, and their analyses computed once; the
+training jobs the tests run (`WORKLOADS`); `fake_run`, a run folder written record by record
+(`tests/fake_run.py`)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,11 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 RULES_DIR = Path(__file__).resolve().parents[1] / "rules"
 CONTEXT = read_context(frames=True)
 """What a test's direct call of the assessment is given of this machine, as the monitor reads it."""
+# The training jobs tests and benchmarks run, as scripts: each finds its shared pieces
+# (`workloads/sleepy.py`) in its own folder, which Python puts first on `sys.path`.
+WORKLOADS = Path(__file__).resolve().parent / "workloads"
+
+pytest_plugins = ["tests.fake_run"]
 
 RESNET_NW0 = "kineto-tb-plugin/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 RESNET_NW4 = "kineto-tb-plugin/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz"

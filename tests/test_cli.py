@@ -404,7 +404,7 @@ def test_ctrl_c_during_analyze_is_one_line_and_status_130(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("torchtop.offline.analyze_jobs", interrupted)
+    monkeypatch.setattr("torchtop.sessions.offline.analyze_jobs", interrupted)
     status, out, err = run_main(capsys, "analyze", str(loop_trace))
     assert status == 130
     assert out == "" and err == "torchtop: interrupted\n"

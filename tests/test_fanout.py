@@ -19,8 +19,8 @@ from tests.synthetic import document, two_step_loop, write_json
 from torchtop import fanout
 from torchtop.analysis.summary import analyze_trace
 from torchtop.errors import InputError
-from torchtop.offline import analyze_paths
 from torchtop.report import report_to_json
+from torchtop.sessions.offline import analyze_paths
 from torchtop.traces.parallel import WORKERS_ENV
 
 pytestmark = pytest.mark.skipif(

@@ -530,13 +530,13 @@ def _file_progress() -> Iterator[Callable[[Path], Callable[[int, int], None] | N
 
 def _analyze_or_annotate(args: argparse.Namespace, tree, progress, reader):  # type: ignore[no-untyped-def]
     if args.annotate is None:
-        from torchtop.offline import analyze_jobs
+        from torchtop.sessions.offline import analyze_jobs
 
         return analyze_jobs(
             args.paths, tree, progress, args.run, args.one_job, args.segment, reader
         )[0]
-    from torchtop.annotated import annotate_paths
     from torchtop.model.report import JobReports
+    from torchtop.sessions.annotated import annotate_paths
 
     report, written = annotate_paths(args.paths, Path(args.annotate), tree, progress)
     for path in written:
@@ -564,8 +564,8 @@ def _tune(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from torchtop.offline import analyze_jobs
     from torchtop.report.jobs import job_name
+    from torchtop.sessions.offline import analyze_jobs
     from torchtop.tui.app import run_view
 
     tree = _load_tree(args.rules)
@@ -637,7 +637,7 @@ def _watch(args: argparse.Namespace) -> int:
 
         return watch_session(args.targets, options, tree)
     if args.verb == "attach" and args.inject:
-        from torchtop.live.inject import ACK_TIMEOUT_S
+        from torchtop.attach.inject import ACK_TIMEOUT_S
         from torchtop.sessions.injecting import inject_session
 
         wait_s = args.inject_timeout
@@ -674,7 +674,7 @@ def _check_attach_target(args: argparse.Namespace) -> None:
             positive_seconds("--inject-timeout", args.inject_timeout)
         inject_target(args.pid)
     else:
-        from torchtop.live.attach import check_target
+        from torchtop.attach.attach import check_target
 
         check_target(args.pid)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import RESNET_NW4, RULES_DIR, analyze_json, python_run
+from tests.conftest import RESNET_NW4, RULES_DIR, WORKLOADS, analyze_json, python_run
 from tests.live.test_live_verdicts import run_headless
 from torchtop.advice.patches import code_patch
 from torchtop.agent.settings import runtime_in_maps
@@ -25,7 +25,7 @@ from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import load_rules
 from torchtop.model.findings import Fix
 
-JOB = Path(__file__).resolve().parent / "jobs" / "threaded_math.py"
+JOB = WORKLOADS / "threaded_math.py"
 A100_TRACE = "hta/trace_diff/control/control.json.gz"
 TREE = load_rules(RULES_DIR)
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import WORKLOADS
 from tests.live.test_live_verdicts import run_headless
 from torchtop.collectors.stacks import find_py_spy
 
-JOB = Path(__file__).resolve().parent / "jobs" / "tiny_ops.py"
+JOB = WORKLOADS / "tiny_ops.py"
 
 
 @pytest.mark.slow

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import RULES_DIR
-from tests.live.test_attach_ranks import Job, attach, started
+from tests.attach.test_attach_ranks import Job, attach, started
+from tests.conftest import RULES_DIR, WORKLOADS
 from tests.live.test_live_verdicts import WINDOW_EARLY
 from tests.live.two_nodes import free_port
 from torchtop.advice.machine import cached_machine
@@ -32,10 +32,10 @@ from torchtop.live.watch import LiveMonitor
 from torchtop.runs.records import DdpSettings
 from torchtop.runs.state import load_run
 
-JOBS = Path(__file__).resolve().parent / "jobs"
+JOBS = WORKLOADS
 DDP_MATH = JOBS / "ddp_math.py"
 THREADED = JOBS / "threaded_math.py"
-DDP_BIG = Path(__file__).resolve().parents[1] / "live" / "jobs" / "ddp_comm.py"
+DDP_BIG = WORKLOADS / "ddp_comm.py"
 TREE = load_rules(RULES_DIR)
 THREAD_KNOBS = {
     "env.OMP_NUM_THREADS",

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import RULES_DIR
+from tests.conftest import RULES_DIR, WORKLOADS
 from torchtop.advice.job import JobView
 from torchtop.advice.machine import Machine, rank_share
 from torchtop.advice.resolve import resolve_fix, resolve_verdict
@@ -154,11 +154,10 @@ def test_ddps_own_bucket_count_wins_over_the_estimate() -> None:
 
 
 def test_the_bucket_size_patch_rewrites_the_ddp_line_it_was_located_at() -> None:
-    from pathlib import Path
 
     from torchtop.advice.patches import code_patch
 
-    job = Path(__file__).resolve().parents[1] / "live" / "jobs" / "ddp_comm.py"
+    job = WORKLOADS / "ddp_comm.py"
     line, text = next(
         (n, t)
         for n, t in enumerate(job.read_text().splitlines(), 1)

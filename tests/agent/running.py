@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import WORKLOADS
 from tests.tables import tables
 from torchtop.jobs.env import job_environment, with_bootstrap
 from torchtop.runs.journal import JournalReader
 
-JOBS = Path(__file__).resolve().parent / "jobs"
+JOBS = WORKLOADS
 JOB_TIMEOUT_S = 120
 
 
@@ -51,7 +52,7 @@ def run_job(
     with_agent: bool = True,
     cwd: Path | None = None,
 ) -> Finished:
-    """`python jobs/<job>.py ARGS` (or `python -c ...` for a list), under the agent by default."""
+    """`python workloads/<job>.py ARGS` (or `python -c ...`), under the agent by default."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTOP_")}
     base.update(extra_env or {})
     env = job_environment(run_dir, base) if with_agent else base

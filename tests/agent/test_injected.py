@@ -1,6 +1,6 @@
 """The injected agent inside real training jobs: hooks in after the fact, all out on detach.
 
-The jobs (`jobs/injectable.py`) run the very statement `attach --inject` delivers, at set
+The jobs (`workloads/injectable.py`) run the very statement `attach --inject` delivers, at set
 steps, and print their own step log, what they see of the agent in themselves, and their final
 loss: the outside truth the agent's records are checked against.
 """

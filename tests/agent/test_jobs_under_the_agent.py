@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.agent.running import Finished, run_job
-from torchtop.offline import analyze_paths
+from torchtop.sessions.offline import analyze_paths
 
 TRACE_NAME = re.compile(r"^(?P<worker>.+)\.(?P<ms>\d{13})\.pt\.trace\.json\.gz$")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tests.agent.running import JOBS, run_job
 from tests.tables import tables
-from torchtop.offline import analyze_paths
 from torchtop.runs.journal import JournalReader
+from torchtop.sessions.offline import analyze_paths
 
 
 def test_each_torchrun_worker_reports_its_rank_steps_and_its_own_window(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ def test_analysing_a_trace_does_not_import_numpy_ma(shared: Path) -> None:
     """The point of the helpers: numpy.ma costs ~15 ms of every `analyze` run."""
     code = (
         "import sys\n"
-        "from torchtop.offline import analyze_paths\n"
+        "from torchtop.sessions.offline import analyze_paths\n"
         "from torchtop.report import report_to_json\n"
         "report = analyze_paths(sys.argv[1:])\n"
         "report_to_json(report)\n"

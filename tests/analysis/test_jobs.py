@@ -1,5 +1,6 @@
-"""Which trace files are ranks of one job (`analysis.jobs`), through `offline.analyze_jobs` on
-tiny hand-written traces: each rule that keeps files together or apart."""
+"""Which trace files are ranks of one job (`analysis.jobs`), through
+`sessions.offline.analyze_jobs` on tiny hand-written traces: each rule that keeps files
+together or apart."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from tests.synthetic import Loop, document, write_json
 from torchtop.model.report import JobReports
-from torchtop.offline import analyze_jobs
+from torchtop.sessions.offline import analyze_jobs
 
 
 def steps(*numbers: int) -> list[dict[str, Any]]:

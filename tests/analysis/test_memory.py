@@ -1,5 +1,5 @@
 """Memory from `[memory]` events, checked against a real CPU job whose allocations are known
-(tests/analysis/jobs/known_allocations.py) and against the real GPU traces."""
+(tests/workloads/known_allocations.py) and against the real GPU traces."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import analyze_json
+from tests.conftest import WORKLOADS, analyze_json
 
-JOB = Path(__file__).parent / "jobs" / "known_allocations.py"
+JOB = WORKLOADS / "known_allocations.py"
 BIG, SMALL = 64 << 20, 32 << 20
 BERT = "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"
 

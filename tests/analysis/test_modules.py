@@ -1,5 +1,5 @@
 """Time per nn.Module, checked against forward/backward hooks in a real CPU job
-(tests/analysis/jobs/module_times.py) and against the real traces with module calls."""
+(tests/workloads/module_times.py) and against the real traces with module calls."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import analyze_json
+from tests.conftest import WORKLOADS, analyze_json
 
-JOB = Path(__file__).parent / "jobs" / "module_times.py"
+JOB = WORKLOADS / "module_times.py"
 H100 = "tracelens/h100"
 
 

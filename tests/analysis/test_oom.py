@@ -9,11 +9,12 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from tests.conftest import WORKLOADS
 from torchtop.analysis.oom import out_of_memory
 from torchtop.model.memory import DeviceMemory
-from torchtop.offline import analyze_paths
+from torchtop.sessions.offline import analyze_paths
 
-JOB = Path(__file__).parent / "jobs" / "dies_of_oom.py"
+JOB = WORKLOADS / "dies_of_oom.py"
 
 
 def test_a_job_raising_out_of_memory_is_reported_with_its_last_peak(tmp_path: Path) -> None:

@@ -14,16 +14,9 @@ import msgspec
 import pytest
 
 from tests.collectors.conftest import Spawn, written
+from torchtop.analysis.stacks import attribute, classify_stack
 from torchtop.collectors import stacks
-from torchtop.collectors.stacks import (
-    ATTEMPTS,
-    Dump,
-    StackCollector,
-    attribute,
-    classify_stack,
-    dump_all,
-    find_py_spy,
-)
+from torchtop.collectors.stacks import ATTEMPTS, Dump, StackCollector, dump_all, find_py_spy
 from torchtop.runs.records import StacksSample, StackThread
 
 PY_SPY = find_py_spy()

@@ -23,8 +23,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from tests.conftest import WORKLOADS
 from tests.live.test_live_verdicts import WINDOW_EARLY
-from tests.relaunch.running import agent_records
+from tests.tuning.running import agent_records
 from torchtop.advice.machine import Machine
 from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.assess.run import WARMUP_STEPS
@@ -34,7 +35,7 @@ from torchtop.model.plan import LaunchPlan
 from torchtop.runs.records import Settings
 
 pytestmark = pytest.mark.frameworks
-JOBS = Path(__file__).resolve().parent / "jobs"
+JOBS = WORKLOADS / "frameworks"
 STEPS = 40
 OWN_STEPS = re.compile(r"^optimizer steps (\d+)$", re.MULTILINE)
 LOADER_WORKERS = re.compile(r"^epoch \d+ loader num_workers (\d+)$", re.MULTILINE)

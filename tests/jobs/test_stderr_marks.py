@@ -8,10 +8,11 @@ import sys
 import time
 from pathlib import Path
 
+from tests.conftest import WORKLOADS
 from torchtop.jobs.job import Output, start
 from torchtop.runs.output_tail import LogTail, stderr_marks
 
-TALKING = Path(__file__).resolve().parents[1] / "tui" / "jobs" / "talking.py"
+TALKING = WORKLOADS / "talking.py"
 
 
 def test_the_lines_marked_stderr_in_job_log_are_exactly_the_jobs_stderr(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """A real two-rank gloo DDP job under `torchtop run`: its collectives and their overlap.
 
 The job counts its own all-reduces with a DDP comm hook and times each backward pass
-(tests/live/jobs/ddp_counted.py), so the report's figures are checked against the job's own
+(tests/workloads/ddp_counted.py), so the report's figures are checked against the job's own
 counts and clock, not against the analysis that made them.
 """
 
@@ -11,12 +11,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-JOBS = Path(__file__).resolve().parent / "jobs"
+from tests.conftest import WORKLOADS
+
+JOBS = WORKLOADS
 WINDOW_STEPS = 4
 
 

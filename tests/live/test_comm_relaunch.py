@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import WORKLOADS
 from tests.live.two_nodes import free_port
 
-JOB = Path(__file__).resolve().parent / "jobs" / "ddp_comm.py"
+JOB = WORKLOADS / "ddp_comm.py"
 SHIPPED_RULES = Path(__file__).resolve().parents[2] / "rules"
 # A rule with an NCCL setting that fires on any job of several ranks: the gloo job here has
 # no NCCL, and the shipped rules rightly offer NCCL settings only where NCCL runs.

@@ -16,11 +16,13 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import WORKLOADS
+
 ROOT = Path(__file__).resolve().parents[2]
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 JOB = [
     sys.executable,
-    str(ROOT / "benchmarks" / "jobs" / "sleepy_input.py"),
+    str(WORKLOADS / "sleepy_input.py"),
     "--sample-sleep-ms",
     "1",
 ]

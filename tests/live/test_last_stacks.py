@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import CONTEXT
-from tests.live.conftest import FakeRun
+from tests.fake_run import FakeRun
 from torchtop.assess.run import assess
 from torchtop.diagnosis.rules import load_rules
 from torchtop.model.report import LastStack, NodeReport, StackLine

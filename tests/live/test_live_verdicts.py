@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-JOBS = Path(__file__).resolve().parent / "jobs"
+from tests.conftest import WORKLOADS
+
+JOBS = WORKLOADS
 WINDOW_EARLY = {"TORCHTOP_WINDOW_FIRST_STEP": "3", "TORCHTOP_WINDOW_STEPS": "4"}
 
 

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import WORKLOADS
 from tests.live.two_nodes import analyze, free_port, torchrun
 from tests.live.two_nodes import watcher as watch
 
 # The two-rank DDP job of the agent tests, here two ranks on each of two nodes.
-JOB = Path(__file__).parents[1] / "agent" / "jobs" / "ddp.py"
+JOB = WORKLOADS / "ddp.py"
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 
 pytestmark = pytest.mark.slow

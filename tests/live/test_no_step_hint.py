@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CONTEXT
-from tests.live.conftest import FakeRun
+from tests.conftest import CONTEXT, WORKLOADS
+from tests.fake_run import FakeRun
 from torchtop.assess.context import NO_STEP_HINT_S
 from torchtop.assess.run import assess
 from torchtop.diagnosis.rules import load_rules
@@ -21,7 +21,7 @@ from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import Hello, HostSample, RunRecord, Settings
 from torchtop.runs.state import load_run
 
-HAND_LOOPS = Path(__file__).resolve().parents[1] / "agent" / "jobs" / "hand_loops.py"
+HAND_LOOPS = WORKLOADS / "hand_loops.py"
 STARTED_AT = 1_700_000_000.0
 
 

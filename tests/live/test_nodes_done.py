@@ -1,5 +1,5 @@
 """Issue 12's "Done means" on a shared run folder: two launchers ("nodes" a and b on this
-machine) each run half of a real two-node torchrun job (tests/live/jobs/ddp_nodes.py) with a
+machine) each run half of a real two-node torchrun job (tests/workloads/ddp_nodes.py) with a
 planted straggler (rank 1, node a) and a rank that SIGKILLs itself (rank 2, node b).
 
 `torchtop watch --headless --report` follows the folder live, `torchtop analyze` reads it after;
@@ -25,11 +25,12 @@ from typing import IO, Any
 
 import pytest
 
+from tests.conftest import WORKLOADS
 from tests.live.two_nodes import analyze, free_port, torchrun
 from tests.live.two_nodes import watcher as watch
 from torchtop.assess.run import WARMUP_STEPS
 
-JOB = Path(__file__).resolve().parent / "jobs" / "ddp_nodes.py"
+JOB = WORKLOADS / "ddp_nodes.py"
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 SLOW_RANK, KILL_RANK = 1, 2
 NAMED_WITHIN_S = 10.0

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.live.test_nodes import node
+from tests.assess.test_nodes import node
 from torchtop.jobs.records import write_exit_record
 
 TORCHTOP = [sys.executable, "-m", "torchtop"]

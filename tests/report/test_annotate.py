@@ -23,8 +23,8 @@ import pytest
 from tests.conftest import RESNET_NW0, analyze_json, python_run
 from tests.synthetic import EXPECTED_STEP_US, two_step_loop, write_json
 from torchtop.cli import main
-from torchtop.offline import analyze_paths
 from torchtop.report.annotate import ANNOTATION_PID, write_annotated
+from torchtop.sessions.offline import analyze_paths
 
 EXIT_BAD_INPUT = 2
 MI300_3_STEPS = "tracelens/mi300/resnet_act_checkpoint.json.gz"

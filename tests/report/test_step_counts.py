@@ -14,12 +14,12 @@ from tests.conftest import CONTEXT
 from tests.tui.replay import LOADER_STACKS
 from torchtop.assess.attached import assess_attached
 from torchtop.diagnosis.rules import load_rules
-from torchtop.offline import analyze_paths
 from torchtop.report import render_markdown, render_text, report_to_json
 from torchtop.runs.journal import JournalWriter, write_record
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import RunRecord, StackProcess, StacksSample, StackThread
 from torchtop.runs.state import load_run
+from torchtop.sessions.offline import analyze_paths
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 

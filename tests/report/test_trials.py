@@ -15,11 +15,11 @@ from torchtop.model.plan import AppliedFix
 from torchtop.model.report import Report
 from torchtop.model.trial_entry import Reverted, SinceRelaunch
 from torchtop.model.trials import Trial
-from torchtop.offline import analyze_paths
-from torchtop.relaunch.decision import TrialSettings, decide
-from torchtop.relaunch.measure import Measurement
-from torchtop.relaunch.trial import trial_entry
 from torchtop.report import render_text, report_to_json
+from torchtop.sessions.offline import analyze_paths
+from torchtop.trials.decision import TrialSettings, decide
+from torchtop.trials.measure import Measurement
+from torchtop.trials.trial import trial_entry
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 CONTRACT_KEYS = ["fixes", "baseline_steps_per_s", "trial_steps_per_s", "speedup", "kept"]

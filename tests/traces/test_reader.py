@@ -22,8 +22,8 @@ from tests.synthetic import (
 )
 from torchtop.analysis.summary import analyze_trace
 from torchtop.errors import InputError
-from torchtop.offline import analyze_paths
 from torchtop.report import report_to_json
+from torchtop.sessions.offline import analyze_paths
 from torchtop.traces import decode, read_trace
 from torchtop.traces.data import NO_ID
 

@@ -22,7 +22,7 @@ from tests.tui.replay import (
     dataloader_bound,
 )
 from torchtop.model.report import Report
-from torchtop.offline import analyze_paths
+from torchtop.sessions.offline import analyze_paths
 from torchtop.tui.app import Dashboard
 from torchtop.tui.frame import offline_frame
 from torchtop.tui.widgets.panel import Panel

@@ -15,9 +15,9 @@ from tests.tui.replay import SyntheticRun, dataloader_bound
 from torchtop.assess.run import assess
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.report import NodeReport, Report
-from torchtop.offline import analyze_paths
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.state import load_run
+from torchtop.sessions.offline import analyze_paths
 from torchtop.tui.app import Dashboard
 from torchtop.tui.details import FixDetailsScreen
 from torchtop.tui.frame import offline_frame

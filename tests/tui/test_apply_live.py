@@ -28,17 +28,17 @@ from torchtop.jobs.processes import is_alive, job_tree
 from torchtop.live.collect import start_collectors
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.report import Report
-from torchtop.relaunch.holding import HoldingTest
-from torchtop.relaunch.tune import TuneOptions
-from torchtop.relaunch.watched import WatchedJob
 from torchtop.report import report_to_json
 from torchtop.runs.journal import JournalReader, read_record
 from torchtop.runs.records import ExitRecord, RunRecord
+from torchtop.sessions.watched import WatchedJob
+from torchtop.trials.holding import HoldingTest
 from torchtop.tui.app import Dashboard
 from torchtop.tui.apply import ApplyScreen
 from torchtop.tui.ticking import IntervalPacer
 from torchtop.tui.widgets.fixlist import FixList
 from torchtop.tui.widgets.trial import TrialPanel
+from torchtop.tuning.tune import TuneOptions
 
 pytestmark = pytest.mark.slow
 

@@ -3,7 +3,7 @@ relaunched job followed and held against what the trial said, and `r` taking the
 the job stops running as the trial said, and its gain has gone (it runs no faster than before
 the fix). Keys go through Pilot; nothing is replaced.
 
-The job (`jobs/slowing.py`) slows down when the test touches a file, as if another job had
+The job (`workloads/slowing.py`) slows down when the test touches a file, as if another job had
 landed on the machine: below its rate before the fix. Trials are at most three short rounds
 and spans short (1 s), so the test takes a minute or two on 2 cores.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import WORKLOADS
 from tests.tables import tables
 from tests.tui.test_apply_live import (
     KNOB,
@@ -28,10 +29,10 @@ from tests.tui.test_apply_live import (
     wait_until,
 )
 from torchtop.jobs.processes import is_alive
-from torchtop.relaunch.holding import HoldingTest
 from torchtop.report import render_text, report_to_json
 from torchtop.runs.journal import JournalReader, read_record
 from torchtop.runs.records import ExitRecord, RunRecord
+from torchtop.trials.holding import HoldingTest
 from torchtop.tui.app import Dashboard
 from torchtop.tui.revert import RevertScreen
 from torchtop.tui.widgets.trial import TrialPanel
@@ -42,7 +43,7 @@ pytestmark = pytest.mark.slow
 # decide it; slowed (100 ms more a step), the job runs below its rate before the fix.
 JOB = [
     sys.executable,
-    str(Path(__file__).parent / "jobs" / "slowing.py"),
+    str(WORKLOADS / "slowing.py"),
     "--sample-sleep-ms",
     "10",
 ]

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from tests.conftest import RULES_DIR
-from tests.live.jobs.crashes import LAST_LINE
+from tests.conftest import RULES_DIR, WORKLOADS
+from tests.workloads.crashes import LAST_LINE
 from torchtop.diagnosis.rules import load_rules
 from torchtop.jobs.job import Output, start
 from torchtop.live.watch import LiveMonitor
@@ -24,7 +24,7 @@ from torchtop.tui.ticking import IntervalPacer
 from torchtop.tui.widgets.jobend import JobEndPanel
 
 pytestmark = pytest.mark.slow
-JOBS = Path(__file__).resolve().parents[1] / "live" / "jobs"
+JOBS = WORKLOADS
 CRASHES = [sys.executable, str(JOBS / "crashes.py")]
 ENDS_WELL = [sys.executable, "-c", "print('done')"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from torchtop.offline import analyze_paths
+from torchtop.sessions.offline import analyze_paths
 from torchtop.tui.app import Dashboard
 from torchtop.tui.frame import offline_frame
 

@@ -16,7 +16,7 @@ from tests.conftest import analyze_json
 from tests.report.test_trials import trial
 from tests.tui.conftest import LiveApp, advance, panel_text
 from torchtop.model.trials import TrialOutcome
-from torchtop.offline import analyze_paths
+from torchtop.sessions.offline import analyze_paths
 from torchtop.tui.app import Dashboard
 from torchtop.tui.frame import offline_frame
 from torchtop.tui.helpscreen import help_text

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from tests.tui.conftest import panel_text
-from torchtop.offline import analyze_and_load
 from torchtop.runs.journal import JournalWriter, write_record
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import (
@@ -28,6 +27,7 @@ from torchtop.runs.records import (
     StackThread,
     Step,
 )
+from torchtop.sessions.offline import analyze_and_load
 from torchtop.tui.app import Dashboard
 from torchtop.tui.frame import offline_frame
 from torchtop.tui.noderows import NodeRow

@@ -1,5 +1,5 @@
 """`o`: the job's own output, live, on a real `run` of a real job that says known lines
-(`tests/tui/jobs/talking.py`): the lines it printed appear, new ones appear without reopening,
+(`tests/workloads/talking.py`): the lines it printed appear, new ones appear without reopening,
 `/` filters them, its stderr lines are marked as its `stderr.log` says, and where torchtop did
 not start the job (`attach`) `o` says so in one line instead of opening an empty screen."""
 
@@ -15,7 +15,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import RichLog
 
-from tests.conftest import RULES_DIR
+from tests.conftest import RULES_DIR, WORKLOADS
 from tests.tui.conftest import LiveApp
 from torchtop.diagnosis.rules import load_rules
 from torchtop.jobs.job import Output, start
@@ -26,7 +26,7 @@ from torchtop.tui.outputscreen import OutputScreen
 from torchtop.tui.ticking import IntervalPacer
 
 pytestmark = pytest.mark.slow
-TALKING = Path(__file__).resolve().parent / "jobs" / "talking.py"
+TALKING = WORKLOADS / "talking.py"
 
 
 async def wait_until(pilot: Pilot[Any], ready: Callable[[], object], what: str, s: float) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from tests.report.test_trials import trial
 from torchtop.model.trials import RevertOutcome, TrialOutcome
-from torchtop.relaunch.holding import HoldingTest, TrialClaim, check_holding
-from torchtop.relaunch.tracked import claim_of
+from torchtop.trials.holding import HoldingTest, TrialClaim, check_holding
+from torchtop.trials.tracked import claim_of
 from torchtop.tui.revert import holding_line, revert_text
 from torchtop.tui.widgets.trial import TrialView, trial_text
 

@@ -1,6 +1,7 @@
 """`torchtop view` shows data and controls no process: on a trace and on a recorded run folder
-it loads neither psutil nor any of `torchtop.relaunch` (nor `live`, nor `sessions`), and it
-reads a run folder once.
+it loads neither psutil nor any of `torchtop.trials` or `tuning` (nor `live`, `attach`,
+`serve`, `exporters`, `jobs`, nor a session that launches or follows a job: only
+`sessions.offline`, `analyze`'s own), and it reads a run folder once.
 
 The probe runs the real command (`cli.main(["view", PATH])`) in a fresh interpreter, up to the
 real dashboard, headless: Textual's own `App.run(headless=True, auto_pilot=...)`, whose pilot
@@ -42,7 +43,12 @@ load_run = nodes.load_shared_run
 nodes.load_shared_run = lambda root: reads.append(str(root)) or load_run(root)
 import torchtop.cli as cli
 status = cli.main(["view", sys.argv[1]])
-process_control = ("psutil.", "torchtop.relaunch", "torchtop.live", "torchtop.sessions")
+process_control = (
+    "psutil.", "torchtop.trials", "torchtop.tuning", "torchtop.live", "torchtop.attach",
+    "torchtop.serve", "torchtop.exporters", "torchtop.jobs", "torchtop.sessions.watch",
+    "torchtop.sessions.injecting", "torchtop.sessions.streams", "torchtop.sessions.tune",
+    "torchtop.sessions.run_config",
+)
 print(json.dumps({
     "status": status,
     "shown": shown,
@@ -74,8 +80,8 @@ def recorded_run(tmp_path: Path) -> Path:
 
 def test_the_probe_sees_process_control_once_something_imports_it(tmp_path: Path) -> None:
     # Guards the probe: had `view` imported the watched job, the same listing would show it.
-    seen = view_in_a_fresh_process(SAMPLES / "dataloader_starved", "torchtop.relaunch.watched")
-    assert "torchtop.relaunch.watched" in seen["loaded"]
+    seen = view_in_a_fresh_process(SAMPLES / "dataloader_starved", "torchtop.sessions.watched")
+    assert "torchtop.sessions.watched" in seen["loaded"]
     assert "psutil" in seen["loaded"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.tui.conftest import panel_text
-from torchtop.offline import analyze_jobs
+from torchtop.sessions.offline import analyze_jobs
 from torchtop.tui.app import Dashboard, view_frame
 
 LARGE = (160, 48)

@@ -1,6 +1,6 @@
 """`start(request)`: the agent that `torchtop attach --inject` loads into a running job.
 
-The outside (live/inject.py) makes the job run `bootstrap/inject_boot.py` at a safe point; the
+The outside (attach/inject.py) makes the job run `bootstrap/inject_boot.py` at a safe point; the
 boot calls `start` with the path of `RUN/inject/request-<N>.json`. `start`:
 
 - answers with `RUN/inject/ack-<N>.json` (written whole, by rename) in every case it can, and

@@ -19,10 +19,10 @@ from msgspec.structs import replace
 from torchtop.advice.machine import rank_share
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
+from torchtop.analysis.stacks import attribute
 from torchtop.assess.context import Context
 from torchtop.assess.run import assess
 from torchtop.assess.stack_shares import INTERPRETER, StackShares, shares_of
-from torchtop.collectors.stacks import attribute
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.frames import OP, FramePatterns
 from torchtop.diagnosis.rules import RuleTree

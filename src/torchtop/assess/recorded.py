@@ -23,6 +23,16 @@ from torchtop.runs.segments import segment_name, segment_roots, trial_entries
 from torchtop.runs.state import RunState
 
 
+def analyze_run(root: Path, tree: RuleTree) -> Report | None:
+    """A run folder recorded by `torchtop run`, read through the live view's own assessment.
+
+    None when no agent reported steps (the job never imported torch): then only its profiler
+    windows, if any, can be analysed, as plain traces."""
+    from torchtop.runs.nodes import load_shared_run  # only for run folders
+
+    return assess_recorded(load_shared_run(root), tree)
+
+
 def assess_recorded(
     state: RunState, tree: RuleTree, context: Context | None = None
 ) -> Report | None:

@@ -2,7 +2,7 @@
 
 Each sample is one look at a training process's main thread (a dump holds one, a native chunk
 one per sample). Its Python frames say which part of the loop it is in
-(`collectors.stacks.classify_stack`: DataLoader, forward, backward, optimizer, a collective
+(`analysis.stacks.classify_stack`: DataLoader, forward, backward, optimizer, a collective
 call); where the record is native, the compiled frames under its innermost Python line say what
 that line's call is doing (`diagnosis.frames`: a copy, a collective or its wait, a device sync,
 an OpenMP barrier, the inside of an operator, or compiled code between operators), and a thread
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from torchtop.collectors.stacks import classify_stack
+from torchtop.analysis.stacks import classify_stack
 from torchtop.diagnosis.frames import BETWEEN, OP, FramePatterns
 from torchtop.runs.records import StackProcess, StacksSample, StackThread, TaskTime
 

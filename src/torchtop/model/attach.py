@@ -2,7 +2,7 @@
 
 One value for the three places that name it: `run.json` (the launch record, so a recorded attach
 reads the same later), the report (`source.attached`) and the dashboard's header. Plain data,
-worked out by `live.attach` from the process tree when attach starts.
+worked out by `attach.attach` from the process tree when attach starts.
 """
 
 from __future__ import annotations

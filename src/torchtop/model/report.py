@@ -150,7 +150,7 @@ class Report(msgspec.Struct, frozen=True):
     trials: tuple[TrialEntry, ...] = ()
     """A/B trials of fixes (`tune`'s, or those accepted in the dashboard), each the contract's
     `trials` entry: `fixes`, `baseline_steps_per_s`, `trial_steps_per_s`, `speedup`, `kept`,
-    and the trial's evidence (`relaunch.trial.trial_entry`)."""
+    and the trial's evidence (`trials.trial.trial_entry`)."""
     nodes: tuple[NodeReport, ...] = ()
     """Each node of a run several nodes' launchers shared; empty for one launcher's run."""
     attached: AttachTarget | None = None

@@ -1,8 +1,8 @@
 """A trial's rounds as data: the speedup they measured with its interval, and how it reads.
 
 A round is one run of each variant, adjacent in time; its ratio is the after rate over the
-before rate. `relaunch.stats.estimate_rounds` makes a `RoundsEstimate` from the ratios (the
-geometric mean, and Student's t interval over the rounds' log-ratios); `relaunch.decision` says
+before rate. `trials.stats.estimate_rounds` makes a `RoundsEstimate` from the ratios (the
+geometric mean, and Student's t interval over the rounds' log-ratios); `trials.decision` says
 what it shows (`FASTER`, `SLOWER`, or `NO_EFFECT`). The words live here, with the data, so that
 the dashboard, the text report and `tune`'s summary say a trial's figures alike: the measured
 speedup with its interval, and beside it the finding's figure for what it is, a prediction

@@ -4,7 +4,7 @@
 the JSON comes from one place (`msgspec.to_builtins`, fields in declaration order: the order
 the entries have always had). A field with a default is left out of the JSON when it holds it
 (`omit_defaults`): `measured_as`, `since_relaunch` and `reverted` appear only where a trial has
-them, and a run's `step_wall_s` only in `NN.json`. `relaunch.trial.Trial.entry` makes them.
+them, and a run's `step_wall_s` only in `NN.json`. `trials.trial.trial_entry` makes them.
 Two of them are the run folder's too (`runs.records` uses them, never a copy): `FixEntry` in
 `run.json` and `reverts.jsonl`, `SinceRelaunch` in `reverts.jsonl`.
 """
@@ -58,7 +58,7 @@ class TrialRuns(Entry, frozen=True):
 
 
 class MeasuredAs(Entry, frozen=True):
-    """The rule every run of the trial was measured by (`relaunch.warmup.Span`)."""
+    """The rule every run of the trial was measured by (`trials.warmup.Span`)."""
 
     steps: int
     warmup_steps: int

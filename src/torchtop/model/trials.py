@@ -1,6 +1,6 @@
 """Trials as data: a trial's measured runs, the trial, its events and outcomes, the proposal.
 
-`relaunch` measures and decides (`relaunch.trial.run_trial`, `relaunch.holding`); the
+`trials` measures and decides (`trials.trial.run_trial`, `trials.holding`); the
 dashboard shows what it did and the report records it. The values they pass live down here so
 that the TUI and the report can hold a trial without importing the code that starts and stops
 jobs: only data crosses, never process control.
@@ -89,7 +89,7 @@ class Warmup:
 @dataclass(frozen=True)
 class MeasuredRun:
     """One measured launch: its steady-state step times after the warm-up it used.
-    (`relaunch.measure.Measurement` adds what the launch's agent said about the job.)"""
+    (`trials.measure.Measurement` adds what the launch's agent said about the job.)"""
 
     run_dir: Path
     step_wall_s: tuple[float, ...]
@@ -131,7 +131,7 @@ class MeasuredRun:
 @dataclass(frozen=True)
 class Trial:
     """An A/B trial of one fix: both variants' runs, the decision and the plans it compared.
-    Its report entry is `relaunch.trial.trial_entry(trial)`."""
+    Its report entry is `trials.trial.trial_entry(trial)`."""
 
     number: int
     fixes: tuple[AppliedFix, ...]
@@ -253,7 +253,7 @@ class TrialOutcome:
 
 @dataclass(frozen=True)
 class Holding:
-    """The relaunched job so far, against the trial that kept its fix (`relaunch.holding`)."""
+    """The relaunched job so far, against the trial that kept its fix (`trials.holding`)."""
 
     steps: int
     """Steady-state steps since the relaunch (warm-up and profiler windows left out)."""

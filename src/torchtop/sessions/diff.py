@@ -18,10 +18,10 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.fanout import FileReader, read_files
 from torchtop.model.diff import DiffSide, Document
-from torchtop.offline import analyze_paths
 from torchtop.report.contract import report_to_json
 from torchtop.report.diff import diff_document
 from torchtop.report.diff_text import render_diff_markdown, render_diff_text
+from torchtop.sessions.offline import analyze_paths
 
 REPORT_START = re.compile(rb'^\s*\{\s*"schema"\s*:\s*"torchtop\.report/')
 PEEK_BYTES = 256

@@ -1,6 +1,6 @@
 """`torchtop attach PID --inject`: load the agent into a running job, then watch it as `run` does.
 
-The checks that stop nothing come first (`live.inject.preflight`), then one announcement of what
+The checks that stop nothing come first (`attach.inject.preflight`), then one announcement of what
 will happen, then the delivery. Once the agent has answered, the attach is `run`'s live side on
 the attach's own run folder: the agent writes the same records, `assess` reads them, and its
 profiler windows follow `run`'s schedule (the first at the fifth step after the injection, then
@@ -21,15 +21,15 @@ from pathlib import Path
 
 import psutil
 
+from torchtop.attach.attach import agent_run_dir, check_target, find_target
+from torchtop.attach.inject import Injected, detach, inject, preflight
+from torchtop.attach.ptrace_access import check_ptrace
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.jobs.processes import is_alive
 from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_record
-from torchtop.live.attach import agent_run_dir, check_target, find_target
 from torchtop.live.collect import start_collectors
 from torchtop.live.headless import print_report, save_report
-from torchtop.live.inject import Injected, detach, inject, preflight
-from torchtop.live.ptrace_access import check_ptrace
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.report import Report
 from torchtop.runs.layout import RunLayout

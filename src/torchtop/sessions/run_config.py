@@ -1,6 +1,6 @@
 """`torchtop run` with a `torchtop.toml`: which file applies, the command it runs, what it says.
 
-`tune` writes the file (`relaunch/tuned.py`); `run` applies it, so that the line tune prints
+`tune` writes the file (`tuning/tuned.py`); `run` applies it, so that the line tune prints
 reproduces the tuned job: `--config FILE`, else `./torchtop.toml` when present, unless
 `--no-config`. The file's `[env]` is set and its `[overrides]` are passed to the agent. Its
 `command` replaces the user's when the user gave none, or gave the command tune was given
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from torchtop.errors import InputError
 from torchtop.model.plan import LaunchPlan
-from torchtop.relaunch.tuned import TUNED_FILE, Tuned, load_tuned
+from torchtop.tuning.tuned import TUNED_FILE, Tuned, load_tuned
 
 
 @dataclass(frozen=True)

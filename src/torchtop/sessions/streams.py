@@ -1,7 +1,7 @@
 """`torchtop watch http://node-a:PORT http://node-b:PORT ...`: follow nodes' `--serve` streams.
 
 Each node's new records are pulled into a local mirror laid out as a run folder several
-launchers share (`live.stream_mirror`), and the mirror is followed with the same monitor,
+launchers share (`serve.stream_mirror`), and the mirror is followed with the same monitor,
 dashboard and headless printer as `watch RUN_DIR`: nothing received is lost, and `torchtop
 analyze DIR` reads the mirror afterwards. What only a stream knows (whether a node answers,
 and when it last did) is added to each tick's report here: the `nodes` entries' `answering`
@@ -23,13 +23,13 @@ from torchtop.assess.run import assess
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.jobs.records import default_run_dir
 from torchtop.live.headless import ProgressPrinter, print_report, save_report
-from torchtop.live.node_stream import TOKEN_VARIABLE
-from torchtop.live.stream_mirror import FeedStatus, StreamMirror, check_url
 from torchtop.live.watch import LiveMonitor, TickSink, watch
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
 from torchtop.runs.state import RunState
+from torchtop.serve.node_stream import TOKEN_VARIABLE
+from torchtop.serve.stream_mirror import FeedStatus, StreamMirror, check_url
 from torchtop.sessions.watch_options import WatchOptions
 
 

@@ -27,16 +27,16 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError, positive_seconds
 from torchtop.jobs.records import default_run_dir
 from torchtop.model.knobs import ALLOW_GROUPS
-from torchtop.relaunch.measure import MeasureError
-from torchtop.relaunch.summary import render_summary, tune_report
-from torchtop.relaunch.tune import DEFAULT_BUDGET_S, TuneOptions, TuneResult, tune
-from torchtop.relaunch.tuned import TUNED_FILE, load_tuned, write_tuned
 from torchtop.report.ending import TAIL_SHOWN
 from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
+from torchtop.trials.measure import MeasureError
+from torchtop.tuning.summary import render_summary, tune_report
+from torchtop.tuning.tune import DEFAULT_BUDGET_S, TuneOptions, TuneResult, tune
+from torchtop.tuning.tuned import TUNED_FILE, load_tuned, write_tuned
 
 if TYPE_CHECKING:
-    from torchtop.live.tensorboard import TensorBoardLog
+    from torchtop.exporters.tensorboard import TensorBoardLog
 
 _DEFAULTS = TuneOptions()
 
@@ -128,7 +128,7 @@ def tune_session(command: Sequence[str], options: TuneCommand, tree: RuleTree) -
 def _tensorboard(option: str | None, run_dir: Path) -> TensorBoardLog | None:
     if option is None:
         return None
-    from torchtop.live.tensorboard import DEFAULT_FOLDER, TensorBoardLog
+    from torchtop.exporters.tensorboard import DEFAULT_FOLDER, TensorBoardLog
 
     folder = Path(option) if option else run_dir / DEFAULT_FOLDER
     print(f"torchtop tune: TensorBoard event files in {folder}", file=sys.stderr)
@@ -137,7 +137,7 @@ def _tensorboard(option: str | None, run_dir: Path) -> TensorBoardLog | None:
 
 def _board_ending(board: TensorBoardLog, result: TuneResult) -> None:
     """The last trials, the rates before and after tuning, the verdict on the tuned job."""
-    from torchtop.live.tb_events import scalar_value
+    from torchtop.exporters.tb_events import scalar_value
 
     board.write_trials(time.time())
     if result.report is None:

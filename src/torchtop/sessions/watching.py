@@ -3,7 +3,7 @@
 The report is written to the run folder (and `--report FILE`) whatever happens to the job; the
 job's own exit status is torchtop's, unless torchtop stopped it after `--for`, when the work
 asked for is done and the status is 0. Under the dashboard a fix can be tried on the job
-(`relaunch.watched`): the job may then have been relaunched, and the report describes the job
+(`sessions.watched`): the job may then have been relaunched, and the report describes the job
 as it ran in the end, with the trials.
 """
 
@@ -20,16 +20,15 @@ from pathlib import Path
 from torchtop.assess.attached_ranks import assess_attached_ranks
 from torchtop.assess.context import read_context
 from torchtop.assess.snapshot import Snapshot
+from torchtop.attach.attach import check_target, naming, resolve
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.jobs.job import TERMINAL, Output, start
 from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_record
-from torchtop.live.attach import check_target, naming, resolve
 from torchtop.live.collect import follow_ranks, start_collectors
 from torchtop.live.headless import ProgressPrinter, print_report, save_report
 from torchtop.live.watch import LiveMonitor, TickSink, watch
 from torchtop.model.report import Report
-from torchtop.relaunch.watched import WatchedJob
 from torchtop.report.ending import before_first_step, exit_lines
 from torchtop.runs.identity import NodeIdentity, launch_dir, safe_name
 from torchtop.runs.layout import RunLayout
@@ -37,6 +36,7 @@ from torchtop.runs.node import node_name
 from torchtop.runs.nodes import run_has_ended
 from torchtop.sessions.run_config import RunConfig
 from torchtop.sessions.watch_options import WatchOptions
+from torchtop.sessions.watched import WatchedJob
 
 LAUNCHED_ELSEWHERE = (
     "here torchtop only reads the run folder: fixes are tried from the dashboard of the "
@@ -205,8 +205,8 @@ def metrics_endpoint(address: str | None, run_dir: Path) -> Iterator[TickSink | 
         return
     from prometheus_client import CollectorRegistry
 
-    from torchtop.live.metrics import RunMetrics
-    from torchtop.live.metrics_server import serve_metrics
+    from torchtop.exporters.metrics import RunMetrics
+    from torchtop.exporters.metrics_server import serve_metrics
 
     collector = RunMetrics(run_dir.name, safe_name(node_name()))
     registry = CollectorRegistry()
@@ -225,7 +225,7 @@ def serve_endpoint(address: str | None, run_dir: Path, node: NodeIdentity | None
     if address is None:
         yield
         return
-    from torchtop.live.node_stream import serve_node
+    from torchtop.serve.node_stream import serve_node
 
     run_dir.mkdir(parents=True, exist_ok=True)
     name = node.name if node is not None else safe_name(node_name())
@@ -246,7 +246,7 @@ def tensorboard_log(
     if option is None:
         yield also
         return
-    from torchtop.live.tensorboard import DEFAULT_FOLDER, TensorBoardLog
+    from torchtop.exporters.tensorboard import DEFAULT_FOLDER, TensorBoardLog
 
     folder = Path(option) if option else run_dir / DEFAULT_FOLDER
     log = TensorBoardLog(folder, run_dir)

@@ -1,0 +1,176 @@
+"""One measured run: launch a plan, time its steady-state steps, stop it.
+
+The run is a real launch into its own run folder, read back through `RunWatcher` as the live
+view reads it. Its warm-up (imports, allocator and cuDNN warm-up, compiles, DataLoader workers
+starting and the batches they queued) is left out, found by the same rule for every variant of
+a trial (`warmup.end_of_warmup`: at least `warmup_steps` and the queued batches, then until step
+times are stationary, with a cap) and recorded with the measurement.
+
+The measurement is `steps` steps, and, with `min_duration_s`, as many more as fill that much
+time: a fast job's steps are short against its periodic costs (an epoch boundary restarting
+DataLoader workers, workers delivering their batches in bursts), so a count alone would miss
+them. Steps/s is the count over the summed wall time. With `window`, the agent is then asked
+for a profiler window (`RUN/requests/window`), so the same run can be diagnosed without the
+profiler slowing the measured steps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchtop.jobs.env import ON_REQUEST
+from torchtop.jobs.job import TERMINAL, start_plan
+from torchtop.model.plan import LaunchPlan
+from torchtop.model.trials import MeasuredRun, Span, Warmup
+from torchtop.runs.layout import RunLayout
+from torchtop.runs.records import ExitRecord, Settings
+from torchtop.runs.state import ProcessState, RunState, RunWatcher, load_run
+from torchtop.trials.handle import TrialHandle
+from torchtop.trials.warmup import end_of_warmup, queued_batches
+
+POLL_INTERVAL_S = 0.2
+WINDOW_WAIT_MAX_S = 20.0
+
+
+class MeasureError(RuntimeError):
+    """The run did not yield enough steady-state steps (it ended, failed or timed out)."""
+
+    def __init__(self, message: str, ending: ExitRecord) -> None:
+        super().__init__(message)
+        self.ending = ending
+
+
+@dataclass(frozen=True)
+class Measurement(MeasuredRun):
+    """A measured run with what its agent said of the job (settings, argv) and its ending."""
+
+    ending: ExitRecord = field(default_factory=ExitRecord)
+    """`exit.json` as written when the run was stopped (nothing known where none was)."""
+    settings: Settings | None = None
+    argv: tuple[str, ...] | None = None
+    has_window: bool = False
+
+
+def measure(
+    plan: LaunchPlan,
+    run_dir: Path,
+    span: Span,
+    timeout_s: float,
+    window: bool = False,
+    capture_output: bool = True,
+    handle: TrialHandle | None = None,
+) -> Measurement:
+    """Run `plan` until `span` is recorded (and the window, if asked), then stop it; the job
+    is registered on `handle` while it runs, so the trial's caller can end it."""
+    handle = handle or TrialHandle()
+    output = None if capture_output else TERMINAL
+    job = start_plan(plan, run_dir, "tune", ON_REQUEST, output)
+    handle.measuring(job)
+    watcher = RunWatcher(run_dir)
+    deadline_s = time.monotonic() + timeout_s
+    try:
+        if _wait_for_steps(job.poll, watcher, span, deadline_s) and window:
+            _wait_for_window(job.poll, watcher, run_dir, deadline_s)
+    finally:
+        handle.measuring(None)  # before the job is reaped: its pid must not be signalled after
+        ending = job.finish()
+    process = main_process(watcher.poll(final=True))
+    walls, warmup = _steady(process, span) if process else ((), None)
+    if len(walls) < span.steps:
+        raise MeasureError(_shortfall(run_dir, len(walls), span, ending), ending)
+    assert process is not None
+    return Measurement(
+        run_dir=run_dir,
+        step_wall_s=walls,
+        warmup_steps=warmup.steps if warmup is not None else span.warmup_steps,
+        ending=ending,
+        settings=process.settings,
+        argv=process.argv,
+        has_window=bool(process.windows),
+        warmup=warmup,
+    )
+
+
+def main_process(state: RunState) -> ProcessState | None:
+    """Rank 0, or the only process that steps."""
+    processes = state.training_processes
+    return processes[0] if processes else None
+
+
+def _steady(process: ProcessState, span: Span) -> tuple[tuple[float, ...], Warmup | None]:
+    """The measured steps (after the warm-up, before any profiler window) and the warm-up."""
+    end = process.windows[0].first_step if process.windows else None
+    timed = [s.wall_s for s in process.steps if end is None or s.step < end]
+    warmup = _warmup(process, timed, span)
+    if warmup is None:
+        return (), None
+    steady = timed[warmup.steps :]
+    if span.min_duration_s <= 0:
+        steady = steady[: span.steps]
+    return tuple(steady), warmup
+
+
+def _warmup(process: ProcessState, timed: list[float], span: Span) -> Warmup | None:
+    return end_of_warmup(timed, queued_batches(process.settings), span)
+
+
+def _measured_enough(process: ProcessState, span: Span) -> bool:
+    if process.settings is None:
+        return False  # the DataLoader's queue is not known yet, so neither is the warm-up
+    timed = [s.wall_s for s in process.steps]
+    warmup = _warmup(process, timed, span)
+    if warmup is None:
+        return False
+    walls = timed[warmup.steps :]
+    return len(walls) >= span.steps and sum(walls) >= span.min_duration_s
+
+
+def _wait_for_steps(
+    poll: Callable[[], int | None], watcher: RunWatcher, span: Span, deadline_s: float
+) -> bool:
+    """Whether the span was recorded before the job ended or the deadline passed."""
+    while poll() is None and time.monotonic() < deadline_s:
+        process = main_process(watcher.poll())
+        if process is not None and _measured_enough(process, span):
+            return True
+        time.sleep(POLL_INTERVAL_S)
+    return False
+
+
+def _wait_for_window(
+    poll: Callable[[], int | None], watcher: RunWatcher, run_dir: Path, deadline_s: float
+) -> None:
+    request = RunLayout(run_dir).window_request
+    request.parent.mkdir(parents=True, exist_ok=True)
+    request.touch()
+    window_deadline_s = min(deadline_s, time.monotonic() + WINDOW_WAIT_MAX_S)
+    while poll() is None and time.monotonic() < window_deadline_s:
+        process = main_process(watcher.poll())
+        if process is not None and process.windows:
+            return
+        time.sleep(POLL_INTERVAL_S)
+
+
+def _shortfall(run_dir: Path, got: int, span: Span, ending: ExitRecord) -> str:
+    how = ending.how or "ended"
+    status = ending.exit_status
+    said = f" (exit status {status})" if how != "stopped" and status is not None else ""
+    state = load_run(run_dir)
+    output = state.layout.stderr_log
+    if state.processes and not state.training_processes:
+        ran_s = ending.duration_s
+        ran = f" after {ran_s:.0f} s" if isinstance(ran_s, float) else ""
+        # The agent ran but saw no step: the job may well have trained, just unseen.
+        return (
+            f"{run_dir}: no steps were detected: the job {how}{said}{ran} with no "
+            "optimizer.step(), backward() or DataLoader iteration the agent could see; call "
+            f"torchtop.step() once per step (see README). Its output: {output}"
+        )
+    return (
+        f"{run_dir}: only {got} of {span.steps} steady-state steps (after a warm-up of at least "
+        f"{span.warmup_steps}) were recorded; the job {how}{said}. A trial needs a job that "
+        f"runs longer than that: see {output}"
+    )

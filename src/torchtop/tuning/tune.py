@@ -1,0 +1,285 @@
+"""`torchtop tune`: diagnose, try the best applicable fix, keep or revert, repeat.
+
+The job first runs as given, measured and then profiled (the baseline). Its diagnosis lists
+findings, most important first, each with fixes; the first fix that applies (not a code
+change, not a knob whose convergence group was not allowed, not tried before, not already in
+effect) is tried in an A/B trial. A kept fix becomes the job as it runs now, and that trial's
+run (also profiled) is diagnosed for the next fix; a reverted one leaves the job as it was and
+the next fix is tried against a fresh baseline. A trial measures rounds until it can decide
+(`trials.decision`), and starts no round that would end past the budget. Tuning ends when no
+untried fix applies (every remaining fix gained too little, or none is left), when the time
+budget would be overrun, or after `max_trials`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchtop.advice.machine import Machine, this_machine
+from torchtop.advice.plan import initial_plan, plan_fix
+from torchtop.advice.show import format_plan
+from torchtop.assess.recorded import analyze_run
+from torchtop.diagnosis.rules import RuleTree
+from torchtop.model.findings import Fix
+from torchtop.model.plan import LaunchPlan, NotApplicable
+from torchtop.model.report import Report
+from torchtop.model.trials import Trial
+from torchtop.runs.layout import RunLayout
+from torchtop.trials.measure import Measurement, measure
+from torchtop.trials.trial import TrialSettings, measured, predicted_gain, run_trial
+from torchtop.tuning.profiled import profiled_run
+
+EventSink = Callable[[str], None]
+
+DEFAULT_BUDGET_S = 300.0
+PROFILED_FOLDER = "profiled"
+"""Under RUN: the run profiled early when the baseline ended before its window."""
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    budget_s: float = DEFAULT_BUDGET_S
+    """`--for`: no trial starts that would end past it (the baseline counts too)."""
+    steps: int = 20
+    warmup_steps: int = 8
+    min_gain: float = 0.05
+    """A fix is kept only when it makes the job at least this much faster."""
+    max_trials: int = 8
+    allow: frozenset[str] = frozenset()
+    """Convergence groups the user allows (`batch-size`, `precision`, `learning-rate`)."""
+    bindings: Mapping[str, str] = field(default_factory=dict)
+    """knob -> command-line flag, from `torchtop.toml` [bind]."""
+    run_timeout_s: float = 120.0
+    max_rounds: int = TrialSettings.max_rounds
+    """A trial measures rounds (a run of each variant) until it can decide, up to this many."""
+    min_duration_s: float = TrialSettings.min_duration_s
+    """Every measured run (baseline and trials) measures at least this long (and `steps` steps)."""
+    capture_output: bool = True
+
+    def trial_settings(self) -> TrialSettings:
+        """How each trial decides (`run_trial`'s settings), from these options."""
+        return TrialSettings(
+            min_gain=self.min_gain,
+            max_rounds=self.max_rounds,
+            min_duration_s=self.min_duration_s,
+            capture_output=self.capture_output,
+        )
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    run_dir: Path
+    original: LaunchPlan
+    final: LaunchPlan
+    trials: tuple[Trial, ...]
+    skipped: tuple[NotApplicable, ...]
+    """Fixes the diagnoses named that tune could not apply (code changes, not allowed, ...)."""
+    baseline: Measurement
+    report: Report | None
+    """The diagnosis of the job as it runs in the end."""
+    stopped_because: str
+
+    @property
+    def kept(self) -> tuple[Trial, ...]:
+        return tuple(t for t in self.trials if t.kept)
+
+    @property
+    def final_steps_per_s(self) -> float:
+        kept = self.kept
+        latest = kept[-1].trial_steps_per_s if kept else None
+        return latest if latest is not None else self.baseline.steps_per_s
+
+
+@dataclass
+class _Progress:
+    """What the loop knows between trials."""
+
+    plan: LaunchPlan
+    current: Measurement
+    """The newest profiled run of `plan` (diagnosed for the next fix)."""
+    fresh: Measurement | None
+    """A measurement of `plan` usable as the next trial's baseline (taken just now)."""
+    trials: list[Trial] = field(default_factory=list)
+    tried: set[tuple[str, str]] = field(default_factory=set)
+    skipped: dict[str, NotApplicable] = field(default_factory=dict)
+    run_durations_s: list[float] = field(default_factory=list)
+
+
+def tune(
+    command: Sequence[str],
+    options: TuneOptions,
+    tree: RuleTree,
+    run_dir: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    machine: Machine | None = None,
+    on_event: EventSink | None = None,
+) -> TuneResult:
+    say = on_event or (lambda _: None)
+    started = time.monotonic()
+    machine = machine or this_machine()
+    original = initial_plan(command, os.environ if env is None else env, cwd or os.getcwd())
+    say(
+        f"baseline: the job as given (a warm-up of at least {options.warmup_steps} steps, then "
+        f"{options.steps} steps and {options.min_duration_s:g} s)"
+    )
+    baseline = _measure(original, RunLayout(run_dir).baseline_dir, options)
+    say(f"baseline: {baseline.steps_per_s:.2f} steps/s ({baseline.median_step_ms:.1f} ms median)")
+    progress = _Progress(original, baseline, baseline)
+    progress.run_durations_s.append(time.monotonic() - started)
+    report = _diagnosed(original, baseline, run_dir, options, tree, say)
+    while True:
+        stopped = _stop_reason(progress, options, time.monotonic() - started)
+        candidate = None if stopped else next_fix(report, progress, options, machine)
+        if candidate is None:
+            stopped = stopped or _nothing_left(report, options)
+            break
+        say(format_plan(progress.plan, candidate).rstrip())
+        gain = predicted_gain(report, candidate.fixes[-1].knob)
+        deadline_s = started + options.budget_s
+        trial = _trial(progress, candidate, options, run_dir, say, gain, deadline_s)
+        progress.fresh = None
+        if trial.kept:
+            progress.plan, progress.current = candidate, measured(trial.after[0])
+            progress.fresh = measured(trial.after[-1])
+            report = analyze_run(progress.current.run_dir, tree)
+    return TuneResult(
+        run_dir=run_dir,
+        original=original,
+        final=progress.plan,
+        trials=tuple(progress.trials),
+        skipped=tuple(progress.skipped.values()),
+        baseline=baseline,
+        report=report,
+        stopped_because=stopped,
+    )
+
+
+def _diagnosed(
+    plan: LaunchPlan,
+    baseline: Measurement,
+    run_dir: Path,
+    options: TuneOptions,
+    tree: RuleTree,
+    say: EventSink,
+) -> Report | None:
+    """The baseline's diagnosis; for a job that ended before its profiler window, that of a
+    run profiled from the end of its warm-up (`tuning.profiled`), said as such."""
+    if baseline.has_window:
+        return analyze_run(baseline.run_dir, tree)
+    first = baseline.warmup_steps
+    say(
+        "the job ended before its profiler window (asked for after the measured steps): "
+        f"profiling another run from step {first}, its stacks sampled"
+    )
+    folder = run_dir / PROFILED_FOLDER
+    if profiled_run(plan, folder, first, options.run_timeout_s, options.capture_output):
+        return analyze_run(folder, tree)
+    say(f"that run ended before its window too (see {folder})")
+    return analyze_run(baseline.run_dir, tree)
+
+
+def _nothing_left(report: Report | None, options: TuneOptions) -> str:
+    if report is None:
+        return "no process of the job reported steps to diagnose"
+    if not report.job.infos and report.verdict.bottleneck != "dataloader":
+        return (
+            "the job ended before a profiler window could be taken, so only its step time and "
+            "DataLoader wait were measured; give it more steps (it ran "
+            f"{report.job.metrics.get('steps_count') or 0} counted) to diagnose the rest"
+        )
+    if not report.verdict.findings:
+        return f"the diagnosis names nothing to fix ({report.verdict.reason})"
+    return f"no untried fix applies (a kept fix must gain at least {options.min_gain:.0%})"
+
+
+def _stop_reason(progress: _Progress, options: TuneOptions, elapsed_s: float) -> str | None:
+    if len(progress.trials) >= options.max_trials:
+        return f"reached the limit of {options.max_trials} trials"
+    per_run_s = max(progress.run_durations_s)
+    # The fewest runs a trial decides on: `min_rounds` of each variant (a fresh baseline is one).
+    runs = 2 * TrialSettings.min_rounds - (1 if progress.fresh is not None else 0)
+    if elapsed_s + runs * per_run_s > options.budget_s:
+        return f"another trial would overrun the time budget of {options.budget_s:g} s"
+    return None
+
+
+def next_fix(
+    report: Report | None, progress: _Progress, options: TuneOptions, machine: Machine
+) -> LaunchPlan | None:
+    """The plan for the first applicable, untried fix of the diagnosis, in its order."""
+    if report is None:
+        return None
+    current = progress.current
+    for fix in _fixes(report):
+        planned = plan_fix(
+            fix,
+            progress.plan,
+            current.settings,
+            machine,
+            bindings=options.bindings,
+            allow=options.allow,
+            metrics=report.job.metrics,
+            argv=current.argv,
+        )
+        if isinstance(planned, NotApplicable):
+            progress.skipped.setdefault(fix.knob, planned)
+            continue
+        newest = planned.fixes[-1]
+        key = (newest.knob, str(newest.value))
+        if key not in progress.tried:
+            progress.tried.add(key)
+            return planned
+    return None
+
+
+def _fixes(report: Report) -> list[Fix]:
+    seen: list[Fix] = []
+    for finding in report.verdict.findings:
+        seen.extend(f for f in finding.fixes if f not in seen)
+    return seen
+
+
+def _trial(
+    progress: _Progress,
+    candidate: LaunchPlan,
+    options: TuneOptions,
+    run_dir: Path,
+    say: EventSink,
+    gain: float | None = None,
+    deadline_s: float | None = None,
+) -> Trial:
+    trial = run_trial(
+        progress.plan,
+        candidate,
+        options.steps,
+        options.warmup_steps,
+        run_dir,
+        options.run_timeout_s,
+        before=progress.fresh,
+        settings=options.trial_settings(),
+        window_after=True,
+        on_event=lambda event: say(event.text),
+        predicted_gain=gain,
+        deadline_s=deadline_s,
+    )
+    progress.trials.append(trial)
+    runs = len(trial.before) + len(trial.after) - (1 if progress.fresh is not None else 0)
+    progress.run_durations_s.append(trial.duration_s / max(runs, 1))
+    return trial
+
+
+def _measure(plan: LaunchPlan, run_dir: Path, options: TuneOptions) -> Measurement:
+    span = options.trial_settings().span(options.steps, options.warmup_steps)
+    return measure(
+        plan,
+        run_dir,
+        span,
+        options.run_timeout_s,
+        window=True,
+        capture_output=options.capture_output,
+    )
