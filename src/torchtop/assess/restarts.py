@@ -42,6 +42,14 @@ def _folded(group: list[tuple[RankReport, ProcessState]]) -> RankReport:
     return replace(newest, pid=process.pid, restarts=restarts)
 
 
+def newest_of_one_rank(processes: Sequence[ProcessState]) -> ProcessState | None:
+    """The newest process where all of `processes` are one rank restarted (or one process);
+    None where they are several ranks."""
+    if len({(p.node, p.rank) for p in processes}) != 1:
+        return None
+    return max(processes, key=_started_t)
+
+
 def _started_t(process: ProcessState) -> float:
     """When its agent said hello (else its first kept step): the newest started last."""
     if process.hello is not None:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchtop.assess.restarts import newest_of_one_rank
 from torchtop.assess.snapshot import Snapshot
 from torchtop.exporters.tb_events import EventFile, scalar_value, text_value
 from torchtop.model.analysis import RankAnalysis
@@ -202,16 +203,23 @@ def rank_analyses(
     report: Report, processes: list[ProcessState]
 ) -> list[tuple[ProcessState, RankAnalysis]]:
     """Each stepping process with the report's analysis of it: the ranks' own, or the job's
-    when one process is the job. (Not `exporters.metrics.rank_rows`: that module brings
-    prometheus_client, 34 ms of imports, into a launcher that asked for TensorBoard only.)"""
+    when one process (or one rank, restarted: its newest process) is the job. (Not
+    `exporters.metrics.rank_rows`: that module brings prometheus_client, 34 ms of imports, into
+    a launcher that asked for TensorBoard only.)"""
     if report.ranks:
+        # A rank restarted under `run` is one row under its newest process (`assess.restarts`),
+        # whose label its earlier processes share: the row's pid says which one it is.
+        by_pid = {p.pid: p for p in processes}
         by_label = {p.label: p for p in processes}
-        return [
-            (by_label[r.analysis.label], r.analysis)
-            for r in report.ranks
-            if r.analysis.label in by_label
-        ]
-    return [(processes[0], report.job)] if len(processes) == 1 else []
+        rows = []
+        for r in report.ranks:
+            process = by_pid.get(r.pid) if r.pid is not None else None
+            process = process or by_label.get(r.analysis.label)
+            if process is not None:
+                rows.append((process, r.analysis))
+        return rows
+    newest = newest_of_one_rank(processes) if processes else None
+    return [(newest, report.job)] if newest is not None else []
 
 
 def rank_run_name(process: ProcessState, count: int) -> str:
