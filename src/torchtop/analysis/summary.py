@@ -63,6 +63,7 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
     metrics.update(comms.size_metrics(communication, len(steps)))
     memory = memory_profile(trace, steps)
     metrics.update(memory_metrics(memory))
+    self_us = host.self_times(trace.ops)  # for the top operators and the name totals
     return RankAnalysis(
         rank=trace.info.rank,
         label=rank_label(trace),
@@ -72,12 +73,12 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         breakdown=breakdown,
         metrics=_with_step_metrics(metrics, step_list, breakdown),
         top_kernels=device.top_kernels(trace),
-        top_ops=host.top_ops(trace),
+        top_ops=host.top_ops(trace, self_us),
         copies=device.copy_stats(trace),
         notes=_notes(trace, steps.has_markers, steps.dropped_tail),
         python_calls=() if trace.python is None else (trace.python,),
         communication=communication,
-        totals=name_totals.name_totals(trace, steps),
+        totals=name_totals.name_totals(trace, steps, self_us),
         memory=memory,
         modules=module_tree(trace, steps),
     )

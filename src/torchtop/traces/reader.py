@@ -21,6 +21,7 @@ from torchtop.traces.columns import (
 )
 from torchtop.traces.data import TraceData
 from torchtop.traces.decode import EventStream, TraceFormatError
+from torchtop.traces.heap import bound_heap, release_freed_memory
 from torchtop.traces.parallel import WorkerFailed, open_trace, take_early_start
 from torchtop.traces.schema import DeviceProperties, TraceHeader
 
@@ -35,6 +36,7 @@ def read_trace(path: Path, on_progress: ProgressSink | None = None) -> TraceData
 
     Big files are read on two cores (`traces.parallel`) when that is safe here; if the worker
     fails, the file is read again in this process alone."""
+    bound_heap()
     try:
         return _read(path, on_progress, parallel=True)
     except WorkerFailed:
@@ -78,7 +80,9 @@ def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> Trace
     if events.stats.truncated and builder.events_total == 0:
         raise InputError(str(path), "truncated before its first whole event")
     builder.canonical_order()
-    return _assemble(path, builder, events, cut)
+    trace = _assemble(path, builder, events, cut)
+    release_freed_memory()  # the parts' pages, and the worker's answer's
+    return trace
 
 
 class _Cut(NamedTuple):
