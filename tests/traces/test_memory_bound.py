@@ -47,9 +47,9 @@ def column_bytes(trace: TraceData) -> int:
     total = 0
     for field in ("kernels", "runtime", "ops", "memsets", "annotations", "steps", "syncs"):
         spans = getattr(trace, field)
-        total += sum(getattr(spans, k).nbytes for k in spans.__struct_fields__)
+        total += sum(int(getattr(spans, k).nbytes) for k in spans.__struct_fields__)
     memory = trace.memory
-    return total + sum(getattr(memory, k).nbytes for k in memory.__struct_fields__)
+    return total + sum(int(getattr(memory, k).nbytes) for k in memory.__struct_fields__)
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_reading_never_holds_a_traces_columns_twice(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     columns = column_bytes(trace)
-    assert len(trace.ops) == 20_000 and columns > 4_000_000
+    assert len(trace.ops) == 20_000 and columns > 2_000_000
     # Columns joined while their parts are held make twice the columns; taken part by part,
     # the peak is the columns, one column's parts and the piece being decoded.
     assert peak - before < 1.5 * columns
@@ -86,7 +86,7 @@ def test_a_column_of_one_value_is_that_value_repeated_without_memory(tmp_path: P
     assert totals.strides == (0,) and len(totals) == 3_000 and np.isnan(totals).all()
     assert not device.flags.writeable  # analysis reads columns, never writes them
     varied = trace.kernels.name
-    assert varied.strides == (8,) and set(varied.tolist()) == {
+    assert varied.strides == (varied.itemsize,) and set(varied.tolist()) == {
         trace.names.index(f"kernel_{i}") for i in range(3)
     }
     analysis = analyze_trace(trace)

@@ -14,7 +14,7 @@ from torchtop.analysis.vocabulary import (
     distinct,
 )
 from torchtop.model.analysis import Metrics, NamedTime
-from torchtop.traces.data import Floats, Spans, TraceData
+from torchtop.traces.data import Floats, Ints, Spans, TraceData
 
 TOP_N = 10
 
@@ -132,22 +132,31 @@ def self_times(ops: Spans) -> Floats:
     end = start + ops.end_us
     start += ops.start_us
     order = np.lexsort((-end, start))
-    start, end = start[order], end[order]
+    start = start[order]
+    end = end[order]
     depth = np.searchsorted(np.sort(end), start, side="right")
-    position = np.arange(len(start))
+    duration = end
+    duration -= start  # end - start, in place
+    del start, end
+    # Positions and parents fit int32 below 2**31 operators: half the memory, the same values.
+    index_dtype = np.int32 if len(duration) < 2**31 else np.int64
+    position: Ints = np.arange(len(duration), dtype=index_dtype)
     np.subtract(position, depth, out=depth)
-    parent = np.full(len(start), -1, dtype=np.int64)
+    parent: Ints = np.full(len(duration), -1, dtype=index_dtype)
     for level in range(int(depth.max())):
-        last_at_level = np.maximum.accumulate(np.where(depth == level, position, -1))
+        last_at_level = np.where(depth == level, position, -1)
+        np.maximum.accumulate(last_at_level, out=last_at_level)
         below = depth == level + 1
         parent[below] = last_at_level[below]
+        del last_at_level, below
     del depth, position
-    end -= start
-    duration = end  # end - start, in place
     has_parent = parent >= 0
-    child_time = np.bincount(parent[has_parent], weights=duration[has_parent], minlength=len(start))
-    del parent, has_parent, start
+    child_time = np.bincount(
+        parent[has_parent], weights=duration[has_parent], minlength=len(duration)
+    )
+    del parent, has_parent
     duration -= child_time
+    del child_time
     np.maximum(duration, 0.0, out=duration)
     result = np.empty(len(duration))
     result[order] = duration

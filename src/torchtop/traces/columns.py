@@ -37,6 +37,8 @@ from torchtop.traces.schema import (
 )
 
 ONE_DAY_US = 86_400e6
+CODE_DTYPE = np.int32
+"""Interned codes (names, threads): int32 halves their columns; no trace has 2**31 names."""
 JOIN_PARTS = 32
 """A kind's parts (one per piece it had events in) are joined into one every this many."""
 
@@ -111,7 +113,7 @@ class Interner:
                 if value not in self.codes:
                     self.code(value)
             codes = list(map(self.codes.get, values))
-        return np.array(codes, dtype=np.int64)
+        return np.array(codes, dtype=CODE_DTYPE)
 
 
 class SpanColumns:
@@ -215,7 +217,8 @@ def _to_float(value: object) -> float:
 
 
 def ids(values: list[object]) -> Ints:
-    """Integer ids with None (missing) as NO_ID; ids beyond int64 also become NO_ID."""
+    """Integer ids with None (missing) as NO_ID; ids beyond int64 also become NO_ID. Ids
+    that all fit in int32 come as int32 (the same values; numpy widens where they meet)."""
     try:
         as_float = np.array(values, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):
@@ -224,7 +227,9 @@ def ids(values: list[object]) -> Ints:
     if (np.abs(as_float) > 2.0**53).any():
         return np.array([_to_id(v) for v in values], dtype=np.int64)
     as_float[~np.isfinite(as_float)] = NO_ID
-    return as_float.astype(np.int64)
+    # Ids that fit take half the memory (the columns of big traces are mostly ids and codes).
+    narrow = bool((np.abs(as_float) < 2.0**31).all())
+    return as_float.astype(np.int32 if narrow else np.int64)
 
 
 def _to_id(value: object) -> int:
@@ -437,8 +442,8 @@ class ColumnBuilder:
             order = sorted(
                 range(len(raw)), key=lambda c: (interner.values[c], type(raw[c]).__name__)
             )
-            table = np.empty(len(order), dtype=np.int64)
-            table[order] = np.arange(len(order), dtype=np.int64)
+            table = np.empty(len(order), dtype=CODE_DTYPE)
+            table[order] = np.arange(len(order), dtype=CODE_DTYPE)
             for columns in (*self.kinds.values(), self.step_columns):
                 columns.recode(key, table)
             if key == "thread":  # their names are not these (python) or none (memory)
