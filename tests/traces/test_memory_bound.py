@@ -103,7 +103,7 @@ def test_a_workers_answer_cut_short_costs_a_reread_not_the_result(
     alone = read_trace(path)
     real_dump = parallel.pickle_answer
 
-    def dump_half(answer: object, pipe: Any) -> None:
+    def dump_half(answer: tuple[object, ...], pipe: Any) -> None:
         whole = io.BytesIO()
         real_dump(answer, whole)
         pipe.write(whole.getvalue()[: len(whole.getvalue()) // 2])

@@ -405,6 +405,22 @@ class ColumnBuilder:
                 self.end = (piece, float(ts))
                 return
 
+    def _span_columns(self) -> list[SpanColumns]:
+        return [*self.kinds.values(), self.step_columns, self.memory, self.python]
+
+    def take_parts(self) -> list[list[np.ndarray]]:
+        """Every column's parts, in `part_slots` order, the builder left with empty lists."""
+        taken = []
+        for columns in self._span_columns():
+            for key, parts in columns.parts.items():
+                taken.append(parts)
+                columns.parts[key] = []
+        return taken
+
+    def part_slots(self) -> list[list[np.ndarray]]:
+        """Every column's list of parts, in a fixed order (`take_parts`'s)."""
+        return [parts for columns in self._span_columns() for parts in columns.parts.values()]
+
     def merge(self, other: ColumnBuilder) -> None:
         """Take in what another builder read from other pieces of the same file."""
         remap = {

@@ -277,6 +277,8 @@ class Worker:
                 self._from = -1
                 # Unpickled as it arrives: the answer is never held as bytes besides.
                 answer = pickle.load(answers)
+                if isinstance(answer, tuple) and answer[:1] == ("ok",):
+                    _fill(answer[1], answers)
                 if answers.read(1) != _END:
                     raise WorkerFailed("the worker's answer was cut short")
         except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError) as exc:
@@ -313,11 +315,6 @@ class Worker:
 def _serve(path: Path, compressed: bool, split: int, answer_fd: int) -> None:
     """The worker: read the file, decode its share of the pieces, answer with its columns."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the worker with the reader
-
-    from torchtop.traces.heap import bound_heap
-
-    bound_heap()
-
     answer: tuple[object, ...]
     try:
         # Imported here, after the fork: an early worker imports them while the reader does.
@@ -343,13 +340,33 @@ def _serve(path: Path, compressed: bool, split: int, answer_fd: int) -> None:
         pipe.write(_END)
 
 
-def pickle_answer(answer: object, pipe: BinaryIO) -> None:
+def pickle_answer(answer: tuple[object, ...], pipe: BinaryIO) -> None:
     """Pickle the worker's answer straight into the pipe: each array's bytes are written from
     the array itself, so the answer is never held twice (as one payload it was the worker's
-    columns over again, and the reader's copy of them a third time)."""
+    columns over again, and the reader's copy of them a third time). The builder goes first
+    without its columns' parts, then each column's parts, let go once written: the worker's
+    memory falls as the reader's grows."""
     import pickle
 
+    if answer[0] != "ok":
+        pickle.dump(answer, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+        return
+    held = answer[1].take_parts()  # type: ignore[attr-defined]
     pickle.dump(answer, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+    for parts in held:
+        pickle.dump(parts, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+        parts.clear()
+
+
+def _fill(builder: ColumnBuilder, answers: BinaryIO) -> None:
+    """Put back the parts the worker sent after its builder (`pickle_answer`)."""
+    import pickle
+
+    for slot in builder.part_slots():
+        parts = pickle.load(answers)
+        if not isinstance(parts, list):
+            raise WorkerFailed("the worker answered nonsense")
+        slot.extend(parts)
 
 
 def _failure(exc: BaseException) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from torchtop.traces.columns import (
 )
 from torchtop.traces.data import TraceData
 from torchtop.traces.decode import EventStream, TraceFormatError
-from torchtop.traces.heap import bound_heap, release_freed_memory
+from torchtop.traces.heap import release_freed_memory
 from torchtop.traces.parallel import WorkerFailed, open_trace, take_early_start
 from torchtop.traces.schema import DeviceProperties, TraceHeader
 
@@ -36,7 +36,6 @@ def read_trace(path: Path, on_progress: ProgressSink | None = None) -> TraceData
 
     Big files are read on two cores (`traces.parallel`) when that is safe here; if the worker
     fails, the file is read again in this process alone."""
-    bound_heap()
     try:
         return _read(path, on_progress, parallel=True)
     except WorkerFailed:
