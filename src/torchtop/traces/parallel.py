@@ -351,11 +351,14 @@ def pickle_answer(answer: tuple[object, ...], pipe: BinaryIO) -> None:
     if answer[0] != "ok":
         pickle.dump(answer, pipe, protocol=pickle.HIGHEST_PROTOCOL)
         return
+    from torchtop.traces.heap import release_freed_memory
+
     held = answer[1].take_parts()  # type: ignore[attr-defined]
     pickle.dump(answer, pipe, protocol=pickle.HIGHEST_PROTOCOL)
     for parts in held:
         pickle.dump(parts, pipe, protocol=pickle.HIGHEST_PROTOCOL)
         parts.clear()
+        release_freed_memory()  # the parts were heap blocks: freed, they would stay resident
 
 
 def _fill(builder: ColumnBuilder, answers: BinaryIO) -> None:
