@@ -152,10 +152,12 @@ class SpanColumns:
         self._joined = first + 1
 
     def extend(self, other: SpanColumns, remap: dict[str, Ints]) -> None:
-        """Append another builder's parts, translating interned codes through `remap`."""
+        """Take another builder's parts, translating interned codes through `remap`; the
+        other is left without them, so that they go when its columns are made here."""
         for key, values in other.parts.items():
             table = remap.get(key)
             self.parts[key].extend(values if table is None else [table[v] for v in values])
+        other.parts.clear()
         self.pieces.extend(other.pieces)
 
     def recode(self, key: str, table: Ints) -> None:

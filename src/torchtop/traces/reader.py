@@ -37,9 +37,12 @@ def read_trace(path: Path, on_progress: ProgressSink | None = None) -> TraceData
     Big files are read on two cores (`traces.parallel`) when that is safe here; if the worker
     fails, the file is read again in this process alone."""
     try:
-        return _read(path, on_progress, parallel=True)
+        trace = _read(path, on_progress, parallel=True)
     except WorkerFailed:
-        return _read(path, on_progress, parallel=False)
+        trace = _read(path, on_progress, parallel=False)
+    # Once the builder and the worker's answer are gone: the parts they held are free now.
+    release_freed_memory()
+    return trace
 
 
 def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> TraceData:
@@ -79,9 +82,7 @@ def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> Trace
     if events.stats.truncated and builder.events_total == 0:
         raise InputError(str(path), "truncated before its first whole event")
     builder.canonical_order()
-    trace = _assemble(path, builder, events, cut)
-    release_freed_memory()  # the parts' pages, and the worker's answer's
-    return trace
+    return _assemble(path, builder, events, cut)
 
 
 class _Cut(NamedTuple):
