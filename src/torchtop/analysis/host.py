@@ -14,7 +14,7 @@ from torchtop.analysis.vocabulary import (
     distinct,
 )
 from torchtop.model.analysis import Metrics, NamedTime
-from torchtop.traces.data import Floats, Spans, TraceData
+from torchtop.traces.data import Floats, Ints, Spans, TraceData
 
 TOP_N = 10
 
@@ -96,12 +96,14 @@ def parallelism_metrics(trace: TraceData) -> Metrics:
     }
 
 
-def top_ops(trace: TraceData) -> tuple[NamedTime, ...]:
-    """Operators ranked by self time (their time minus that of operators nested inside)."""
+def top_ops(trace: TraceData, self_us: Floats | None = None) -> tuple[NamedTime, ...]:
+    """Operators ranked by self time (their time minus that of operators nested inside);
+    `self_us`: the operators' `self_times`, where the caller has them already."""
     ops = trace.ops
     if len(ops) == 0:
         return ()
-    self_us = self_times(ops)
+    if self_us is None:
+        self_us = self_times(ops)
     sums = np.bincount(ops.name, weights=self_us, minlength=len(trace.names))
     counts = np.bincount(ops.name, minlength=len(trace.names))
     total = float(self_us.sum()) or 1.0
@@ -118,23 +120,44 @@ def self_times(ops: Spans) -> Floats:
 
     Vectorised: threads are laid end to end on one time axis, each op's nesting depth is the
     number of ops that started before it minus those that ended by its start, and its parent is
-    the last earlier op one level up.
-    """
-    span = float(ops.end_us.max() - ops.start_us.min()) + 1.0
-    offset = ops.thread.astype(np.float64) * span - float(ops.start_us.min())
-    start, end = ops.start_us + offset, ops.end_us + offset
+    the last earlier op one level up. Temporaries are let go as soon as they are used (this is
+    the analysis's biggest consumer of memory: a few arrays as long as the operators)."""
+    if len(ops) == 0:
+        return np.zeros(0)
+    first_us = float(ops.start_us.min())
+    span = float(ops.end_us.max() - first_us) + 1.0
+    start = ops.thread.astype(np.float64)
+    start *= span
+    start -= first_us  # the thread's offset
+    end = start + ops.end_us
+    start += ops.start_us
     order = np.lexsort((-end, start))
-    start, end = start[order], end[order]
-    position = np.arange(len(start))
-    depth = position - np.searchsorted(np.sort(end), start, side="right")
-    parent = np.full(len(start), -1, dtype=np.int64)
-    for level in range(int(depth.max()) if len(depth) else 0):
-        last_at_level = np.maximum.accumulate(np.where(depth == level, position, -1))
+    start = start[order]
+    end = end[order]
+    depth = np.searchsorted(np.sort(end), start, side="right")
+    duration = end
+    duration -= start  # end - start, in place
+    del start, end
+    # Positions and parents fit int32 below 2**31 operators: half the memory, the same values.
+    index_dtype = np.int32 if len(duration) < 2**31 else np.int64
+    position: Ints = np.arange(len(duration), dtype=index_dtype)
+    np.subtract(position, depth, out=depth)
+    parent: Ints = np.full(len(duration), -1, dtype=index_dtype)
+    for level in range(int(depth.max())):
+        last_at_level = np.where(depth == level, position, -1)
+        np.maximum.accumulate(last_at_level, out=last_at_level)
         below = depth == level + 1
         parent[below] = last_at_level[below]
-    duration = end - start
+        del last_at_level, below
+    del depth, position
     has_parent = parent >= 0
-    child_time = np.bincount(parent[has_parent], weights=duration[has_parent], minlength=len(start))
-    result = np.empty(len(start))
-    result[order] = np.maximum(duration - child_time, 0.0)
+    child_time = np.bincount(
+        parent[has_parent], weights=duration[has_parent], minlength=len(duration)
+    )
+    del parent, has_parent
+    duration -= child_time
+    del child_time
+    np.maximum(duration, 0.0, out=duration)
+    result = np.empty(len(duration))
+    result[order] = duration
     return result

@@ -30,11 +30,16 @@ class IntervalSet(msgspec.Struct, frozen=True):
         """The union of arbitrary (overlapping, unsorted) intervals."""
         keep = end > start
         start, end = start[keep], end[keep]
+        del keep
         if len(start) == 0:
             return IntervalSet.empty()
+        # One array at a time, and the reach in place of the ends: sets of every operator
+        # of a big trace are made several times, and their temporaries were the peak.
         order = np.argsort(start, kind="stable")
-        start, end = start[order], end[order]
-        reach = np.maximum.accumulate(end)
+        start = start[order]
+        end = end[order]
+        del order
+        reach = np.maximum.accumulate(end, out=end)
         # A new group begins where an interval starts after everything before it has ended.
         new_group = np.empty(len(start), dtype=np.bool_)
         new_group[0] = True

@@ -17,13 +17,16 @@ from torchtop.model.analysis import NameTotal, NameTotals
 from torchtop.traces.data import NO_ID, Floats, Ints, TraceData
 
 
-def name_totals(trace: TraceData, steps: StepWindows) -> NameTotals:
-    """The operators' and kernels' counts and summed durations within the kept steps."""
+def name_totals(trace: TraceData, steps: StepWindows, self_us: Floats | None = None) -> NameTotals:
+    """The operators' and kernels' counts and summed durations within the kept steps;
+    `self_us`: the operators' `self_times`, where the caller has them already."""
     start, end, _, _ = host_steps(trace)
     start, end = start[: len(steps)], end[: len(steps)]
     ops = trace.ops
     in_step = _step_of(ops.start_us, start, end) >= 0
-    self_us = self_times(ops)[in_step] if len(ops) else np.zeros(0)
+    if self_us is None:
+        self_us = self_times(ops)
+    self_us = self_us[in_step]
     durations = ops.end_us[in_step] - ops.start_us[in_step]
     operators = _by_name(trace.names, ops.name[in_step], durations, self_us)
     launched = _launch_step(trace, start, end) >= 0

@@ -31,6 +31,13 @@ _WORKER_FILE = re.compile(r"^(?P<worker>.+)\.\d+\.pt\.trace\.json(?:\.gz)?$")
 
 def analyze_trace(trace: TraceData) -> RankAnalysis:
     steps = find_steps(trace)
+    # The operators' self times first, and let go: of everything the analysis makes, these
+    # take the most memory (a few arrays as long as the operators), so they are not made
+    # while the role sets (about a fifth of the trace's columns) are held.
+    self_us = host.self_times(trace.ops)
+    top_ops = host.top_ops(trace, self_us)
+    totals = name_totals.name_totals(trace, steps, self_us)
+    del self_us
     roles = role_sets(trace)
     costs = step_costs(roles, steps)
     step_list = tuple(
@@ -73,12 +80,12 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         breakdown=breakdown,
         metrics=_with_step_metrics(metrics, step_list, breakdown),
         top_kernels=device.top_kernels(trace),
-        top_ops=host.top_ops(trace),
+        top_ops=top_ops,
         copies=device.copy_stats(trace),
         notes=_notes(trace, steps.has_markers, steps.dropped_tail),
         python_calls=() if trace.python is None else (trace.python,),
         communication=communication,
-        totals=name_totals.name_totals(trace, steps),
+        totals=totals,
         memory=memory,
         modules=module_tree(trace, steps),
     )

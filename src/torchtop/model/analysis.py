@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import numpy as np
 import numpy.typing as npt
@@ -84,15 +86,16 @@ class PythonCalls(msgspec.Struct, frozen=True):
     so a pool worker sends them back cheaply; the stacks are built only for a code fix."""
 
     names: list[str]
-    name: npt.NDArray[np.int64]
+    name: npt.NDArray[np.signedinteger[Any]]
+    """int32 or int64, as the reader made it (the values are what count)."""
     dur_us: npt.NDArray[np.float64]
-    ident: npt.NDArray[np.int64]
-    parent: npt.NDArray[np.int64]
+    ident: npt.NDArray[np.signedinteger[Any]]
+    parent: npt.NDArray[np.signedinteger[Any]]
     start_us: npt.NDArray[np.float64] = msgspec.field(
         default_factory=lambda: np.zeros(0, dtype=np.float64)
     )
     """Each call's start, relative to the trace's origin (the modules' tree needs it)."""
-    thread: npt.NDArray[np.int64] = msgspec.field(
+    thread: npt.NDArray[np.signedinteger[Any]] = msgspec.field(
         default_factory=lambda: np.zeros(0, dtype=np.int64)
     )
 

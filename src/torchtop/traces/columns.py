@@ -9,6 +9,7 @@ of kinds here, so analysis never sees schema differences.
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import pairwise
 from operator import attrgetter
 
 import numpy as np
@@ -36,6 +37,10 @@ from torchtop.traces.schema import (
 )
 
 ONE_DAY_US = 86_400e6
+CODE_DTYPE = np.int32
+"""Interned codes (names, threads): int32 halves their columns; no trace has 2**31 names."""
+JOIN_PARTS = 32
+"""A kind's parts (one per piece it had events in) are joined into one every this many."""
 
 _TS, _DUR, _NAME, _TID, _ARGS = (attrgetter(f) for f in ("ts", "dur", "name", "tid", "args"))
 _CAT = attrgetter("cat")
@@ -108,7 +113,7 @@ class Interner:
                 if value not in self.codes:
                     self.code(value)
             codes = list(map(self.codes.get, values))
-        return np.array(codes, dtype=np.int64)
+        return np.array(codes, dtype=CODE_DTYPE)
 
 
 class SpanColumns:
@@ -120,44 +125,81 @@ class SpanColumns:
     def __init__(self) -> None:
         self.parts: dict[str, list[np.ndarray]] = defaultdict(list)
         self.pieces: list[int] = []
+        self._joined = 0
+        """How many of the first parts are runs already joined (`_join_run`)."""
 
     def add(self, columns: dict[str, np.ndarray], piece: int = 0) -> None:
         for key, value in columns.items():
             self.parts[key].append(value)
         self.pieces.append(piece)
+        if len(self.pieces) - self._joined >= JOIN_PARTS:
+            self._join_run()
+
+    def _join_run(self) -> None:
+        """Join the parts added since the last run into one part, taking the run's first
+        piece number (its pieces are in file order, so the joined part sorts where they did).
+
+        Many small arrays would otherwise stay scattered over the heap, which keeps their
+        pages after they are freed: joined, a trace's columns are a few big blocks each."""
+        first, run = self._joined, self.pieces[self._joined :]
+        aligned = all(len(parts) == len(self.pieces) for parts in self.parts.values())
+        if not aligned or any(a > b for a, b in pairwise(run)):
+            self._joined = len(self.pieces)  # not one part a piece, or not in file order
+            return
+        for parts in self.parts.values():
+            parts[first:] = [np.concatenate(parts[first:])]
+        self.pieces[first:] = run[:1]
+        self._joined = first + 1
 
     def extend(self, other: SpanColumns, remap: dict[str, Ints]) -> None:
-        """Append another builder's parts, translating interned codes through `remap`."""
+        """Take another builder's parts, translating interned codes through `remap`; the
+        other is left without them, so that they go when its columns are made here."""
         for key, values in other.parts.items():
             table = remap.get(key)
             self.parts[key].extend(values if table is None else [table[v] for v in values])
+        other.parts.clear()
         self.pieces.extend(other.pieces)
 
     def recode(self, key: str, table: Ints) -> None:
-        if key in self.parts:
-            self.parts[key] = [table[v] for v in self.parts[key]]
+        parts = self.parts.get(key, [])
+        for index, values in enumerate(parts):
+            parts[index] = table[values]
 
-    def column(self, key: str, ints: bool = False) -> np.ndarray:
-        parts = self.parts.get(key)
+    def column(self, key: str, ints: bool = False, constant: bool = False) -> np.ndarray:
+        """The column joined in file order. Its parts are let go as it is made: each column is
+        taken once, so that a trace's columns are never held twice (parts and joined).
+
+        `constant`: a column whose values are all one (a kernel's device on one GPU, the
+        totals an old trace never writes) is that value repeated by a read-only view of it,
+        which holds no memory per event. Only for columns analysis reads and never writes."""
+        parts = self.parts.pop(key, None)
         if not parts:
             return empty_ints() if ints else empty_floats()
-        if any(a > b for a, b in zip(self.pieces, self.pieces[1:], strict=False)):
+        if constant and (repeated := _repeated(parts)) is not None:
+            return repeated
+        if any(a > b for a, b in pairwise(self.pieces)):
             order = sorted(range(len(parts)), key=self.pieces.__getitem__)
             parts = [parts[i] for i in order]
-        return np.concatenate(parts)
+        joined = np.concatenate(parts)
+        parts.clear()
+        return joined
 
     def spans(self, origin_us: float) -> Spans:
         # Durations are added after the origin is taken off, so that nanosecond durations
         # survive: float64 resolves only 0.25 µs at an epoch timestamp of 1.7e15 µs.
-        start = self.column("start") - origin_us
+        # In place (the same sums as `start - origin`, `start + dur`): no column held twice.
+        start = self.column("start")
+        start -= origin_us
+        end = self.column("dur")
+        end += start
         return Spans(
             start_us=start,
-            end_us=start + self.column("dur"),
-            name=self.column("name", ints=True),
-            thread=self.column("thread", ints=True),
-            correlation=self.column("correlation", ints=True),
-            external_id=self.column("external_id", ints=True),
-            device=self.column("device", ints=True),
+            end_us=end,
+            name=self.column("name", ints=True, constant=True),
+            thread=self.column("thread", ints=True, constant=True),
+            correlation=self.column("correlation", ints=True, constant=True),
+            external_id=self.column("external_id", ints=True, constant=True),
+            device=self.column("device", ints=True, constant=True),
         )
 
 
@@ -177,7 +219,8 @@ def _to_float(value: object) -> float:
 
 
 def ids(values: list[object]) -> Ints:
-    """Integer ids with None (missing) as NO_ID; ids beyond int64 also become NO_ID."""
+    """Integer ids with None (missing) as NO_ID; ids beyond int64 also become NO_ID. Ids
+    that all fit in int32 come as int32 (the same values; numpy widens where they meet)."""
     try:
         as_float = np.array(values, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):
@@ -186,7 +229,9 @@ def ids(values: list[object]) -> Ints:
     if (np.abs(as_float) > 2.0**53).any():
         return np.array([_to_id(v) for v in values], dtype=np.int64)
     as_float[~np.isfinite(as_float)] = NO_ID
-    return as_float.astype(np.int64)
+    # Ids that fit take half the memory (the columns of big traces are mostly ids and codes).
+    narrow = bool((np.abs(as_float) < 2.0**31).all())
+    return as_float.astype(np.int32 if narrow else np.int64)
 
 
 def _to_id(value: object) -> int:
@@ -348,7 +393,7 @@ class ColumnBuilder:
         return PythonCalls(
             names=self.python_names.values,
             name=self.python.column("name", ints=True),
-            start_us=self.python.column("start") - origin_us,
+            start_us=_minus(self.python.column("start"), origin_us),
             thread=self.python.column("thread", ints=True),
             dur_us=self.python.column("dur"),
             ident=self.python.column("ident", ints=True),
@@ -361,6 +406,22 @@ class ColumnBuilder:
             if isinstance(ts, int | float) and not isinstance(ts, bool):
                 self.end = (piece, float(ts))
                 return
+
+    def _span_columns(self) -> list[SpanColumns]:
+        return [*self.kinds.values(), self.step_columns, self.memory, self.python]
+
+    def take_parts(self) -> list[list[np.ndarray]]:
+        """Every column's parts, in `part_slots` order, the builder left with empty lists."""
+        taken = []
+        for columns in self._span_columns():
+            for key, parts in columns.parts.items():
+                taken.append(parts)
+                columns.parts[key] = []
+        return taken
+
+    def part_slots(self) -> list[list[np.ndarray]]:
+        """Every column's list of parts, in a fixed order (`take_parts`'s)."""
+        return [parts for columns in self._span_columns() for parts in columns.parts.values()]
 
     def merge(self, other: ColumnBuilder) -> None:
         """Take in what another builder read from other pieces of the same file."""
@@ -399,8 +460,8 @@ class ColumnBuilder:
             order = sorted(
                 range(len(raw)), key=lambda c: (interner.values[c], type(raw[c]).__name__)
             )
-            table = np.empty(len(order), dtype=np.int64)
-            table[order] = np.arange(len(order), dtype=np.int64)
+            table = np.empty(len(order), dtype=CODE_DTYPE)
+            table[order] = np.arange(len(order), dtype=CODE_DTYPE)
             for columns in (*self.kinds.values(), self.step_columns):
                 columns.recode(key, table)
             if key == "thread":  # their names are not these (python) or none (memory)
@@ -423,7 +484,7 @@ class ColumnBuilder:
         return Copies(
             spans=columns.spans(origin_us),
             bytes=columns.column("bytes"),
-            kind=columns.column("kind", ints=True),
+            kind=columns.column("kind", ints=True, constant=True),
             pageable=columns.column("pageable").astype(np.bool_),
         )
 
@@ -432,19 +493,43 @@ class ColumnBuilder:
             return MemoryTrack()
         column = self.memory.column
         return MemoryTrack(
-            ts_us=column("ts") - origin_us,
+            ts_us=_minus(column("ts"), origin_us),
             bytes=column("bytes"),
-            total_allocated=column("total"),
-            device=column("device", ints=True),
-            total_reserved=column("reserved"),
-            device_type=column("device_type", ints=True),
-            address=column("address", ints=True),
-            thread=column("thread", ints=True),
+            total_allocated=column("total", constant=True),
+            device=column("device", ints=True, constant=True),
+            total_reserved=column("reserved", constant=True),
+            device_type=column("device_type", ints=True, constant=True),
+            address=column("address", ints=True, constant=True),
+            thread=column("thread", ints=True, constant=True),
         )
 
     def op_sequence(self) -> Ints:
         """The operators' autograd sequence numbers, in the order of `spans(OP, ...)`."""
-        return self.kinds[OP].column("sequence", ints=True) if OP in self.kinds else empty_ints()
+        if OP not in self.kinds:
+            return empty_ints()
+        return self.kinds[OP].column("sequence", ints=True, constant=True)
+
+
+def _repeated(parts: list[np.ndarray]) -> np.ndarray | None:
+    """The parts as one read-only view of their one value, if they hold only one (NaN
+    counting as one value); None otherwise."""
+    found = next((part for part in parts if len(part)), None)
+    if found is None:
+        return None
+    first = found[:1].copy()  # not a view: that would keep the whole part
+    if first.dtype.kind == "f" and np.isnan(first).all():
+        if not all(np.isnan(part).all() for part in parts):
+            return None
+    elif not all((part == first).all() for part in parts):
+        return None
+    total = sum(len(part) for part in parts)
+    return np.broadcast_to(first.reshape(()), (total,))
+
+
+def _minus(values: Floats, origin_us: float) -> Floats:
+    """`values - origin_us`, in place: the column is the builder's own, taken once."""
+    values -= origin_us
+    return values
 
 
 def _device(event: SpanEvent) -> object:

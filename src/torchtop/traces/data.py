@@ -7,6 +7,8 @@ trace of millions of events costs a few arrays of floats. Times are microseconds
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import numpy as np
 import numpy.typing as npt
@@ -15,7 +17,8 @@ from torchtop.model.analysis import PythonCalls
 from torchtop.model.trace import DeviceInfo, TraceInfo
 
 Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
+Ints = npt.NDArray[np.signedinteger[Any]]
+"""Integer columns: int64, or int32 where the reader found every value fits (codes, ids)."""
 
 NO_ID = -1
 """Stands for a missing correlation or external id in the int arrays."""

@@ -26,7 +26,6 @@ import atexit
 import contextlib
 import os
 import signal
-import struct
 import sys
 import threading
 import zlib
@@ -79,7 +78,8 @@ WORKERS_ENV = "TORCHTOP_READ_WORKERS"
 """1: read every trace in one process; 2: fork a worker for every file, whatever its size or
 the threads running (for tests); unset: decide by size and circumstances."""
 
-_LENGTH = struct.Struct("<q")
+_END = b"."
+"""Written after the pickled answer: a worker that dies while writing leaves it out."""
 
 
 class WorkerFailed(RuntimeError):
@@ -275,18 +275,18 @@ class Worker:
         try:
             with os.fdopen(self._from, "rb") as answers:
                 self._from = -1
-                size = answers.read(_LENGTH.size)
-                if len(size) != _LENGTH.size:
-                    raise WorkerFailed("the worker ended without an answer")
-                (length,) = _LENGTH.unpack(size)
-                payload = answers.read(length)
-            if len(payload) != length:
-                raise WorkerFailed("the worker's answer was cut short")
-            answer = pickle.loads(payload)
-        except (OSError, pickle.UnpicklingError, EOFError, ValueError) as exc:
-            raise WorkerFailed(str(exc)) from exc
+                # Unpickled as it arrives: the answer is never held as bytes besides.
+                answer = pickle.load(answers)
+                if isinstance(answer, tuple) and answer[:1] == ("ok",):
+                    _fill(answer[1], answers)
+                if answers.read(1) != _END:
+                    raise WorkerFailed("the worker's answer was cut short")
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError) as exc:
+            raise WorkerFailed(str(exc) or type(exc).__name__) from exc
         finally:
             self._reap()
+        if not isinstance(answer, tuple) or not answer:
+            raise WorkerFailed("the worker answered nonsense")
         if answer[0] == "format":
             raise TraceFormatError(answer[1])
         if answer[0] != "ok":
@@ -315,8 +315,6 @@ class Worker:
 def _serve(path: Path, compressed: bool, split: int, answer_fd: int) -> None:
     """The worker: read the file, decode its share of the pieces, answer with its columns."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the worker with the reader
-    import pickle
-
     answer: tuple[object, ...]
     try:
         # Imported here, after the fork: an early worker imports them while the reader does.
@@ -337,10 +335,41 @@ def _serve(path: Path, compressed: bool, split: int, answer_fd: int) -> None:
         answer = ("ok", builder, events.stats)
     except BaseException as exc:
         answer = _failure(exc)
-    payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-    with memoryview(_LENGTH.pack(len(payload)) + payload) as view:
-        while view:
-            view = view[os.write(answer_fd, view) :]
+    with os.fdopen(answer_fd, "wb") as pipe:
+        pickle_answer(answer, pipe)
+        pipe.write(_END)
+
+
+def pickle_answer(answer: tuple[object, ...], pipe: BinaryIO) -> None:
+    """Pickle the worker's answer straight into the pipe: each array's bytes are written from
+    the array itself, so the answer is never held twice (as one payload it was the worker's
+    columns over again, and the reader's copy of them a third time). The builder goes first
+    without its columns' parts, then each column's parts, let go once written: the worker's
+    memory falls as the reader's grows."""
+    import pickle
+
+    if answer[0] != "ok":
+        pickle.dump(answer, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+        return
+    from torchtop.traces.heap import release_freed_memory
+
+    held = answer[1].take_parts()  # type: ignore[attr-defined]
+    pickle.dump(answer, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+    for parts in held:
+        pickle.dump(parts, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+        parts.clear()
+        release_freed_memory()  # the parts were heap blocks: freed, they would stay resident
+
+
+def _fill(builder: ColumnBuilder, answers: BinaryIO) -> None:
+    """Put back the parts the worker sent after its builder (`pickle_answer`)."""
+    import pickle
+
+    for slot in builder.part_slots():
+        parts = pickle.load(answers)
+        if not isinstance(parts, list):
+            raise WorkerFailed("the worker answered nonsense")
+        slot.extend(parts)
 
 
 def _failure(exc: BaseException) -> tuple[str, str]:

@@ -21,6 +21,7 @@ from torchtop.traces.columns import (
 )
 from torchtop.traces.data import TraceData
 from torchtop.traces.decode import EventStream, TraceFormatError
+from torchtop.traces.heap import release_freed_memory
 from torchtop.traces.parallel import WorkerFailed, open_trace, take_early_start
 from torchtop.traces.schema import DeviceProperties, TraceHeader
 
@@ -36,9 +37,12 @@ def read_trace(path: Path, on_progress: ProgressSink | None = None) -> TraceData
     Big files are read on two cores (`traces.parallel`) when that is safe here; if the worker
     fails, the file is read again in this process alone."""
     try:
-        return _read(path, on_progress, parallel=True)
+        trace = _read(path, on_progress, parallel=True)
     except WorkerFailed:
-        return _read(path, on_progress, parallel=False)
+        trace = _read(path, on_progress, parallel=False)
+    # Once the builder and the worker's answer are gone: the parts they held are free now.
+    release_freed_memory()
+    return trace
 
 
 def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> TraceData:

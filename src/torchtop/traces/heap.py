@@ -1,0 +1,40 @@
+"""Give the pages of freed memory back to the system (glibc's `malloc_trim`).
+
+A trace's columns are built from many small arrays, one a piece of the file, that glibc's
+allocator takes from its heap; once they are joined and freed, the heap keeps their pages (only
+its top shrinks by itself), so the process would carry them through the analysis that follows:
+on the 1 GB trace, ~100 MB over its columns. `malloc_trim(0)` returns every free page (~20 ms
+after reading that trace). Elsewhere than glibc, nothing is done.
+
+Tried and left: fixing glibc's threshold for giving a block its own mapping at 128 KB
+(`mallopt`), so that every freed temporary of the analysis goes back at once: 12 MiB less at the
+peak of the 1 GB trace, for 1.4 s more system time (each temporary's pages faulted in anew).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sys
+
+_libc: list[ctypes.CDLL | None] = []
+
+
+def release_freed_memory() -> None:
+    """Return the heap's free pages to the system, where the C library can (glibc)."""
+    if not _libc:
+        _libc.append(_load_glibc())
+    libc = _libc[0]
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
+def _load_glibc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+    except (OSError, AttributeError):
+        return None  # musl and others have no malloc_trim
+    return libc
