@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,10 @@ class ManualPacer:
                 self._changed.wait(timeout=0.05)
 
 
+FRAME_WAIT_S = 30.0
+"""How long `advance` waits for a tick's frame to be shown."""
+
+
 async def advance(pilot: Pilot[Any], ticks: int = 1) -> None:
     """Let `ticks` snapshots through, one at a time, each shown before the next is let go."""
     app = pilot.app
@@ -94,10 +99,15 @@ async def advance(pilot: Pilot[Any], ticks: int = 1) -> None:
         target = pacer.waits + 1
         pacer.release()
         await asyncio.to_thread(pacer.wait_for_waits, target, app.ticks_stopped)
-        for _ in range(100):
-            if app.frames_received > received or not app.is_running:
+        # Until the tick's frame is shown: a count of event-loop turns ran out on a loaded
+        # machine before the frame came, and the snapshot then showed the tick before.
+        # A tick thread that stopped may have posted nothing: a short grace then.
+        start_s = time.monotonic()
+        while app.frames_received <= received and app.is_running:
+            waited_s = time.monotonic() - start_s
+            if waited_s > FRAME_WAIT_S or (app.ticks_stopped.is_set() and waited_s > 2.0):
                 break
-            await pilot.pause()
+            await pilot.pause(0.01)
 
 
 def panel_text(app: Dashboard, selector: str) -> str:
