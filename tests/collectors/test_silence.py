@@ -81,17 +81,24 @@ class Dumps:
         return StacksSample(t=0.0, processes=[])
 
 
+def scheduled(folder: Path, silent_after_s: float) -> Dumps:
+    """Ten ticks of a schedule that dumps the whole job every 4 s, over two ranks' journals:
+    rank 12's grows every second, rank 11's never after the first; the dumps it asked for."""
+    clock, dumps = Clock(), Dumps()
+    schedule = StacksSchedule(dumps, SilenceWatch(folder, silent_after_s, clock=clock), 4.0, clock)
+    grow(folder / "agent-11.jsonl")
+    grow(folder / "agent-12.jsonl")
+    for second in range(10):
+        clock.now_s = float(second)
+        grow(folder / "agent-12.jsonl")
+        schedule()
+    return dumps
+
+
 def test_the_schedule_dumps_the_job_every_interval_and_a_silent_rank_at_the_next_tick(
     tmp_path: Path,
 ) -> None:
-    clock, dumps = Clock(), Dumps()
-    schedule = StacksSchedule(dumps, SilenceWatch(tmp_path, 5.0, clock=clock), 4.0, clock)
-    grow(tmp_path / "agent-11.jsonl")
-    grow(tmp_path / "agent-12.jsonl")
-    for second in range(10):
-        clock.now_s = float(second)
-        grow(tmp_path / "agent-12.jsonl")
-        schedule()
+    dumps = scheduled(tmp_path, silent_after_s=5.0)
     # Whole-job dumps at 0, 4 and 8 s; rank 11 (quiet since 0 s) alone at 5 s, once.
     assert dumps.calls == [None, None, {11}, None]
 
@@ -101,14 +108,7 @@ def test_a_silence_on_the_tick_a_full_dump_falls_due_is_dumped_alone_first(
 ) -> None:
     """The report points at the silent rank's own dump: a full dump due on the same tick waits
     one tick instead of taking its place."""
-    clock, dumps = Clock(), Dumps()
-    schedule = StacksSchedule(dumps, SilenceWatch(tmp_path, 4.0, clock=clock), 4.0, clock)
-    grow(tmp_path / "agent-11.jsonl")
-    grow(tmp_path / "agent-12.jsonl")
-    for second in range(10):
-        clock.now_s = float(second)
-        grow(tmp_path / "agent-12.jsonl")
-        schedule()
+    dumps = scheduled(tmp_path, silent_after_s=4.0)
     # Rank 11 falls silent at 4 s, when the whole job's dump is due: its own first, the job's
     # at 5 s, then 9 s.
     assert dumps.calls == [None, {11}, None, None]
