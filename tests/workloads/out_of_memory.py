@@ -5,9 +5,13 @@ CUDA caching allocator uses (`torch.OutOfMemoryError: CUDA out of memory. Tried 
 
 from __future__ import annotations
 
-import time
+import sys
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when a test imports MESSAGE
+from crashes import train
 
 STEPS = 20
 MESSAGE = (
@@ -17,13 +21,7 @@ MESSAGE = (
 
 
 def main() -> None:
-    model = torch.nn.Linear(8, 2)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    for _ in range(STEPS):
-        model(torch.randn(4, 8)).sum().backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        time.sleep(0.02)
+    train(STEPS)
     raise torch.OutOfMemoryError(MESSAGE)
 
 
