@@ -179,6 +179,23 @@ def test_ctrl_c_cancels_the_ranks_still_owed_on_the_cluster(ranks: Path, cluster
     assert not cluster.scheduler.tasks
 
 
+def test_a_ctrl_c_while_the_tasks_are_submitted_is_raised_once_the_last_is_out() -> None:
+    """A Ctrl-C inside `client.submit` left a half-built Future whose collection printed a
+    traceback after "torchtop: interrupted" (the test above, when its signal landed there)."""
+    from torchtop.cluster import _ctrl_c_held
+
+    before = signal.getsignal(signal.SIGINT)
+    submitted: list[int] = []
+    with pytest.raises(KeyboardInterrupt), _ctrl_c_held():
+        for task in range(3):
+            if task == 1:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # the handler runs here, between bytecodes
+            submitted.append(task)
+    assert submitted == [0, 1, 2]
+    assert signal.getsignal(signal.SIGINT) is before
+
+
 def settled(cluster: Any, within_s: float = 10.0) -> None:
     """Wait until the scheduler holds no task (a closed client's are released soon after)."""
     deadline = time.monotonic() + within_s

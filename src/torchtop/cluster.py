@@ -113,6 +113,24 @@ def _ctrl_c_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, saved)
 
 
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """A Ctrl-C while the tasks are submitted is held until the last is out, then raised: one
+    landing inside `client.submit` leaves a half-built Future that prints a traceback when it
+    is collected, after "torchtop: interrupted"."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    saved = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, saved)
+    if held:
+        raise KeyboardInterrupt
+
+
 def local_workers(address: str) -> int | None:
     """N of `local[:N]` (the cores this process may use when N is left out); None for the
     address of a running scheduler."""
@@ -158,10 +176,11 @@ def gathered(client: Client, files: list[Path], sink: ProgressSink | None) -> li
     futures: list[Future[Any]] = []
     outcomes: list[Outcome | None] = [None] * len(files)
     try:
-        for path in files:
-            futures.append(
-                client.submit(cluster_outcome, str(path), str(path.absolute()), pure=False)
-            )
+        with _ctrl_c_held():
+            for path in files:
+                futures.append(
+                    client.submit(cluster_outcome, str(path), str(path.absolute()), pure=False)
+                )
         place = {future.key: index for index, future in enumerate(futures)}
         for done, future in enumerate(as_completed(futures, loop=client.loop), 1):
             index = place[future.key]

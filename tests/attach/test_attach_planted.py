@@ -10,6 +10,7 @@ For the 2-rank gloo DDP job, attach is given rank 0's PID (RANK=0 in its environ
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -106,6 +107,10 @@ def test_attach_names_the_class_of_a_planted_job_started_without_torchtop(
     assert report["bottleneck"] == job.bottleneck, said
     if job.finding is not None:
         assert job.finding in [f["rule"] for f in report["findings"]], said
-    for category, share in job.at_least.items():
-        assert report["breakdown"][category] >= share, said
-    assert report["steps"]["stack_samples"] >= 5
+    samples = report["steps"]["stack_samples"]
+    assert samples >= 5
+    for category, floor in job.at_least.items():
+        # `run`'s floor, less two standard errors of a share counted from this many stacks
+        # (attach's 20 s give ~30; the CI machine, loaded, once counted memcpy 13 of 30)
+        margin = 2 * math.sqrt(floor * (1 - floor) / samples)
+        assert report["breakdown"][category] >= floor - margin, said
