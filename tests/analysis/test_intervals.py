@@ -11,6 +11,7 @@ import random
 import numpy as np
 import pytest
 
+from torchtop.analysis import intervals
 from torchtop.analysis.intervals import IntervalSet
 
 LINE = 40
@@ -149,3 +150,41 @@ def test_fractional_boundaries_are_exact() -> None:
     assert a.intersect(b).total() == pytest.approx(0.75)
     assert a.subtract(b).total() == pytest.approx(0.25 + 0.375)
     assert a.covered_within(np.array([0.0]), np.array([1.6])).tolist() == pytest.approx([0.85])
+
+
+@pytest.mark.parametrize("block", [1, 3, 1000])
+def test_merged_block_by_block_the_set_is_the_same_to_the_last_bit(
+    monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """Nested, overlapping and touching float intervals over several threads' ops, some left
+    out by a mask: merged in blocks, then the blocks together, against all at once."""
+    rng = np.random.default_rng(7)
+    start = np.round(rng.uniform(0, 50_000, 20_000), 3)
+    end = start + np.round(rng.exponential(0.4, 20_000), 3)  # some empty (rounded to 0)
+    end[::97] = start[::97]
+    start[-500:] = end[:500]  # each touching an earlier one, far away in the arrays
+    end[-500:] = start[-500:] + 0.25
+    where = rng.random(20_000) < 0.7
+    whole = [IntervalSet.of(start, end), IntervalSet.of(start, end, where)]
+    before = (start.copy(), end.copy())
+    monkeypatch.setattr(intervals, "BLOCK", block)
+    blocked = [IntervalSet.of(start, end), IntervalSet.of(start, end, where)]
+    for one, other in zip(whole, blocked, strict=True):
+        assert one.start.tobytes() == other.start.tobytes()
+        assert one.end.tobytes() == other.end.tobytes()
+    assert 100 < len(whole[1]) < len(whole[0]) < 20_000
+    assert start.tobytes() == before[0].tobytes() and end.tobytes() == before[1].tobytes()
+
+
+@pytest.mark.parametrize("block", [2, 1000])
+def test_a_mask_selects_the_same_intervals_as_indexing_would(
+    monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    monkeypatch.setattr(intervals, "BLOCK", block)
+    for a, _ in PAIRS[:300]:
+        start = np.array([s for s, _ in a], dtype=np.float64)
+        end = np.array([e for _, e in a], dtype=np.float64)
+        where = np.arange(len(a)) % 2 == 0
+        chosen = IntervalSet.of(start, end, where)
+        assert cells_of(chosen) == cells([span for i, span in enumerate(a) if i % 2 == 0])
+        assert_canonical(chosen) if len(chosen) else None

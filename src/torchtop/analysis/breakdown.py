@@ -140,7 +140,7 @@ def _linked_comm_kernels(trace: TraceData) -> np.ndarray:
 def _set(spans: Spans, mask: np.ndarray | None = None) -> IntervalSet:
     if mask is None:
         return IntervalSet.of(spans.start_us, spans.end_us)
-    return IntervalSet.of(spans.start_us[mask], spans.end_us[mask])
+    return IntervalSet.of(spans.start_us, spans.end_us, mask)
 
 
 class StepCosts(msgspec.Struct, frozen=True):

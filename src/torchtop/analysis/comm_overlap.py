@@ -77,7 +77,7 @@ def _named(spans: Spans, names: list[str], kind_of: Callable[[str], str | None])
     """The union of the spans whose name is an all-reduce."""
     codes = [int(c) for c in distinct(spans.name) if kind_of(names[int(c)]) == "all_reduce"]
     mask = np.isin(spans.name, codes)
-    return IntervalSet.of(spans.start_us[mask], spans.end_us[mask])
+    return IntervalSet.of(spans.start_us, spans.end_us, mask)
 
 
 def _device_all_reduce(trace: TraceData) -> IntervalSet:
@@ -94,7 +94,7 @@ def _device_all_reduce(trace: TraceData) -> IntervalSet:
     mine = calls >= 0
     by_call[mine] = kinds[messages.collective[calls[mine]]]
     named[np.flatnonzero(comm)[by_call]] = True
-    return IntervalSet.of(kernels.start_us[named], kernels.end_us[named])
+    return IntervalSet.of(kernels.start_us, kernels.end_us, named)
 
 
 def _backward_compute_us(

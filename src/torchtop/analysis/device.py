@@ -57,7 +57,7 @@ def _utilization(trace: TraceData, lo: float, hi: float) -> float | None:
     shares = []
     for device in distinct(kernels.device):
         mine = kernels.device == device
-        busy = IntervalSet.of(kernels.start_us[mine], kernels.end_us[mine]).intersect(window)
+        busy = IntervalSet.of(kernels.start_us, kernels.end_us, mine).intersect(window)
         shares.append(busy.total() / (hi - lo))
     return float(np.mean(shares))
 

@@ -49,7 +49,7 @@ def _count_within(points: Floats, lo: Floats, hi: Floats) -> float:
 
 def _outermost_starts(spans: Spans, mask: np.ndarray) -> Floats:
     """Starts of the selected spans not nested in another selected span (item contains its read)."""
-    selected = IntervalSet.of(spans.start_us[mask], spans.end_us[mask])
+    selected = IntervalSet.of(spans.start_us, spans.end_us, mask)
     return selected.start
 
 
@@ -61,11 +61,11 @@ def cpu_metrics(trace: TraceData, steps: StepWindows) -> Metrics:
         return {}
     ops = trace.ops
     copy = np.isin(ops.name, codes_where(trace.names, COPY_OP_NAMES.__contains__))
-    copy_busy = IntervalSet.of(ops.start_us[copy], ops.end_us[copy])
+    copy_busy = IntervalSet.of(ops.start_us, ops.end_us, copy)
     any_busy = IntervalSet.of(ops.start_us, ops.end_us)
     main_thread = _main_thread(trace, steps)
     main = ops.thread == main_thread
-    main_busy = IntervalSet.of(ops.start_us[main], ops.end_us[main])
+    main_busy = IntervalSet.of(ops.start_us, ops.end_us, main)
     return {
         "copy_op_share": float(copy_busy.covered_within(lo, hi).sum()) / total,
         "op_share": float(any_busy.covered_within(lo, hi).sum()) / total,

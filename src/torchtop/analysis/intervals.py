@@ -14,6 +14,9 @@ import numpy.typing as npt
 Floats = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
 
+BLOCK = 1 << 20
+"""Intervals merged at a time by `IntervalSet.of` (8 MB an array)."""
+
 
 class IntervalSet(msgspec.Struct, frozen=True):
     """Disjoint, sorted [start, end) intervals."""
@@ -26,15 +29,46 @@ class IntervalSet(msgspec.Struct, frozen=True):
         return IntervalSet(np.zeros(0), np.zeros(0))
 
     @staticmethod
-    def of(start: Floats, end: Floats) -> IntervalSet:
-        """The union of arbitrary (overlapping, unsorted) intervals."""
+    def of(start: Floats, end: Floats, where: Bools | None = None) -> IntervalSet:
+        """The union of arbitrary (overlapping, unsorted) intervals; with `where`, of those it
+        selects. Over `BLOCK` intervals, each block is merged alone and then the blocks' sets
+        together: the same set to the last bit (its bounds are input values, never computed,
+        and the union does not depend on the order of merging), with the temporaries of one
+        block, not of the input (every operator of a big trace: 7.8M of them, 62 MB an array,
+        was the analysis's peak)."""
+        if len(start) <= BLOCK:
+            if where is not None:
+                start, end = start[where], end[where]
+            return IntervalSet._merged([start, end])
+        starts: list[Floats] = []
+        ends: list[Floats] = []
+        for first in range(0, len(start), BLOCK):
+            block = slice(first, first + BLOCK)
+            part = IntervalSet.of(
+                start[block], end[block], None if where is None else where[block]
+            )
+            starts.append(part.start)
+            ends.append(part.end)
+            del part
+        joined = [np.concatenate(starts)]
+        del starts
+        joined.append(np.concatenate(ends))
+        del ends
+        return IntervalSet._merged(joined)
+
+    @staticmethod
+    def _merged(bounds: list[Floats]) -> IntervalSet:
+        """The union of `bounds` = [starts, ends], which are read, never written; the list is
+        emptied, so that arrays held only by it are let go once sorted."""
+        start, end = bounds
+        bounds.clear()
         keep = end > start
-        start, end = start[keep], end[keep]
+        if not keep.all():
+            start, end = start[keep], end[keep]
         del keep
         if len(start) == 0:
             return IntervalSet.empty()
-        # One array at a time, and the reach in place of the ends: sets of every operator
-        # of a big trace are made several times, and their temporaries were the peak.
+        # One array at a time, and the reach in place of the ends.
         order = np.argsort(start, kind="stable")
         start = start[order]
         end = end[order]
