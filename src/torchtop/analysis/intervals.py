@@ -44,9 +44,7 @@ class IntervalSet(msgspec.Struct, frozen=True):
         ends: list[Floats] = []
         for first in range(0, len(start), BLOCK):
             block = slice(first, first + BLOCK)
-            part = IntervalSet.of(
-                start[block], end[block], None if where is None else where[block]
-            )
+            part = IntervalSet.of(start[block], end[block], None if where is None else where[block])
             starts.append(part.start)
             ends.append(part.end)
             del part
