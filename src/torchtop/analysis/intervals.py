@@ -73,12 +73,16 @@ class IntervalSet(msgspec.Struct, frozen=True):
         del order
         reach = np.maximum.accumulate(end, out=end)
         # A new group begins where an interval starts after everything before it has ended.
+        # Masks, not index arrays: a byte an interval where positions took eight.
         new_group = np.empty(len(start), dtype=np.bool_)
         new_group[0] = True
-        new_group[1:] = start[1:] > reach[:-1]
-        first = np.flatnonzero(new_group)
-        last = np.append(first[1:], len(start)) - 1
-        return IntervalSet(start[first], reach[last])
+        np.greater(start[1:], reach[:-1], out=new_group[1:])
+        group_start = start[new_group]
+        del start
+        ends_group = new_group  # the interval before each group's first ends a group
+        ends_group[:-1] = new_group[1:]
+        ends_group[-1] = True
+        return IntervalSet(group_start, reach[ends_group])
 
     def __len__(self) -> int:
         return len(self.start)

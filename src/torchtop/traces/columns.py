@@ -25,6 +25,7 @@ from torchtop.traces.data import (
     empty_floats,
     empty_ints,
 )
+from torchtop.traces.heap import release_freed_memory
 from torchtop.traces.memory_columns import is_memory_event, memory_columns
 from torchtop.traces.messages import MessageColumns
 from torchtop.traces.schema import (
@@ -41,6 +42,8 @@ CODE_DTYPE = np.int32
 """Interned codes (names, threads): int32 halves their columns; no trace has 2**31 names."""
 JOIN_PARTS = 32
 """A kind's parts (one per piece it had events in) are joined into one every this many."""
+TRIM_AFTER_BYTES = 16 << 20
+"""A column this big, once joined, has its parts' freed pages given back at once (~ms)."""
 
 _TS, _DUR, _NAME, _TID, _ARGS = (attrgetter(f) for f in ("ts", "dur", "name", "tid", "args"))
 _CAT = attrgetter("cat")
@@ -182,6 +185,8 @@ class SpanColumns:
             parts = [parts[i] for i in order]
         joined = np.concatenate(parts)
         parts.clear()
+        if joined.nbytes >= TRIM_AFTER_BYTES:
+            release_freed_memory()  # the parts' pages, before the next column is joined
         return joined
 
     def spans(self, origin_us: float) -> Spans:
