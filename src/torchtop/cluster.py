@@ -103,14 +103,8 @@ def _ctrl_c_ignored() -> Iterator[None]:
     its own traceback while this process cancels the tasks and closes the cluster. (A Ctrl-C
     in those seconds of start-up is lost; the disposition, unlike a blocked mask, reaches the
     event-loop thread that spawns them.)"""
-    if threading.current_thread() is not threading.main_thread():
+    with _sigint_handled_by(signal.SIG_IGN):
         yield
-        return
-    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, saved)
 
 
 @contextlib.contextmanager
@@ -118,17 +112,25 @@ def _ctrl_c_held() -> Iterator[None]:
     """A Ctrl-C while the tasks are submitted is held until the last is out, then raised: one
     landing inside `client.submit` leaves a half-built Future that prints a traceback when it
     is collected, after "torchtop: interrupted"."""
+    held: list[int] = []
+    with _sigint_handled_by(lambda signum, frame: held.append(signum)):
+        yield
+    if held:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigint_handled_by(handler: Any) -> Iterator[None]:
+    """SIGINT's handler set to `handler` for the block, then put back; off the main thread,
+    where Python cannot set one, nothing is changed."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held: list[int] = []
-    saved = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    saved = signal.signal(signal.SIGINT, handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, saved)
-    if held:
-        raise KeyboardInterrupt
 
 
 def local_workers(address: str) -> int | None:
