@@ -14,10 +14,14 @@ import msgspec
 import pytest
 
 from tests.collectors.conftest import Spawn, written
+from tests.fake_run import FakeRun
 from torchtop.analysis.stacks import attribute, classify_stack
 from torchtop.collectors import stacks
 from torchtop.collectors.stacks import ATTEMPTS, Dump, StackCollector, dump_all, find_py_spy
-from torchtop.runs.records import StacksSample, StackThread
+from torchtop.report.nodes import where_last
+from torchtop.runs.journal import JournalWriter
+from torchtop.runs.records import Bye, StacksSample, StackThread
+from torchtop.runs.state import MAX_STACK_FRAMES, load_run
 
 PY_SPY = find_py_spy()
 pytestmark = pytest.mark.skipif(PY_SPY is None, reason="py-spy is not installed")
@@ -83,6 +87,10 @@ def spin():
 
 spin()
 """
+
+
+WAIT_IN_IMPORT = 'import time\nprint("ready", flush=True)\ntime.sleep(120)\n'
+"""The innermost module of an import chain: says it is in place, then waits there."""
 
 
 def dumps(collector: StackCollector, count: int, gap_s: float = 0.05) -> list[dict[str, Any]]:
@@ -228,3 +236,33 @@ def test_a_pid_given_up_while_others_are_read_is_named_once_in_unreadable(
     assert [p["role"] for p in first["processes"]] == ["main"]
     assert [entry["reason"] for entry in first["unreadable"]] == ["no"]
     assert "unreadable" not in second
+
+
+def test_a_rank_dumped_deep_in_an_import_keeps_its_innermost_and_its_own_outer_frames(
+    spawn: Spawn, tmp_path: Path
+) -> None:
+    """A rank still importing (a dozen modules deep, about six interpreter frames each) when
+    its last dump was taken: the report keeps where it was and the job's lines that led there."""
+    depth = 14
+    for level in range(depth):
+        body = f"import chain_{level + 1}\n" if level + 1 < depth else WAIT_IN_IMPORT
+        (tmp_path / f"chain_{level}.py").write_text(body, encoding="utf-8")
+    job = spawn("def main():\n    import chain_0\n\nmain()\n")
+    run = FakeRun(tmp_path / "run")
+    run.hello(job.pid, rank=0)
+    record = StackCollector(job.pid).sample()
+    assert isinstance(record, StacksSample)
+    with JournalWriter(run.layout.samples("stacks")) as writer:
+        writer.write(record)
+    run.agent(job.pid).write(Bye(t=record.t + 1, reason="seen by parent", signal="SIGKILL"))
+
+    last = load_run(run.layout.root).processes[job.pid].last_stack
+
+    assert last is not None
+    dumped = main_thread(written(record))["frames"]
+    assert len(dumped) > MAX_STACK_FRAMES  # deeper than what is kept
+    assert len(last.frames) == MAX_STACK_FRAMES
+    named = [(f.function, Path(f.file or "").name) for f in last.frames]
+    assert named[0] == ("<module>", f"chain_{depth - 1}.py")  # where it waits
+    assert named[-2:] == [("main", "job.py"), ("<module>", "job.py")]  # the job's way there
+    assert f"chain_{depth - 1}.py" in where_last(last)

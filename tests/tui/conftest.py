@@ -110,6 +110,14 @@ async def advance(pilot: Pilot[Any], ticks: int = 1) -> None:
             await pilot.pause(0.01)
 
 
+async def wait_until(pilot: Pilot[Any], ready: Callable[[], object], what: str, s: float) -> None:
+    """Until `ready()` holds, looking every 0.2 s; fails naming `what` after `s` seconds."""
+    deadline = time.monotonic() + s
+    while not ready():
+        assert time.monotonic() < deadline, f"no {what} within {s:g} s"
+        await pilot.pause(0.2)
+
+
 def panel_text(app: Dashboard, selector: str) -> str:
     """What a panel shows, as plain text (colour stripped: what a NO_COLOR terminal reads)."""
     panel = app.query_one(selector, Panel)

@@ -11,7 +11,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from textual.widgets import OptionList
 
 from tests.conftest import RULES_DIR
 from tests.tables import tables
+from tests.tui.conftest import wait_until
 from torchtop.diagnosis.rules import load_rules
 from torchtop.jobs.job import Output, start
 from torchtop.jobs.processes import is_alive, job_tree
@@ -45,13 +46,6 @@ pytestmark = pytest.mark.slow
 DEMO = [sys.executable, "-m", "torchtop.demo.train", "--batch-size", "16", "--latency-ms", "5"]
 QUICK = TuneOptions(steps=10, warmup_steps=3, min_duration_s=1.0, run_timeout_s=60.0, max_rounds=3)
 KNOB = "dataloader.num_workers"
-
-
-async def wait_until(pilot: Pilot[Any], ready: Callable[[], object], what: str, s: float) -> None:
-    deadline = time.monotonic() + s
-    while not ready():
-        assert time.monotonic() < deadline, f"no {what} within {s:g} s"
-        await pilot.pause(0.2)
 
 
 def records(run_dir: Path, kind: str) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import WORKLOADS
 from tests.tables import tables
+from tests.tui.conftest import wait_until
 from tests.tui.test_apply_live import (
     KNOB,
     QUICK,
@@ -26,7 +27,6 @@ from tests.tui.test_apply_live import (
     open_apply,
     records,
     started_pids,
-    wait_until,
 )
 from torchtop.jobs.processes import is_alive
 from torchtop.report import render_text, report_to_json

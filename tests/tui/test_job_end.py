@@ -5,15 +5,12 @@ its traceback's last lines, one that ended well its final figures, until `q`; wi
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from textual.pilot import Pilot
 
 from tests.conftest import RULES_DIR, WORKLOADS
+from tests.tui.conftest import wait_until
 from tests.workloads.crashes import LAST_LINE
 from torchtop.diagnosis.rules import load_rules
 from torchtop.jobs.job import Output, start
@@ -27,13 +24,6 @@ pytestmark = pytest.mark.slow
 JOBS = WORKLOADS
 CRASHES = [sys.executable, str(JOBS / "crashes.py")]
 ENDS_WELL = [sys.executable, "-c", "print('done')"]
-
-
-async def wait_until(pilot: Pilot[Any], ready: Callable[[], object], what: str, s: float) -> None:
-    deadline = time.monotonic() + s
-    while not ready():
-        assert time.monotonic() < deadline, f"no {what} within {s:g} s"
-        await pilot.pause(0.2)
 
 
 def dashboard(tmp_path: Path, command: list[str], stay: bool) -> Dashboard:

@@ -14,21 +14,37 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widget import Widget
 
-from tests.tui.conftest import LiveApp, advance
+from tests.tui.conftest import LiveApp, advance, wait_until
 from torchtop.tui.app import Dashboard
+from torchtop.tui.details import FixDetailsScreen
 
 SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
 TICKS = 24
 Compare = Callable[..., bool]
 
 
-def replayed(ticks: int, keys: tuple[str, ...] = ()) -> Callable[[Pilot[Any]], Any]:
+def replayed(
+    ticks: int, keys: tuple[str, ...] = (), shows: type[Screen[Any]] | None = None
+) -> Callable[[Pilot[Any]], Any]:
+    """`ticks` replayed, then `keys` pressed; with `shows`, until that screen is up and drawn
+    (a key's screen comes after a chain of messages that a loaded machine may not have run
+    through by the snapshot's own pauses)."""
+
     async def run_before(pilot: Pilot[Any]) -> None:
         await advance(pilot, ticks)
         await pilot.press(*keys)
+        if shows is not None:
+            await wait_until(pilot, lambda: _drawn(pilot.app.screen, shows), shows.__name__, 30)
 
     return run_before
+
+
+def _drawn(screen: Screen[Any], kind: type[Screen[Any]]) -> bool:
+    """The screen is up with every widget it composed mounted."""
+    return isinstance(screen, kind) and all(w.is_mounted for w in screen.walk_children(Widget))
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -54,7 +70,8 @@ def test_an_offline_gpu_trace_looks_right(
 
 def test_the_details_of_a_fix_look_right(snap_compare: Compare, live_app: LiveApp) -> None:
     app = live_app("loader")
-    assert snap_compare(app, terminal_size=(80, 24), run_before=replayed(6, ("enter",)))
+    shown = replayed(6, ("enter",), FixDetailsScreen)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=shown)
 
 
 def test_the_readme_image_is_the_current_dataloader_snapshot() -> None:

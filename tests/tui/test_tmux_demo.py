@@ -11,6 +11,7 @@ Where tmux is not installed these tests say so and skip (.ci/run installs it whe
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -39,6 +40,8 @@ POLL_S = 0.5
 CLOCK = re.compile(r"running (\d+):(\d\d) · q ends it")
 STAYS_S = 35.0
 """Longer than the 30 s after which the demo's dashboard used to close by itself."""
+TERMINALS = itertools.count()
+"""Numbers each terminal a test opens, for a tmux server name of its own."""
 
 
 @dataclass
@@ -97,11 +100,17 @@ def open_terminal(tmp_path: Path, *args: str, size: tuple[int, int] = (COLUMNS, 
     # The shell stays after torchtop so its exit status can be read, as a user's prompt would.
     shell = f"cd {shlex.quote(str(tmp_path))}; {torchtop}; echo $? > {shlex.quote(str(status))}; "
     shell += "sleep 600"
-    socket = f"torchtop-test-{os.getpid()}-{args[0]}"
+    # A server of its own for each terminal: one test's server, killed, may still be going
+    # away when the next test of the same worker starts, and a new session on its socket fails.
+    socket = f"torchtop-test-{os.getpid()}-{next(TERMINALS)}-{args[0]}"
     new = ["tmux", "-L", socket, "-f", "/dev/null", "new-session", "-d", "-s", "demo"]
     # A terminal's own size, not the COLUMNS and LINES that pytest sets for its output.
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    subprocess.run([*new, "-x", str(size[0]), "-y", str(size[1]), shell], check=True, env=env)
+    started = subprocess.run(
+        [*new, "-x", str(size[0]), "-y", str(size[1]), shell],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert started.returncode == 0, f"tmux new-session failed: {started.stderr.strip()}"
     return Terminal(socket, status, time.monotonic())
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.tui.test_apply_live import KNOB, demo_dashboard, open_apply, wait_until
+from tests.tui.conftest import wait_until
+from tests.tui.test_apply_live import KNOB, demo_dashboard, open_apply
 from torchtop.tui.widgets.header import JobHeader
 from torchtop.tui.widgets.trial import TrialPanel
 

@@ -55,7 +55,10 @@ MAX_SAMPLES = 3600
 MAX_STACK_DUMPS = 60
 SAMPLE_SOURCES = ("host", "gpu", "stacks", "ranks")
 MAX_STACK_FRAMES = 64
-"""A rank's last stack keeps this many innermost frames."""
+"""A rank's last stack keeps at most this many frames: where it is deeper, the innermost and
+the `OUTER_STACK_FRAMES` outermost, so a rank deep in an import or a library still shows the
+job's own lines that led there."""
+OUTER_STACK_FRAMES = 16
 
 
 class StepRecord(msgspec.Struct, gc=False):
@@ -347,7 +350,14 @@ def _keep_last_stacks(state: RunState, record: StacksSample) -> None:
         thread = main_thread(dumped.pid, dumped.threads)
         if process is not None and thread is not None:
             frames = tuple(StackLine(f.function, f.file, f.line) for f in thread.frames)
-            process.last_stack = LastStack(record.t, frames[:MAX_STACK_FRAMES])
+            process.last_stack = LastStack(record.t, bounded_frames(frames))
+
+
+def bounded_frames(frames: tuple[StackLine, ...]) -> tuple[StackLine, ...]:
+    """At most `MAX_STACK_FRAMES`, innermost first: the outermost `OUTER_STACK_FRAMES` kept."""
+    if len(frames) <= MAX_STACK_FRAMES:
+        return frames
+    return frames[: MAX_STACK_FRAMES - OUTER_STACK_FRAMES] + frames[-OUTER_STACK_FRAMES:]
 
 
 def _count_samples(counts: dict[int, int], record: StacksSample) -> None:

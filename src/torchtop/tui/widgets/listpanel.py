@@ -174,12 +174,22 @@ class ListPanel(Panel, can_focus=True):
         return text.append(caption, style=MUTED)
 
     def caption(self) -> None:
-        """The border's subtitle: where the cursor is, the sort and the filter. Set after the
-        paint in progress (a border set while the panel renders would show one draw late)."""
-        if self.BORDERED:
-            self.call_after_refresh(self.set_caption, self.caption_text())
+        """The border's subtitle: where the cursor is, the sort and the filter. Drawn from a
+        new frame, at once, with the rows; drawn in a paint (a resize), after that paint (a
+        border set while the panel renders would show one paint late). Set always after the
+        paint from the text of that moment, it could lag its rows, or a late call put an
+        older one back."""
+        if not self.BORDERED:
+            return
+        if self.rendering:
+            self.call_after_refresh(self.set_caption)
+        else:
+            self.set_caption()
 
-    def set_caption(self, text: str) -> None:
+    def set_caption(self) -> None:
+        """The caption as the panel stands when this runs (a late call never puts back an
+        older one)."""
+        text = self.caption_text()
         if self.border_subtitle != text:
             self.border_subtitle = text
 

@@ -33,6 +33,8 @@ class Panel(Widget):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._drawn: tuple[Size, RenderableType] | None = None
+        self.rendering = False
+        """In `render`: a change to the border now would show one paint late."""
 
     def on_mount(self) -> None:
         self.border_title = self.TITLE
@@ -58,7 +60,11 @@ class Panel(Widget):
             return Text("waiting for the first reading…", style=MUTED)
         size = self.content_size
         if self._drawn is None or self._drawn[0] != size:
-            self._drawn = (size, self.draw_at(self.frame, size))
+            self.rendering = True
+            try:
+                self._drawn = (size, self.draw_at(self.frame, size))
+            finally:
+                self.rendering = False
         return self._drawn[1]
 
     def refresh_drawing(self) -> None:
