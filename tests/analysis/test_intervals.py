@@ -7,6 +7,7 @@ every run, thousands of them, including empty, touching, nested and duplicate in
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -188,3 +189,54 @@ def test_a_mask_selects_the_same_intervals_as_indexing_would(
         chosen = IntervalSet.of(start, end, where)
         assert cells_of(chosen) == cells([span for i, span in enumerate(a) if i % 2 == 0])
         assert_canonical(chosen) if len(chosen) else None
+
+
+@pytest.mark.parametrize("block", [1, 7, 1000])
+def test_intersected_a_block_of_pieces_at_a_time_the_set_is_the_same_to_the_last_bit(
+    monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """A few long windows (steps) against many short intervals (kernels), and the other way
+    round, and two fine sets: in blocks of pieces, against all the pieces at once."""
+    rng = np.random.default_rng(11)
+    kernels = IntervalSet.of(*_random_spans(rng, 20_000, 0.3))
+    steps = IntervalSet.of(np.arange(0.0, 50_000, 5_000.5), np.arange(4_000.25, 54_000, 5_000.5))
+    runtime = IntervalSet.of(*_random_spans(rng, 15_000, 0.6))
+    pairs = [(steps, kernels), (kernels, steps), (kernels, runtime), (steps, kernels.complement())]
+    whole = [a.intersect(b) for a, b in pairs]
+    monkeypatch.setattr(intervals, "BLOCK", block)
+    for (a, b), one in zip(pairs, whole, strict=True):
+        other = a.intersect(b)
+        assert one.start.tobytes() == other.start.tobytes()
+        assert one.end.tobytes() == other.end.tobytes()
+        assert_canonical(other)
+    assert all(len(one) > 1000 for one in whole)
+    for left, right in PAIRS[:300]:
+        result = build(left).intersect(build(right))
+        assert_canonical(result) if len(result) else None
+        assert cells_of(result) == cells(left) & cells(right)
+
+
+def _random_spans(rng: np.random.Generator, count: int, mean_us: float) -> tuple[Any, Any]:
+    start = np.round(rng.uniform(0, 50_000, count), 3)
+    return start, start + np.round(rng.exponential(mean_us, count), 3)
+
+
+@pytest.mark.parametrize("block", [3, 1000, 1 << 20])
+def test_intervals_listed_in_time_order_merge_to_the_set_a_shuffle_of_them_does(
+    monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """The sort is skipped for spans already in order (as a trace lists a stream's kernels):
+    the same set, and the caller's arrays left as they were."""
+    rng = np.random.default_rng(5)
+    start, end = _random_spans(rng, 20_000, 0.5)
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order] + 0.001  # none empty: nothing is copied out first
+    shuffled = rng.permutation(len(start))
+    monkeypatch.setattr(intervals, "BLOCK", block)
+    before = (start.tobytes(), end.tobytes())
+    in_order = IntervalSet.of(start, end)
+    assert (start.tobytes(), end.tobytes()) == before
+    mixed = IntervalSet.of(start[shuffled], end[shuffled])
+    assert in_order.start.tobytes() == mixed.start.tobytes()
+    assert in_order.end.tobytes() == mixed.end.tobytes()
+    assert 1000 < len(in_order) < 20_000

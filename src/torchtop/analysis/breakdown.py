@@ -43,6 +43,7 @@ from torchtop.analysis.vocabulary import (
     mask_names,
 )
 from torchtop.traces.data import NO_ID, Spans, TraceData
+from torchtop.traces.heap import release_freed_memory
 
 CATEGORIES = (
     "kernel",
@@ -68,6 +69,8 @@ class Accounting(msgspec.Struct, frozen=True):
 
 
 TORCHTOP = Accounting()
+LET_GO_INTERVALS = 1_000_000
+"""Role sets' intervals from which `step_costs` gives freed pages back between categories."""
 TB_PLUGIN = Accounting(collectives_by_name=False, cpu_copies_as_memcpy=False)
 
 
@@ -159,9 +162,15 @@ def step_costs(roles: Roles, steps: StepWindows) -> StepCosts:
     lo, hi = steps.start_us, steps.end_us
     free = IntervalSet.of(lo.copy(), hi.copy())
     costs: dict[str, Floats] = {}
+    # Each category's temporaries are as long as its set (millions on a big trace); their
+    # freed pages, given back before the next, keep the heap from growing over them.
+    let_go = sum(len(s) for s in roles.sets.values()) >= LET_GO_INTERVALS
     for category in CATEGORIES[:-1]:
         taken = free.intersect(roles.sets[category])
         costs[category] = taken.covered_within(lo, hi)
         free = free.subtract(taken)
+        del taken
+        if let_go:
+            release_freed_memory()
     costs["other"] = free.covered_within(lo, hi)
     return StepCosts(total_us=hi - lo, costs=costs)

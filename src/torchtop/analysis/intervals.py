@@ -7,11 +7,14 @@ Touching intervals merge, as torch-tb-profiler merges them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
 Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.signedinteger[Any]]
 Bools = npt.NDArray[np.bool_]
 
 BLOCK = 1 << 20
@@ -61,16 +64,22 @@ class IntervalSet(msgspec.Struct, frozen=True):
         start, end = bounds
         bounds.clear()
         keep = end > start
-        if not keep.all():
+        copied = not keep.all()
+        if copied:
             start, end = start[keep], end[keep]
         del keep
         if len(start) == 0:
             return IntervalSet.empty()
-        # One array at a time, and the reach in place of the ends.
-        order = np.argsort(start, kind="stable")
-        start = start[order]
-        end = end[order]
-        del order
+        # One array at a time, and the reach in place of the ends. Spans a trace lists in time
+        # order (or blocks merged in order) need no sort: a stable sort of them changes nothing.
+        if np.all(start[1:] >= start[:-1]):
+            if not copied:  # the reach is written in place; the callers' arrays never are
+                end = end.copy()
+        else:
+            order = np.argsort(start, kind="stable")
+            start = start[order]
+            end = end[order]
+            del order
         reach = np.maximum.accumulate(end, out=end)
         # A new group begins where an interval starts after everything before it has ended.
         # Masks, not index arrays: a byte an interval where positions took eight.
@@ -102,18 +111,38 @@ class IntervalSet(msgspec.Struct, frozen=True):
             return IntervalSet.empty()
         # For each interval of a, the intervals of b that overlap it are b[first:stop]: both
         # sets are sorted and disjoint, so two searchsorted calls find them all.
-        first = np.searchsorted(b.end, a.start, side="right")
-        stop = np.searchsorted(b.start, a.end, side="left")
-        counts = np.maximum(stop - first, 0)
-        mine = np.repeat(np.arange(len(a)), counts)
-        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-        theirs = np.repeat(first, counts) + offsets
-        start = np.maximum(a.start[mine], b.start[theirs])
-        end = np.minimum(a.end[mine], b.end[theirs])
+        # Positions as int32 where every count fits (pieces are fewer than the two sets'
+        # intervals together): three arrays as long as a, which may have millions.
+        index = np.int32 if len(a) + len(b) < 2**31 else np.int64
+        first: Ints = np.searchsorted(b.end, a.start, side="right").astype(index)
+        counts: Ints = np.searchsorted(b.start, a.end, side="left").astype(index)
+        counts -= first
+        np.maximum(counts, 0, out=counts)
+        before: Ints = np.cumsum(counts, dtype=index)  # pieces up to each of a, itself included
+        total = int(before[-1])
+        # `BLOCK` pieces at a time, written in place: the positions each piece needs (8 bytes
+        # each) are a block's, not all the pieces' (the step costs intersect one run of steps
+        # with millions of kernels). Piece p lies in the interval i of a with
+        # before[i - 1] <= p < before[i]. The same pieces, in the same order.
+        start, end = np.empty(total), np.empty(total)
+        kept = 0
+        for first_piece in range(0, total, BLOCK):
+            piece = np.arange(first_piece, min(first_piece + BLOCK, total))
+            mine = np.searchsorted(before, piece, side="right")
+            piece -= before[mine] - counts[mine]  # its place among its interval's pieces
+            piece += first[mine]  # the interval of b it lies in
+            piece_start = np.maximum(a.start[mine], b.start[piece])
+            piece_end = np.minimum(a.end[mine], b.end[piece])
+            del mine, piece
+            keep = piece_end > piece_start
+            if not keep.all():
+                piece_start, piece_end = piece_start[keep], piece_end[keep]
+            start[kept : kept + len(piece_start)] = piece_start
+            end[kept : kept + len(piece_end)] = piece_end
+            kept += len(piece_start)
         # The pieces come out sorted, and neither overlap nor touch: two pieces from the same
         # interval of a lie in intervals of b that do not touch, and the other way round.
-        keep = end > start
-        return IntervalSet(start[keep], end[keep])
+        return IntervalSet(start[:kept], end[:kept])
 
     def subtract(self, other: IntervalSet) -> IntervalSet:
         return self.intersect(other.canonical().complement())

@@ -10,8 +10,10 @@ out), so the totals put per step are per the steps the report counts.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from torchtop.analysis.host import self_times
+from torchtop.analysis.intervals import IntervalSet
 from torchtop.analysis.steps import StepWindows, host_steps
 from torchtop.model.analysis import NameTotal, NameTotals
 from torchtop.traces.data import NO_ID, Floats, Ints, TraceData
@@ -23,12 +25,16 @@ def name_totals(trace: TraceData, steps: StepWindows, self_us: Floats | None = N
     start, end, _, _ = host_steps(trace)
     start, end = start[: len(steps)], end[: len(steps)]
     ops = trace.ops
-    in_step = _step_of(ops.start_us, start, end) >= 0
+    counted = IntervalSet(start, end).contains(ops.start_us)  # as `_step_of(...) >= 0`
+    # No copies of a big trace's columns where every operator counts.
+    in_step: npt.NDArray[np.bool_] | slice = slice(None) if counted.all() else counted
+    del counted
     if self_us is None:
         self_us = self_times(ops)
     self_us = self_us[in_step]
-    durations = ops.end_us[in_step] - ops.start_us[in_step]
+    durations = np.subtract(ops.end_us[in_step], ops.start_us[in_step])
     operators = _by_name(trace.names, ops.name[in_step], durations, self_us)
+    del durations, self_us
     launched = _launch_step(trace, start, end) >= 0
     kernels = trace.kernels
     kernel_us = kernels.end_us[launched] - kernels.start_us[launched]
