@@ -144,6 +144,30 @@ def test_each_rank_done_is_counted_and_the_outcomes_come_back_in_the_files_order
     ]
 
 
+def test_each_result_is_let_go_on_the_cluster_once_it_is_here(ranks: Path, cluster: Any) -> None:
+    """The workers keep a rank's result only until the client has it: held to the end, the
+    results of thousands of ranks piled up on the workers."""
+    from distributed import Client
+
+    from torchtop.cluster import gathered
+
+    files = sorted(ranks.glob("*.json.gz"))[:16]
+    held: list[int] = []
+
+    def at_the_last(done: int, total: int) -> None:
+        if done == total:  # every result is here: the scheduler soon forgets all but this one
+            deadline = time.monotonic() + 10
+            while len(cluster.scheduler.tasks) > 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            held.append(len(cluster.scheduler.tasks))
+
+    settled(cluster)
+    with Client(cluster, set_as_default=False) as client:
+        outcomes = gathered(client, files, at_the_last)
+    assert len(outcomes) == 16
+    assert held and held[0] <= 1
+
+
 def test_a_task_that_raises_on_a_worker_skips_its_file_with_the_reason_in_one_line(
     cluster: Any,
 ) -> None:
