@@ -103,3 +103,37 @@ def test_a_line_torn_by_the_death_is_ended_before_the_bye_so_the_bye_reads(tmp_p
     assert [r["kind"] for r in records] == ["step", "bye"]
     assert records[-1]["signal"] == "SIGKILL"
     assert reader.bad_lines == 1
+
+
+# A job under the agent (which starts with its `import torch`): it starts a child (so the
+# agent's per-child thread runs too) and reads each Python thread's blocked signals from /proc.
+BLOCKED_SIGNALS = """
+import subprocess, sys, threading, time, torch
+from pathlib import Path
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+time.sleep(1.5)  # the agent lists its children every 0.5 s
+for thread in threading.enumerate():
+    status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
+    mask = next(line for line in status.splitlines() if line.startswith("SigBlk:"))
+    print(thread.name, int(mask.split(":")[1], 16), flush=True)
+child.kill()
+"""
+
+
+def test_the_agents_threads_leave_sigint_and_sigterm_to_the_jobs_main_thread(
+    tmp_path: Path,
+) -> None:
+    """A signal sent to the job reaches a thread that does not block it: never an agent's,
+    which would leave the main thread asleep in a blocking call while its Ctrl-C waits."""
+    result = run_job(tmp_path / "run", ["-c", BLOCKED_SIGNALS])
+    assert result.returncode == 0, result.stderr
+    blocked = dict(
+        (name, int(mask))
+        for name, mask in (line.rsplit(" ", 1) for line in result.stdout.splitlines())
+    )
+    both = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
+    agents = {name: mask for name, mask in blocked.items() if name.startswith("torchtop-")}
+    assert "torchtop-children" in agents, blocked  # the lister, and the child's waiter:
+    assert any(name.startswith("torchtop-child-") for name in agents), blocked
+    assert all(mask & both == both for mask in agents.values()), blocked
+    assert blocked["MainThread"] & both == 0  # the main thread takes them

@@ -93,6 +93,24 @@ def _sampling(run_dir: Path, pids: set[int], timeout_s: float = 60.0) -> None:
     raise AssertionError(f"attach never sampled {pids}")
 
 
+def _mid_chunk(run_dir: Path, pid: int, into_s: float = 2.0, timeout_s: float = 60.0) -> None:
+    """Until `pid`'s next native chunk has run `into_s` (a chunk is read, and the next begun,
+    when a record is written; none is shorter than 4 s): a rank killed then dies mid-chunk,
+    with samples in it. Killed just as a chunk began, its py-spy would still be loading
+    symbols and have none to keep (which once failed this test)."""
+    path = run_dir / "samples" / "stacks.jsonl"
+
+    def records_of_pid() -> int:
+        stacks = [r for r in _records(path) if isinstance(r, StacksSample)]
+        return sum(1 for r in stacks for p in r.processes if p.pid == pid and p.threads)
+
+    seen, deadline = records_of_pid(), time.monotonic() + timeout_s
+    while records_of_pid() == seen:
+        assert time.monotonic() < deadline, f"no new chunk of {pid} within {timeout_s:g} s"
+        time.sleep(0.1)
+    time.sleep(into_s)
+
+
 @pytest.fixture(scope="module")
 def restarted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The job, attach on its launcher for 60 s (`--headless --format json --metrics`), rank 1
@@ -123,6 +141,7 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             url = _url(attach, lines)
             _sampling(run_dir, {pid for pid, _ in first.values()})
             before = _scraped(url, {pid for pid, _ in first.values()})
+            _mid_chunk(run_dir, first[1][0])
             killed_t = time.time()
             kill_file.touch()
             second = _pid_started(told.ranks(2, attempt="1"))

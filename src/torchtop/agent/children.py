@@ -25,6 +25,7 @@ of the job's first process the same way, from its own `wait` (`jobs.job`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -68,7 +69,18 @@ def children() -> set[int]:
     return found
 
 
+def signals_to_the_main_thread() -> None:
+    """Block SIGINT and SIGTERM in the calling agent thread (and the threads it starts): the
+    kernel hands a signal sent to the process to any thread that does not block it, and one
+    handed to an agent thread leaves the job's main thread asleep in a blocking call, so its
+    KeyboardInterrupt, and its own cleanup, wait for that call to end (a graceful stop's grace
+    may run out first)."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 def _list_forever(layout: RunLayout) -> None:
+    signals_to_the_main_thread()
     watched: set[int] = set()
     lock = threading.Lock()
     me = os.getpid()

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from torchtop.agent.children import signals_to_the_main_thread
 from torchtop.agent.config import (
     DEFAULT_WINDOW_EVERY_S,
     DEFAULT_WINDOW_FIRST_STEP,
@@ -157,6 +158,7 @@ def stop_current() -> bool:
 def _watch(agent: InjectedAgent, request: Request) -> None:
     """The agent's one thread: detach when asked or when the attacher is gone."""
     global _current
+    signals_to_the_main_thread()
     detach = RunLayout(request.run_dir).inject_detach
     while not agent.stopping.wait(POLL_S):
         if detach.exists() or not _alive(request.attacher_pid):
