@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from torchtop.analysis.intervals import IntervalSet
+from torchtop.analysis.intervals import BLOCK, IntervalSet
 from torchtop.analysis.steps import StepWindows
 from torchtop.analysis.vocabulary import (
     COPY_OP_NAMES,
@@ -15,9 +15,6 @@ from torchtop.analysis.vocabulary import (
 )
 from torchtop.model.analysis import Metrics, NamedTime
 from torchtop.traces.data import Floats, Ints, Spans, TraceData
-
-SEARCH_BLOCK = 1 << 20
-"""Operators whose nesting depth is looked up at a time (8 MB of int64 positions)."""
 
 TOP_N = 10
 
@@ -146,8 +143,8 @@ def self_times(ops: Spans) -> Floats:
     duration = end
     duration -= start  # end - start, in place
     depth = np.empty(len(start), dtype=index_dtype)
-    for first in range(0, len(start), SEARCH_BLOCK):
-        block = slice(first, first + SEARCH_BLOCK)
+    for first in range(0, len(start), BLOCK):
+        block = slice(first, first + BLOCK)
         depth[block] = np.searchsorted(ends_sorted, start[block], side="right")
     del start, end, ends_sorted
     position: Ints = np.arange(len(duration), dtype=index_dtype)
