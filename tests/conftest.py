@@ -29,6 +29,8 @@ CONTEXT = read_context(frames=True)
 # The training jobs tests and benchmarks run, as scripts: each finds its shared pieces
 # (`workloads/sleepy.py`) in its own folder, which Python puts first on `sys.path`.
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
+CLEANS_UP = WORKLOADS / "cleans_up.py"
+"""A job that touches `ready` beside its argument, sleeps, and writes `cleaned up` as it ends."""
 
 pytest_plugins = ["tests.fake_run"]
 

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,22 +15,12 @@ import msgspec
 import psutil
 import pytest
 
+from tests.conftest import CLEANS_UP
 from torchtop.advice.plan import initial_plan
 from torchtop.jobs.job import Job, Output, start, start_plan
 from torchtop.jobs.processes import is_alive
 from torchtop.jobs.records import default_run_dir
 from torchtop.runs.records import ExitRecord
-
-CLEANS_UP = """
-import sys, time
-from pathlib import Path
-done = Path(sys.argv[1])
-try:
-    done.with_name("ready").touch()
-    time.sleep(120)
-finally:
-    done.write_text("cleaned up")
-"""
 
 DEAF = (
     "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
@@ -56,7 +48,7 @@ def wait_for(found: Callable[[], bool], job: Job, what: str, timeout_s: float = 
 
 def test_a_graceful_stop_lets_the_jobs_own_cleanup_run(tmp_path: Path) -> None:
     done = tmp_path / "done"
-    job = start([sys.executable, "-c", CLEANS_UP, str(done)], tmp_path / "run", "run")
+    job = start([sys.executable, str(CLEANS_UP), str(done)], tmp_path / "run", "run")
     try:
         wait_for((tmp_path / "ready").exists, job, "ready file")
     finally:
@@ -67,6 +59,38 @@ def test_a_graceful_stop_lets_the_jobs_own_cleanup_run(tmp_path: Path) -> None:
     assert job.ending == ending
     written = (tmp_path / "run" / "exit.json").read_bytes()
     assert msgspec.json.decode(written, type=ExitRecord) == ending
+
+
+@pytest.mark.parametrize("thread", ["main", "other"])
+def test_a_job_started_where_sigint_is_ignored_still_gets_the_graceful_stop(
+    tmp_path: Path, thread: str
+) -> None:
+    """torchtop started by a script's `&` (a shell without job control) has SIGINT ignored,
+    and an ignored signal stays ignored across exec: the job would sleep through the SIGINT and
+    die to the SIGTERM, its cleanup skipped. The trial and dashboard threads start jobs too."""
+    done = tmp_path / "done"
+    command = [sys.executable, str(CLEANS_UP), str(done)]
+    started: list[Job] = []
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        if thread == "main":
+            started.append(start(command, tmp_path / "run", "run"))
+        else:
+            starter = threading.Thread(
+                target=lambda: started.append(start(command, tmp_path / "run", "run"))
+            )
+            starter.start()
+            starter.join(60)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # torchtop's own is left as is
+    finally:
+        signal.signal(signal.SIGINT, saved)
+    (job,) = started
+    try:
+        wait_for((tmp_path / "ready").exists, job, "ready file")
+    finally:
+        ending = job.finish(grace_s=10.0)
+    assert done.read_text() == "cleaned up"
+    assert (ending.how, ending.signal) == ("stopped", "SIGINT")
 
 
 def test_a_child_deaf_to_signals_in_a_session_of_its_own_does_not_survive_the_stop(

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import WORKLOADS
+from tests.conftest import CLEANS_UP, WORKLOADS
 from tests.workloads.crashes import LAST_LINE
 
 JOBS = WORKLOADS
@@ -136,3 +138,42 @@ def test_a_cpu_job_that_runs_out_of_memory_reports_its_highest_resident_set_as_t
     assert f"out of memory on cpu; the last peak measured: {highest / 2**30:.2f} GiB" in (
         result.stdout
     )
+
+
+def test_a_sigterm_to_torchtop_stops_its_job_as_ctrl_c_does_and_keeps_the_report(
+    tmp_path: Path,
+) -> None:
+    """`timeout 3600 torchtop run ...`, a `kill`, a scheduler's stop: torchtop ends as on Ctrl-C,
+    the job's cleanup runs and the report is written, rather than torchtop dying and its job
+    running on unwatched in its own session. Started as a script's `&` starts it, with SIGINT
+    ignored, which the job must not inherit."""
+    done = tmp_path / "done"
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "torchtop", "run", "--headless", "--run-dir", str(run_dir)]
+    torchtop = subprocess.Popen(
+        [*command, "--", sys.executable, str(CLEANS_UP), str(done)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if not k.startswith("TORCHTOP_")},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "ready").exists():
+            assert torchtop.poll() is None, torchtop.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "the job never started"
+            time.sleep(0.1)
+        time.sleep(1.0)  # past the first tick
+        torchtop.send_signal(signal.SIGTERM)
+        stdout, stderr = torchtop.communicate(timeout=60)
+    finally:
+        if torchtop.poll() is None:
+            torchtop.kill()
+    assert torchtop.returncode == 0, stderr[-2000:]
+    assert done.read_text() == "cleaned up"
+    ending = json.loads((run_dir / "exit.json").read_text())
+    assert (ending["how"], ending["signal"]) == ("stopped", "SIGINT")
+    assert json.loads((run_dir / "report.json").read_text())["exit"]["how"] == "stopped"
+    assert "the job stopped (SIGINT)" in stdout

@@ -27,6 +27,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.conftest import CLEANS_UP
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
@@ -203,3 +205,34 @@ def test_in_view_a_says_on_screen_why_nothing_applies_and_q_ends_it(tmp_path: Pa
         assert terminal.status.read_text().strip() == "0"
     finally:
         close(terminal)
+
+
+def test_a_sigterm_ends_the_dashboard_as_q_does_and_gives_the_terminal_back(
+    tmp_path: Path,
+) -> None:
+    """`kill`, or a scheduler's stop, of torchtop under its dashboard: the job is stopped with its
+    cleanup, the report is written and printed on a terminal out of the dashboard's screen."""
+    run_dir, done = tmp_path / "run", tmp_path / "done"
+    job = [sys.executable, str(CLEANS_UP), str(done)]
+    terminal = open_terminal(tmp_path, "run", "--run-dir", str(run_dir), "--", *job)
+    try:
+        terminal.wait_for("the dashboard", lambda s: "Verdict" in s and "Quit" in s, 120)
+        (torchtop,) = [
+            process
+            for process in psutil.process_iter(["cmdline"])
+            if process.info["cmdline"][1:4] == ["-m", "torchtop", "run"]
+            and str(run_dir) in process.info["cmdline"]
+        ]
+        torchtop.terminate()
+        deadline = time.monotonic() + 60
+        while not terminal.status.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert terminal.status.read_text().strip() == "0", terminal.screen()
+        assert done.read_text() == "cleaned up"
+        assert json.loads((run_dir / "report.json").read_text())["exit"]["how"] == "stopped"
+        shown = terminal.screen()
+        assert "the job stopped (SIGINT)" in shown and "Verdict ─" not in shown
+    finally:
+        close(terminal)
+        for pid in started_pids(run_dir):
+            stop_tree(pid)

@@ -5,8 +5,12 @@ starts can be signalled together), in the caller's environment with the agent on
 (`jobs.env`), its stdout on the user's terminal or in a file, its stderr always in a file
 (copied on to the terminal or the merged log, `jobs.stderr`; a Python job writing to a
 file does so unbuffered, as to a terminal, unless its environment says otherwise), and records
-the launch (`run.json`). `start_plan` does the same for a `LaunchPlan`: its command, working
-directory, whole environment, overrides and the fixes applied on the way to it.
+the launch (`run.json`). The job starts with SIGINT at its default even where torchtop was
+started with it ignored (by a script's `&`, without job control): it has a session of its own,
+out of the terminal's reach, and the SIGINT it gets is torchtop's graceful stop, which an
+ignored SIGINT would turn into a SIGTERM that skips the job's cleanup. `start_plan` does the
+same for a `LaunchPlan`: its command, working directory, whole environment, overrides and the
+fixes applied on the way to it.
 
 `Job.stop` is SIGINT to the group (a KeyboardInterrupt lets the job's own cleanup run), then
 SIGTERM, then SIGKILL, each after a grace period; then the survivors of the tree listed before
@@ -230,11 +234,23 @@ def start(
             stdout=streams.stdout,
             stderr=streams.stderr,
             start_new_session=True,
+            preexec_fn=_sigint_at_its_default if _sigint_ignored() else None,
         )
     passed = overrides if agent else None
     write_run_record(layout, kind, command, process.pid, started_at, cwd, passed, fixes, node)
     copy = streams.copier()
     return Job(list(command), layout, process, started_at, streams=streams, copy=copy)
+
+
+def _sigint_ignored() -> bool:
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def _sigint_at_its_default() -> None:
+    """In the job's process, between fork and exec: an ignored signal stays ignored across exec,
+    a default one does not. Only where SIGINT is ignored here, so other starts keep the fast path
+    `subprocess` takes without a function to call in the child."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def start_plan(

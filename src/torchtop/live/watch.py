@@ -3,8 +3,9 @@
 Every `interval_s` it folds the new records into the run state, analyses any new profiler
 window (once each), assesses the run through the rule tree and passes the report, and the
 verdict to show after hysteresis, to `on_update` (the headless printer or the dashboard). It
-ends when the job exits, when `for_s` has passed (stopping the job it launched), or on Ctrl-C;
-then it reads the folder one last time and returns the final report.
+ends when the job exits, when `for_s` has passed (stopping the job it launched), or on Ctrl-C
+or a SIGTERM to torchtop (`timeout`, `kill`: the job it launched is stopped as Ctrl-C stops it,
+not left running unwatched); then it reads the folder one last time and returns the final report.
 
 When the dashboard tries a fix, the job is stopped and measured elsewhere for a while, then
 started again into a run folder of its own: `detach` lets go of the job (the monitor keeps
@@ -20,9 +21,11 @@ clock then runs this very tick, with elapsed times and `for_s` that never depend
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -193,13 +196,29 @@ def watch(
 
     The interval is measured on the monitor's clock; `sleep` waits out what is left of it."""
     try:
-        while True:
-            snapshot = monitor.tick()
-            if on_update is not None:
-                on_update(snapshot.report, snapshot.shown, snapshot.elapsed_s)
-            if snapshot.finished:
-                break
-            sleep(max(0.0, interval_s - (monitor.clock() - monitor.started - snapshot.elapsed_s)))
+        with terminate_as_interrupt():
+            while True:
+                snapshot = monitor.tick()
+                if on_update is not None:
+                    on_update(snapshot.report, snapshot.shown, snapshot.elapsed_s)
+                if snapshot.finished:
+                    break
+                elapsed_s = monitor.clock() - monitor.started - snapshot.elapsed_s
+                sleep(max(0.0, interval_s - elapsed_s))
     except KeyboardInterrupt:
         pass
     return monitor.finish()
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """A SIGTERM to this process raises KeyboardInterrupt while in the block, as Ctrl-C does,
+    where it can (the main thread); SIGTERM's handler is put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, saved)

@@ -17,6 +17,7 @@ job against the trial (`HoldingUpdate` to the trial panel), and `r` takes the fi
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 import time
 from dataclasses import replace
@@ -194,6 +195,19 @@ class Dashboard(App[Report | None]):
             self.show(self.latest)
         if self.source is not None:
             self.tick_loop()
+            self.finish_on_sigterm(True)
+
+    def finish_on_sigterm(self, on: bool) -> None:
+        """Over a live run a SIGTERM to torchtop (`timeout`, `kill`) ends the dashboard as `q`
+        does: the job it launched is stopped, its report written, the terminal given back.
+        Only the main thread's loop can take a signal: elsewhere (a test's) nothing changes."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        loop = asyncio.get_running_loop()
+        if on:
+            loop.add_signal_handler(signal.SIGTERM, self.finish)
+        else:
+            loop.remove_signal_handler(signal.SIGTERM)
 
     @work(thread=True, exclusive=True, group="ticks", name="ticks")
     def tick_loop(self) -> None:
@@ -289,6 +303,8 @@ class Dashboard(App[Report | None]):
     def on_unmount(self) -> None:
         # However the app ends, the tick thread must not wait for a tick that never comes.
         self.pacer.stop()
+        if self.source is not None:
+            self.finish_on_sigterm(False)
 
     def on_frame_message(self, message: FrameMessage) -> None:
         self.frames_received += 1
