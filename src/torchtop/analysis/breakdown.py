@@ -43,7 +43,7 @@ from torchtop.analysis.vocabulary import (
     mask_names,
 )
 from torchtop.traces.data import NO_ID, Spans, TraceData
-from torchtop.traces.heap import release_freed_memory
+from torchtop.traces.heap import let_go
 
 CATEGORIES = (
     "kernel",
@@ -69,8 +69,6 @@ class Accounting(msgspec.Struct, frozen=True):
 
 
 TORCHTOP = Accounting()
-LET_GO_INTERVALS = 1_000_000
-"""Role sets' intervals from which `step_costs` gives freed pages back between categories."""
 TB_PLUGIN = Accounting(collectives_by_name=False, cpu_copies_as_memcpy=False)
 
 
@@ -98,7 +96,10 @@ def role_sets(trace: TraceData, accounting: Accounting = TORCHTOP) -> Roles:
     op_comm = mask_names(ops.name, names, comm_op_test) & ~op_dl
     ann_dl = mask_names(annotations.name, names, is_dataloader)
     ann_comm = mask_names(annotations.name, names, comm_op_test) & ~ann_dl
+    # Each set is made alone, and the freed pages of its making let go before the next.
+    items = len(trace.kernels) + len(ops) + len(trace.runtime)
     compute = _set(trace.kernels, ~comm_kernel)
+    let_go(items)
     comm = IntervalSet.of(
         np.concatenate(
             [
@@ -117,14 +118,18 @@ def role_sets(trace: TraceData, accounting: Accounting = TORCHTOP) -> Roles:
         copies = _set(ops, mask_names(ops.name, names, COPY_OP_NAMES.__contains__))
         copies = copies.subtract(dataloader).subtract(comm)
     runtime = trace.runtime
+    launches = _set(runtime, ~mask_names(runtime.name, names, is_driver_call))
+    let_go(items)
+    cpu_exec = _set(ops, ~op_dl & ~op_comm).union(_set(annotations, ~ann_dl & ~ann_comm))
+    let_go(items)
     sets = {
         "kernel": compute,
         "memcpy": copies,
         "memset": _set(trace.memsets),
         "communication": comm,
-        "runtime": _set(runtime, ~mask_names(runtime.name, names, is_driver_call)),
+        "runtime": launches,
         "dataloader": dataloader,
-        "cpu_exec": _set(ops, ~op_dl & ~op_comm).union(_set(annotations, ~ann_dl & ~ann_comm)),
+        "cpu_exec": cpu_exec,
     }
     return Roles(sets, comm_kernels=_set(trace.kernels, comm_kernel), compute_kernels=compute)
 
@@ -164,13 +169,12 @@ def step_costs(roles: Roles, steps: StepWindows) -> StepCosts:
     costs: dict[str, Floats] = {}
     # Each category's temporaries are as long as its set (millions on a big trace); their
     # freed pages, given back before the next, keep the heap from growing over them.
-    let_go = sum(len(s) for s in roles.sets.values()) >= LET_GO_INTERVALS
+    intervals = sum(len(s) for s in roles.sets.values())
     for category in CATEGORIES[:-1]:
         taken = free.intersect(roles.sets[category])
         costs[category] = taken.covered_within(lo, hi)
         free = free.subtract(taken)
         del taken
-        if let_go:
-            release_freed_memory()
+        let_go(intervals)
     costs["other"] = free.covered_within(lo, hi)
     return StepCosts(total_us=hi - lo, costs=costs)

@@ -17,6 +17,7 @@ from torchtop.analysis.vocabulary import (
 )
 from torchtop.model.analysis import CopyStat, Metrics, NamedTime
 from torchtop.traces.data import COPY_KINDS, CUDA_DEVICE_TYPE, NO_ID, TraceData
+from torchtop.traces.heap import let_go
 
 TINY_KERNEL_US = 10.0
 TOP_N = 10
@@ -28,21 +29,34 @@ def gpu_metrics(trace: TraceData, steps: StepWindows) -> Metrics:
         return {"has_gpu": bool(len(trace.copies.spans) or len(trace.runtime))}
     lo, hi = float(steps.start_us[0]), float(steps.end_us[-1])
     span = hi - lo
+    # One step at a time, each one's freed pages let go before the next (`heap.let_go`).
     in_steps = (kernels.start_us >= lo) & (kernels.end_us <= hi)
-    durations = kernels.dur_us[in_steps] if in_steps.any() else kernels.dur_us
+    in_steps_count = int(in_steps.sum())
+    durations = kernels.dur_us[in_steps] if in_steps_count else kernels.dur_us
+    del in_steps
+    median_us = float(median(durations))
+    tiny = float((durations < TINY_KERNEL_US).mean())
+    del durations
+    let_go(len(kernels))
     utilization = _utilization(trace, lo, hi)
+    let_go(len(kernels))
+    delay_us = _launch_delay(trace)
+    let_go(len(kernels))
+    gaps = _gaps_per_step(trace, lo, hi, len(steps)) if span > 0 else None
+    let_go(len(kernels))
     metrics: Metrics = {
         "has_gpu": True,
         "gpu_utilization": utilization,
         "gpu_idle_share": None if utilization is None else max(0.0, 1.0 - utilization),
         "gpu_count": len(distinct(kernels.device[kernels.device != NO_ID])) or 1,
-        "kernels_per_step": float(in_steps.sum()) / max(len(steps), 1),
-        "kernel_median_us": float(median(durations)),
-        "tiny_kernel_fraction": float((durations < TINY_KERNEL_US).mean()),
-        "launch_delay_median_us": _launch_delay(trace),
-        "gpu_gaps_per_step": _gaps_per_step(trace, lo, hi, len(steps)) if span > 0 else None,
+        "kernels_per_step": float(in_steps_count) / max(len(steps), 1),
+        "kernel_median_us": median_us,
+        "tiny_kernel_fraction": tiny,
+        "launch_delay_median_us": delay_us,
+        "gpu_gaps_per_step": gaps,
     }
     metrics.update(_tensor_cores(trace))
+    let_go(len(kernels))
     metrics.update(_compute_capability(trace))
     metrics.update(_memory(trace))
     return metrics

@@ -15,6 +15,7 @@ from torchtop.analysis.vocabulary import (
 )
 from torchtop.model.analysis import Metrics, NamedTime
 from torchtop.traces.data import Floats, Ints, Spans, TraceData
+from torchtop.traces.heap import let_go
 
 TOP_N = 10
 
@@ -136,10 +137,12 @@ def self_times(ops: Spans) -> Floats:
     index_dtype = np.int32 if len(start) < 2**31 else np.int64
     # Sorted by start, the longer first; the ends negated in place for the key (exactly).
     order = np.lexsort((np.negative(end, out=end), start)).astype(index_dtype)
+    let_go(len(order))  # the sort's own temporaries (`heap.let_go`); likewise below
     start = start[order]
     end = end[order]
     np.negative(end, out=end)
     ends_sorted = np.sort(end)
+    let_go(len(order))
     duration = end
     duration -= start  # end - start, in place
     depth = np.empty(len(start), dtype=index_dtype)
@@ -147,6 +150,7 @@ def self_times(ops: Spans) -> Floats:
         block = slice(first, first + BLOCK)
         depth[block] = np.searchsorted(ends_sorted, start[block], side="right")
     del start, end, ends_sorted
+    let_go(len(order))
     position: Ints = np.arange(len(duration), dtype=index_dtype)
     np.subtract(position, depth, out=depth)
     parent: Ints = np.full(len(duration), -1, dtype=index_dtype)
@@ -157,6 +161,7 @@ def self_times(ops: Spans) -> Floats:
         parent[below] = last_at_level[below]
         del last_at_level, below
     del depth, position
+    let_go(len(order))
     # Bin 0 takes the ops without a parent: each parent's children are added in the same
     # order as over the ops that have one, so the sums are the same to the last bit.
     parent += 1

@@ -24,6 +24,7 @@ from torchtop.traces.decode import EventStream, TraceFormatError
 from torchtop.traces.heap import release_freed_memory
 from torchtop.traces.parallel import WorkerFailed, open_trace, take_early_start
 from torchtop.traces.schema import DeviceProperties, TraceHeader
+from torchtop.traces.spill import spilled
 
 ProgressSink = Callable[[int, int], None]
 """Called with (bytes read so far, file size) as the file is read."""
@@ -133,7 +134,7 @@ def _assemble(path: Path, builder: ColumnBuilder, events: EventStream, cut: _Cut
         annotations=builder.spans(ANNOTATION, origin),
         steps=builder.step_columns.spans(origin),
         syncs=builder.spans(SYNC, origin),
-        memory=builder.memory_track(origin),
+        memory=spilled(builder.memory_track(origin)),
         profiler_span=None if span is None else (span[0] - origin, span[1] - origin),
         devices=[_device(p, i) for i, p in enumerate(header.deviceProperties or [])],
         op_sequence=builder.op_sequence(),
