@@ -172,6 +172,7 @@ def step_costs(roles: Roles, steps: StepWindows) -> StepCosts:
     intervals = sum(len(s) for s in roles.sets.values())
     for category in CATEGORIES[:-1]:
         taken = free.intersect(roles.sets[category])
+        let_go(intervals)
         costs[category] = taken.covered_within(lo, hi)
         free = free.subtract(taken)
         del taken

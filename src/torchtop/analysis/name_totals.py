@@ -17,6 +17,7 @@ from torchtop.analysis.intervals import IntervalSet
 from torchtop.analysis.steps import StepWindows, host_steps
 from torchtop.model.analysis import NameTotal, NameTotals
 from torchtop.traces.data import NO_ID, Floats, Ints, TraceData
+from torchtop.traces.heap import let_go
 
 
 def name_totals(trace: TraceData, steps: StepWindows, self_us: Floats | None = None) -> NameTotals:
@@ -35,6 +36,7 @@ def name_totals(trace: TraceData, steps: StepWindows, self_us: Floats | None = N
     durations = np.subtract(ops.end_us[in_step], ops.start_us[in_step])
     operators = _by_name(trace.names, ops.name[in_step], durations, self_us)
     del durations, self_us
+    let_go(len(ops))  # `heap.let_go`
     launched = _launch_step(trace, start, end) >= 0
     kernels = trace.kernels
     kernel_us = kernels.end_us[launched] - kernels.start_us[launched]

@@ -36,8 +36,9 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
     _let_go(trace)
     # The operators' self times first, and let go: of everything the analysis makes, these
     # take the most memory (a few arrays as long as the operators), so they are not made
-    # while the role sets (about a fifth of the trace's columns) are held. Neither are the
-    # device and host metrics (a 10.6 GB trace's peak: 1045 -> MiB).
+    # while the role sets (about a fifth of the trace's columns) are held; nor are the GPU's
+    # and the host's metrics (on a 10.6 GB trace, the role sets held under the GPU metrics'
+    # temporaries were the peak).
     self_us = host.self_times(trace.ops)
     top_ops = host.top_ops(trace, self_us)
     _let_go(trace)
@@ -48,6 +49,7 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
     gpu = device.gpu_metrics(trace, steps)
     _let_go(trace)
     sync = host.sync_metrics(trace, steps)
+    _let_go(trace)
     cpu = host.cpu_metrics(trace, steps)
     _let_go(trace)
     roles = role_sets(trace)
