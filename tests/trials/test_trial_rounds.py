@@ -1,7 +1,12 @@
 """A real trial of a do-nothing change (an environment variable the job never reads) through the
 same code path as a real fix: its rounds' interval holds no gain, so it is not kept, and it is
 not called faster or slower "beyond noise" (the issue's `OMP_PROC_BIND=close` on one process was
-measured 0.86x "slower beyond noise" and 1.53x "kept" when each step counted as a sample)."""
+measured 0.86x "slower beyond noise" and 1.53x "kept" when each step counted as a sample).
+
+Over the rounds' interval at 99%, a do-nothing change is still called slower in about 1% of
+trials (`trials.decision`), as it once was here, 0.97x over two rounds, under the suite's load.
+So one such call is met with a second trial, and two in a row fail the test: never kept, and
+never called beyond noise twice (about 1 in 10,000 if the interval is right)."""
 
 from __future__ import annotations
 
@@ -38,8 +43,12 @@ def test_a_planted_do_nothing_change_is_not_kept_and_not_beyond_noise(tmp_path: 
     )
     quick = TrialSettings(min_duration_s=1.0, max_rounds=3)
     trial = run_trial(before, after, 8, 3, tmp_path / "run", 60.0, settings=quick)
-
     written = json.loads((tmp_path / "run" / "trials" / "01.json").read_text())
+    assert written["kept"] is False, written["reason"]
+    if "beyond noise" in written["reason"]:
+        trial = run_trial(before, after, 8, 3, tmp_path / "again", 60.0, settings=quick)
+        written = json.loads((tmp_path / "again" / "trials" / "01.json").read_text())
+
     assert written["kept"] is False and written["effect"] == NO_EFFECT, written["reason"]
     assert "beyond noise" not in written["reason"]
     assert written["reason"].startswith("no measurable effect: ")
