@@ -217,11 +217,12 @@ def test_a_sigterm_ends_the_dashboard_as_q_does_and_gives_the_terminal_back(
     terminal = open_terminal(tmp_path, "run", "--run-dir", str(run_dir), "--", *job)
     try:
         terminal.wait_for("the dashboard", lambda s: "Verdict" in s and "Quit" in s, 120)
+        # A process gone or out of reach as it is listed has no command line (None).
         (torchtop,) = [
             process
             for process in psutil.process_iter(["cmdline"])
-            if process.info["cmdline"][1:4] == ["-m", "torchtop", "run"]
-            and str(run_dir) in process.info["cmdline"]
+            if (words := process.info["cmdline"] or [])[1:4] == ["-m", "torchtop", "run"]
+            and str(run_dir) in words
         ]
         torchtop.terminate()
         deadline = time.monotonic() + 60
