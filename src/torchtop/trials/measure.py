@@ -10,8 +10,10 @@ The measurement is `steps` steps, and, with `min_duration_s`, as many more as fi
 time: a fast job's steps are short against its periodic costs (an epoch boundary restarting
 DataLoader workers, workers delivering their batches in bursts), so a count alone would miss
 them. Steps/s is the count over the summed wall time. With `window`, the agent is then asked
-for a profiler window (`RUN/requests/window`), so the same run can be diagnosed without the
-profiler slowing the measured steps.
+for profiler windows (`RUN/requests/window`), one after the other, so the same run can be
+diagnosed without the profiler slowing the measured steps. `WINDOWS` of them: the diagnosis
+pools its windows, and one window of a few steps can name either of two close causes (the
+`threads` job's baseline named its DataLoader in 2 windows of 5, its 8 threads in the others).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from torchtop.trials.warmup import end_of_warmup, queued_batches
 
 POLL_INTERVAL_S = 0.2
 WINDOW_WAIT_MAX_S = 20.0
+WINDOWS = 2
+"""Profiler windows a diagnosed run is given, each asked for once the one before it is saved."""
 
 
 class MeasureError(RuntimeError):
@@ -73,7 +77,7 @@ def measure(
     deadline_s = time.monotonic() + timeout_s
     try:
         if _wait_for_steps(job.poll, watcher, span, deadline_s) and window:
-            _wait_for_window(job.poll, watcher, run_dir, deadline_s)
+            _wait_for_windows(job.poll, watcher, run_dir, deadline_s)
     finally:
         handle.measuring(None)  # before the job is reaped: its pid must not be signalled after
         ending = job.finish()
@@ -140,18 +144,23 @@ def _wait_for_steps(
     return False
 
 
-def _wait_for_window(
+def _wait_for_windows(
     poll: Callable[[], int | None], watcher: RunWatcher, run_dir: Path, deadline_s: float
 ) -> None:
+    """`WINDOWS` windows, each asked for once the last is saved (a request newer than the one
+    an agent answered last gets one more window), until the job ends or one does not come."""
     request = RunLayout(run_dir).window_request
     request.parent.mkdir(parents=True, exist_ok=True)
-    request.touch()
-    window_deadline_s = min(deadline_s, time.monotonic() + WINDOW_WAIT_MAX_S)
-    while poll() is None and time.monotonic() < window_deadline_s:
-        process = main_process(watcher.poll())
-        if process is not None and process.windows:
-            return
-        time.sleep(POLL_INTERVAL_S)
+    for wanted in range(1, WINDOWS + 1):
+        request.touch()
+        window_deadline_s = min(deadline_s, time.monotonic() + WINDOW_WAIT_MAX_S)
+        while True:
+            if poll() is not None or time.monotonic() >= window_deadline_s:
+                return
+            process = main_process(watcher.poll())
+            if process is not None and len(process.windows) >= wanted:
+                break
+            time.sleep(POLL_INTERVAL_S)
 
 
 def _shortfall(run_dir: Path, got: int, span: Span, ending: ExitRecord) -> str:
