@@ -17,14 +17,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from torchtop.errors import InputError, percent, positive_seconds
+from torchtop.errors import EXIT_INTERRUPTED, InputError, percent, positive_seconds
 
 if TYPE_CHECKING:
     from torchtop.model.report import JobReports
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
 DEMO_FOR_S = 30.0
 """`demo --headless` stops after this long unless `--for` says otherwise; its dashboard stays
 until `q`."""

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+EXIT_INTERRUPTED = 130
+"""What a verb stopped by Ctrl-C (or a SIGTERM taken as one) exits with: 128 + SIGINT."""
+
 
 class InputError(Exception):
     """Bad input: the message names the input and says what is wrong, in one line."""

@@ -21,11 +21,9 @@ clock then runs this very tick, with elapsed times and `for_s` that never depend
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -36,6 +34,7 @@ from torchtop.assess.snapshot import Snapshot
 from torchtop.assess.tracker import VerdictTracker
 from torchtop.assess.windows import WindowCache
 from torchtop.diagnosis.rules import RuleTree
+from torchtop.jobs.interrupt import terminate_as_interrupt
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 from torchtop.model.report import Report
@@ -208,17 +207,3 @@ def watch(
     except KeyboardInterrupt:
         pass
     return monitor.finish()
-
-
-@contextlib.contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """A SIGTERM to this process raises KeyboardInterrupt while in the block, as Ctrl-C does,
-    where it can (the main thread); SIGTERM's handler is put back after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    saved = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, saved)

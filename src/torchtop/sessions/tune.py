@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchtop.diagnosis.rules import RuleTree
-from torchtop.errors import InputError, positive_seconds
+from torchtop.errors import EXIT_INTERRUPTED, InputError, positive_seconds
+from torchtop.jobs.interrupt import terminate_as_interrupt
 from torchtop.jobs.records import default_run_dir
 from torchtop.model.knobs import ALLOW_GROUPS
 from torchtop.report.ending import TAIL_SHOWN
@@ -32,7 +33,7 @@ from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
 from torchtop.trials.measure import MeasureError
 from torchtop.tuning.summary import render_summary, tune_report
-from torchtop.tuning.tune import DEFAULT_BUDGET_S, TuneOptions, TuneResult, tune
+from torchtop.tuning.tune import DEFAULT_BUDGET_S, INTERRUPTED, TuneOptions, TuneResult, tune
 from torchtop.tuning.tuned import TUNED_FILE, load_tuned, write_tuned
 
 if TYPE_CHECKING:
@@ -102,13 +103,21 @@ def tune_session(command: Sequence[str], options: TuneCommand, tree: RuleTree) -
             board.write_trials(time.time())  # a trial just decided is on the board at once
 
     try:
-        result = tune(command, tune_options, tree, run_dir, on_event=on_event)
+        with terminate_as_interrupt():
+            result = tune(command, tune_options, tree, run_dir, on_event=on_event)
         if board is not None:
             _board_ending(board, result)
     except FileNotFoundError:
         raise InputError(command[0], "command not found") from None
     except MeasureError as exc:
         return _unmeasurable(exc)
+    except KeyboardInterrupt:  # before the baseline was measured: nothing to keep
+        print(
+            f"torchtop tune: interrupted before the job's baseline was measured; nothing was "
+            f"tried, {toml_path.name} is unchanged (the run so far: {run_dir})",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     finally:
         if board is not None:
             board.close()
@@ -122,7 +131,7 @@ def tune_session(command: Sequence[str], options: TuneCommand, tree: RuleTree) -
     else:
         sys.stdout.write(render_summary(result, toml_path))
     sys.stdout.flush()
-    return 0
+    return EXIT_INTERRUPTED if result.stopped_because == INTERRUPTED else 0
 
 
 def _tensorboard(option: str | None, run_dir: Path) -> TensorBoardLog | None:

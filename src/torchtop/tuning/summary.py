@@ -65,7 +65,13 @@ def tune_report(result: TuneResult) -> Document:
 def render_summary(result: TuneResult, written: Path | None) -> str:
     lines = [f"torchtop tune: {shlex.join(result.original.command)}", ""]
     lines.append(f"baseline: {result.baseline.steps_per_s:.2f} steps/s")
-    lines += [_trial_line(t) for t in result.trials] or ["no fix applied (none was tried)"]
+    lines += [_trial_line(t) for t in result.trials]
+    if result.interrupted is not None:
+        changes = "; ".join(result.interrupted.changes) or result.interrupted.description
+        number = len(result.trials) + 1
+        lines.append(f"trial {number}: {changes}: interrupted before it decided: not kept")
+    elif not result.trials:
+        lines.append("no fix applied (none was tried)")
     lines.append(f"stopped: {result.stopped_because}")
     patches = [s for s in result.skipped if s.patch]
     if patches:

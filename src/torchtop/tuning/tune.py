@@ -8,7 +8,8 @@ run (also profiled) is diagnosed for the next fix; a reverted one leaves the job
 the next fix is tried against a fresh baseline. A trial measures rounds until it can decide
 (`trials.decision`), and starts no round that would end past the budget. Tuning ends when no
 untried fix applies (every remaining fix gained too little, or none is left), when the time
-budget would be overrun, or after `max_trials`.
+budget would be overrun, after `max_trials`, or on Ctrl-C (or a SIGTERM to torchtop) after the
+baseline: the trial then running is stopped and not kept, and the fixes kept so far stand.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from torchtop.tuning.profiled import profiled_run
 EventSink = Callable[[str], None]
 
 DEFAULT_BUDGET_S = 300.0
+INTERRUPTED = "interrupted (Ctrl-C or SIGTERM); the trial then running is not kept"
 PROFILED_FOLDER = "profiled"
 """Under RUN: the run profiled early when the baseline ended before its window."""
 
@@ -82,6 +84,8 @@ class TuneResult:
     report: Report | None
     """The diagnosis of the job as it runs in the end."""
     stopped_because: str
+    interrupted: LaunchPlan | None = None
+    """The plan whose trial was running when tuning was interrupted (not kept)."""
 
     @property
     def kept(self) -> tuple[Trial, ...]:
@@ -131,22 +135,31 @@ def tune(
     say(f"baseline: {baseline.steps_per_s:.2f} steps/s ({baseline.median_step_ms:.1f} ms median)")
     progress = _Progress(original, baseline, baseline)
     progress.run_durations_s.append(time.monotonic() - started)
-    report = _diagnosed(original, baseline, run_dir, options, tree, say)
-    while True:
-        stopped = _stop_reason(progress, options, time.monotonic() - started)
-        candidate = None if stopped else next_fix(report, progress, options, machine)
-        if candidate is None:
-            stopped = stopped or _nothing_left(report, options)
-            break
-        say(format_plan(progress.plan, candidate).rstrip())
-        gain = predicted_gain(report, candidate.fixes[-1].knob)
-        deadline_s = started + options.budget_s
-        trial = _trial(progress, candidate, options, run_dir, say, gain, deadline_s)
-        progress.fresh = None
-        if trial.kept:
-            progress.plan, progress.current = candidate, measured(trial.after[0])
-            progress.fresh = measured(trial.after[-1])
-            report = analyze_run(progress.current.run_dir, tree)
+    report: Report | None = None
+    trying: LaunchPlan | None = None
+    try:
+        report = _diagnosed(original, baseline, run_dir, options, tree, say)
+        while True:
+            stopped = _stop_reason(progress, options, time.monotonic() - started)
+            candidate = None if stopped else next_fix(report, progress, options, machine)
+            if candidate is None:
+                stopped = stopped or _nothing_left(report, options)
+                break
+            say(format_plan(progress.plan, candidate).rstrip())
+            gain = predicted_gain(report, candidate.fixes[-1].knob)
+            deadline_s = started + options.budget_s
+            trying = candidate
+            trial = _trial(progress, candidate, options, run_dir, say, gain, deadline_s)
+            trying, progress.fresh = None, None
+            if trial.kept:
+                progress.plan, progress.current = candidate, measured(trial.after[0])
+                progress.fresh = measured(trial.after[-1])
+                report = None  # until the kept fix's run is diagnosed
+                report = analyze_run(progress.current.run_dir, tree)
+    except KeyboardInterrupt:
+        # Each run's job was stopped on the way out (`measure`); what was decided stands.
+        stopped = INTERRUPTED
+        say(INTERRUPTED)
     return TuneResult(
         run_dir=run_dir,
         original=original,
@@ -156,6 +169,7 @@ def tune(
         baseline=baseline,
         report=report,
         stopped_because=stopped,
+        interrupted=trying,
     )
 
 
