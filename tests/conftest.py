@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,26 @@ CONTEXT = read_context(frames=True)
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
 CLEANS_UP = WORKLOADS / "cleans_up.py"
 """A job that touches `ready` beside its argument, sleeps, and writes `cleaned up` as it ends."""
+
+
+def signal_once_there(
+    process: subprocess.Popen[str], there: Path, sig: int, settle_s: float = 1.0
+) -> tuple[str, str]:
+    """Once `there` exists (and `settle_s` after), send `process` the signal `sig`; its stdout
+    and stderr once it has ended. It is killed if it has not ended in a minute."""
+    try:
+        deadline = time.monotonic() + 180
+        while not there.exists():
+            assert process.poll() is None, process.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, f"no {there} in 180 s"
+            time.sleep(0.1)
+        time.sleep(settle_s)
+        process.send_signal(sig)
+        return process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
 
 pytest_plugins = ["tests.fake_run"]
 

@@ -9,12 +9,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CLEANS_UP, WORKLOADS
+from tests.conftest import CLEANS_UP, WORKLOADS, signal_once_there
 from tests.workloads.crashes import LAST_LINE
 
 JOBS = WORKLOADS
@@ -159,18 +158,7 @@ def test_a_sigterm_to_torchtop_stops_its_job_as_ctrl_c_does_and_keeps_the_report
         env={k: v for k, v in os.environ.items() if not k.startswith("TORCHTOP_")},
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
-    try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "ready").exists():
-            assert torchtop.poll() is None, torchtop.communicate()[1][-2000:]
-            assert time.monotonic() < deadline, "the job never started"
-            time.sleep(0.1)
-        time.sleep(1.0)  # past the first tick
-        torchtop.send_signal(signal.SIGTERM)
-        stdout, stderr = torchtop.communicate(timeout=60)
-    finally:
-        if torchtop.poll() is None:
-            torchtop.kill()
+    stdout, stderr = signal_once_there(torchtop, tmp_path / "ready", signal.SIGTERM)
     assert torchtop.returncode == 0, stderr[-2000:]
     assert done.read_text() == "cleaned up"
     ending = json.loads((run_dir / "exit.json").read_text())

@@ -9,12 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
+from tests.conftest import signal_once_there
 from torchtop.tuning.tune import INTERRUPTED
 
 pytestmark = pytest.mark.slow
@@ -33,14 +33,6 @@ def start_tune(tmp_path: Path) -> subprocess.Popen[str]:
     )
 
 
-def wait_for(path: Path, tune: subprocess.Popen[str], timeout_s: float = 180) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        assert tune.poll() is None, tune.communicate()[1][-3000:]
-        assert time.monotonic() < deadline, f"no {path} in {timeout_s:.0f} s"
-        time.sleep(0.1)
-
-
 def jobs_started(run_dir: Path) -> list[int]:
     return [json.loads(p.read_text())["pid"] for p in run_dir.rglob("run.json")]
 
@@ -57,14 +49,8 @@ def test_a_sigterm_during_a_trial_stops_it_keeps_what_was_decided_and_exits_130(
 ) -> None:
     tune = start_tune(tmp_path)
     run_dir = tmp_path / "run"
-    try:
-        wait_for(run_dir / "trials" / "01" / "after-1" / "run.json", tune)
-        time.sleep(1.0)  # the trial's job is stepping
-        tune.send_signal(signal.SIGTERM)
-        stdout, stderr = tune.communicate(timeout=120)
-    finally:
-        if tune.poll() is None:
-            tune.kill()
+    started = run_dir / "trials" / "01" / "after-1" / "run.json"
+    stdout, stderr = signal_once_there(tune, started, signal.SIGTERM)  # its job is stepping
     assert tune.returncode == 130, stderr[-3000:]
     assert "Traceback" not in stderr
     assert f"stopped: {INTERRUPTED}" in stdout
@@ -82,13 +68,7 @@ def test_ctrl_c_before_the_baseline_is_measured_writes_nothing_and_exits_130(
 ) -> None:
     tune = start_tune(tmp_path)
     run_dir = tmp_path / "run"
-    try:
-        wait_for(run_dir / "baseline" / "run.json", tune)
-        tune.send_signal(signal.SIGINT)
-        _, stderr = tune.communicate(timeout=120)
-    finally:
-        if tune.poll() is None:
-            tune.kill()
+    _, stderr = signal_once_there(tune, run_dir / "baseline" / "run.json", signal.SIGINT, 0.0)
     assert tune.returncode == 130, stderr[-3000:]
     assert "Traceback" not in stderr
     assert "interrupted before the job's baseline was measured; nothing was tried" in stderr
