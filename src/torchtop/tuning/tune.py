@@ -206,8 +206,15 @@ def _nothing_left(report: Report | None, options: TuneOptions) -> str:
             "DataLoader wait were measured; give it more steps (it ran "
             f"{report.job.metrics.get('steps_count') or 0} counted) to diagnose the rest"
         )
-    if not report.verdict.findings:
+    findings = report.verdict.findings
+    if not findings:
         return f"the diagnosis names nothing to fix ({report.verdict.reason})"
+    if not any(finding.fixes for finding in findings):
+        # A 2-rank nanoGPT: all-reduce not overlapped, but 0.4 MB of gradients fill one bucket
+        # at any size, so the bucket advice does not fire; saying "no untried fix applies"
+        # there read as if fixes had been tried.
+        named = ", ".join(finding.rule for finding in findings)
+        return f"the diagnosis ({named}) offers no fix for this job"
     return f"no untried fix applies (a kept fix must gain at least {options.min_gain:.0%})"
 
 
