@@ -4,21 +4,25 @@ nanoGPT: all-reduce not overlapped, with gradients too small for the bucket advi
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from pathlib import Path
 
+import pytest
 from msgspec.structs import replace
 
 from tests.conftest import RULES_DIR
-from tests.tuning.running import QUICK
+from tests.tuning.running import QUICK, job
 from torchtop.diagnosis.rules import load_rules
 from torchtop.sessions.offline import analyze_paths
 from torchtop.tuning import tune
 
 STARVED = Path(__file__).resolve().parents[2] / "sample_traces" / "dataloader_starved"
+TREE = load_rules(RULES_DIR)
 
 
 def test_findings_that_offer_no_fix_are_named_and_not_said_to_be_tried() -> None:
-    report = analyze_paths([str(STARVED)], load_rules(RULES_DIR))
+    report = analyze_paths([str(STARVED)], TREE)
     findings = report.verdict.findings
     assert findings and any(finding.fixes for finding in findings)
     assert tune._nothing_left(report, QUICK).startswith("no untried fix applies")
@@ -28,3 +32,18 @@ def test_findings_that_offer_no_fix_are_named_and_not_said_to_be_tried() -> None
     said = tune._nothing_left(without, QUICK)
     named = ", ".join(finding.rule for finding in findings)
     assert said == f"the diagnosis ({named}) offers no fix for this job"
+
+
+@pytest.mark.slow
+def test_a_budget_spent_on_the_baseline_still_lists_the_users_own_changes_on_their_lines(
+    tmp_path: Path,
+) -> None:
+    """Tune stopped by its budget before it looked at the fixes once showed no code change at
+    all; and its baseline had no stacks, so a code change could not be put on a line."""
+    env = {**os.environ, "STEPS": "1000000"}
+    options = dataclasses.replace(QUICK, budget_s=1.0)
+    result = tune.tune(job("copy_heavy"), options, TREE, tmp_path / "run", env=env)
+    assert result.trials == () and "overrun the time budget" in result.stopped_because
+    code = [s for s in result.skipped if s.patch]
+    assert code, result.report.verdict if result.report else "no report"
+    assert any("copy_heavy.py:" in (s.patch or "") for s in code), [s.patch for s in code]

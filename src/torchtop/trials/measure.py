@@ -10,10 +10,12 @@ The measurement is `steps` steps, and, with `min_duration_s`, as many more as fi
 time: a fast job's steps are short against its periodic costs (an epoch boundary restarting
 DataLoader workers, workers delivering their batches in bursts), so a count alone would miss
 them. Steps/s is the count over the summed wall time. With `window`, the agent is then asked
-for profiler windows (`RUN/requests/window`), one after the other, so the same run can be
-diagnosed without the profiler slowing the measured steps. `WINDOWS` of them: the diagnosis
-pools its windows, and one window of a few steps can name either of two close causes (the
-`threads` job's baseline named its DataLoader in 2 windows of 5, its 8 threads in the others).
+for profiler windows (`RUN/requests/window`), one after the other, and its Python stacks are
+sampled meanwhile (`collectors.stack_samples`), so the same run can be diagnosed, and its code
+fixes put on the job's lines, without the profiler or the dumps slowing the measured steps.
+`WINDOWS` of them: the diagnosis pools its windows, and one window of a few steps can name
+either of two close causes (the `threads` job's baseline named its DataLoader in 2 windows of
+5, its 8 threads in the others).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchtop.collectors.stack_samples import stacks_sampled
 from torchtop.jobs.env import ON_REQUEST
 from torchtop.jobs.job import TERMINAL, start_plan
 from torchtop.model.plan import LaunchPlan
@@ -77,7 +80,10 @@ def measure(
     deadline_s = time.monotonic() + timeout_s
     try:
         if _wait_for_steps(job.poll, watcher, span, deadline_s) and window:
-            _wait_for_windows(job.poll, watcher, run_dir, deadline_s)
+            # The stacks too, once the measured steps are in: a code fix is then put on the
+            # job's own line, where tune said "no Python stacks of the job were recorded".
+            with stacks_sampled(job.pid, run_dir):
+                _wait_for_windows(job.poll, watcher, run_dir, deadline_s)
     finally:
         handle.measuring(None)  # before the job is reaped: its pid must not be signalled after
         ending = job.finish()

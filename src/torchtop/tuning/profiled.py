@@ -16,16 +16,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from torchtop.collectors.sampler import Sampler
-from torchtop.collectors.stacks import StackCollector
+from torchtop.collectors.stack_samples import stacks_sampled
 from torchtop.jobs.env import Windows
 from torchtop.jobs.job import TERMINAL, start_plan
 from torchtop.model.plan import LaunchPlan
-from torchtop.runs.journal import JournalWriter
-from torchtop.runs.layout import RunLayout
 from torchtop.runs.state import RunState, RunWatcher
 
-STACKS_EVERY_S = 0.5
 POLL_S = 0.2
 NEVER_AGAIN_S = 1e9
 """The periodic schedule's gap after the first window: one window is all this run needs."""
@@ -41,18 +37,15 @@ def profiled_run(
     """Run `plan` into `run_dir` with a window from step `first_step`; whether it has one."""
     windows = Windows(every_s=NEVER_AGAIN_S, first_step=max(first_step, 1))
     job = start_plan(plan, run_dir, "tune", windows, None if capture_output else TERMINAL)
-    writer = JournalWriter(RunLayout(run_dir).samples("stacks"))
-    sampler = Sampler("stacks", STACKS_EVERY_S, StackCollector(job.pid).sample, writer).start()
     watcher = RunWatcher(run_dir)
     deadline_s = time.monotonic() + timeout_s
     try:
-        while job.poll() is None and time.monotonic() < deadline_s:
-            if _profiled(watcher.poll()):
-                break
-            time.sleep(POLL_S)
+        with stacks_sampled(job.pid, run_dir):
+            while job.poll() is None and time.monotonic() < deadline_s:
+                if _profiled(watcher.poll()):
+                    break
+                time.sleep(POLL_S)
     finally:
-        sampler.stop()
-        writer.close()
         job.finish()
     return any(p.windows for p in watcher.poll(final=True).training_processes)
 

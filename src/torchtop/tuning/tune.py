@@ -144,6 +144,7 @@ def tune(
             candidate = None if stopped else next_fix(report, progress, options, machine)
             if candidate is None:
                 stopped = stopped or _nothing_left(report, options)
+                _note_unapplied(report, progress, options, machine)
                 break
             say(format_plan(progress.plan, candidate).rstrip())
             gain = predicted_gain(report, candidate.fixes[-1].knob)
@@ -235,18 +236,8 @@ def next_fix(
     """The plan for the first applicable, untried fix of the diagnosis, in its order."""
     if report is None:
         return None
-    current = progress.current
     for fix in _fixes(report):
-        planned = plan_fix(
-            fix,
-            progress.plan,
-            current.settings,
-            machine,
-            bindings=options.bindings,
-            allow=options.allow,
-            metrics=report.job.metrics,
-            argv=current.argv,
-        )
+        planned = _planned(fix, report, progress, options, machine)
         if isinstance(planned, NotApplicable):
             progress.skipped.setdefault(fix.knob, planned)
             continue
@@ -256,6 +247,35 @@ def next_fix(
             progress.tried.add(key)
             return planned
     return None
+
+
+def _note_unapplied(
+    report: Report | None, progress: _Progress, options: TuneOptions, machine: Machine
+) -> None:
+    """Every fix of the last diagnosis that tune cannot apply (code changes, groups not
+    allowed), in `progress.skipped`, where tuning stopped before it looked (the budget): the
+    summary shows the user's own changes whatever stopped it."""
+    if report is None:
+        return
+    for fix in _fixes(report):
+        planned = _planned(fix, report, progress, options, machine)
+        if isinstance(planned, NotApplicable):
+            progress.skipped.setdefault(fix.knob, planned)
+
+
+def _planned(
+    fix: Fix, report: Report, progress: _Progress, options: TuneOptions, machine: Machine
+) -> LaunchPlan | NotApplicable:
+    return plan_fix(
+        fix,
+        progress.plan,
+        progress.current.settings,
+        machine,
+        bindings=options.bindings,
+        allow=options.allow,
+        metrics=report.job.metrics,
+        argv=progress.current.argv,
+    )
 
 
 def _fixes(report: Report) -> list[Fix]:
