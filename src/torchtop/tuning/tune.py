@@ -141,10 +141,12 @@ def tune(
         report = _diagnosed(original, baseline, run_dir, options, tree, say)
         while True:
             stopped = _stop_reason(progress, options, time.monotonic() - started)
-            candidate = None if stopped else next_fix(report, progress, options, machine)
-            if candidate is None:
-                stopped = stopped or _nothing_left(report, options)
+            if stopped:  # before the fixes were looked at: the user's own changes still show
                 _note_unapplied(report, progress, options, machine)
+                break
+            candidate = next_fix(report, progress, options, machine)
+            if candidate is None:
+                stopped = _nothing_left(report, options)
                 break
             say(format_plan(progress.plan, candidate).rstrip())
             gain = predicted_gain(report, candidate.fixes[-1].knob)
@@ -253,8 +255,9 @@ def _note_unapplied(
     report: Report | None, progress: _Progress, options: TuneOptions, machine: Machine
 ) -> None:
     """Every fix of the last diagnosis that tune cannot apply (code changes, groups not
-    allowed), in `progress.skipped`, where tuning stopped before it looked (the budget): the
-    summary shows the user's own changes whatever stopped it."""
+    allowed), in `progress.skipped`, as `next_fix` records them, where tuning stopped before
+    it looked (the budget, the trials' limit): the summary shows the user's own changes
+    whatever stopped it."""
     if report is None:
         return
     for fix in _fixes(report):
