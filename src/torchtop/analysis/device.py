@@ -38,11 +38,12 @@ def gpu_metrics(trace: TraceData, steps: StepWindows) -> Metrics:
     tiny = float((durations < TINY_KERNEL_US).mean())
     del durations
     let_go(len(kernels))
-    utilization = _utilization(trace, lo, hi)
+    busy = _busy_per_device(trace, lo, hi) if span > 0 else []
+    utilization = float(np.mean([b.total() / span for b in busy])) if busy else None
+    gaps = _gaps_per_step(trace, busy, lo, hi, len(steps)) if span > 0 else None
+    del busy
     let_go(len(kernels))
     delay_us = _launch_delay(trace)
-    let_go(len(kernels))
-    gaps = _gaps_per_step(trace, lo, hi, len(steps)) if span > 0 else None
     let_go(len(kernels))
     metrics: Metrics = {
         "has_gpu": True,
@@ -62,18 +63,15 @@ def gpu_metrics(trace: TraceData, steps: StepWindows) -> Metrics:
     return metrics
 
 
-def _utilization(trace: TraceData, lo: float, hi: float) -> float | None:
-    """Kernel busy time over the steps' span, averaged over the devices that ran kernels."""
-    if hi <= lo:
-        return None
+def _busy_per_device(trace: TraceData, lo: float, hi: float) -> list[IntervalSet]:
+    """Each device's kernel busy time within the steps' span [lo, hi]: the GPU's utilization
+    is their mean share of the span."""
     kernels = trace.kernels
     window = IntervalSet(np.array([lo]), np.array([hi]))
-    shares = []
-    for device in distinct(kernels.device):
-        mine = kernels.device == device
-        busy = IntervalSet.of(kernels.start_us, kernels.end_us, mine).intersect(window)
-        shares.append(busy.total() / (hi - lo))
-    return float(np.mean(shares))
+    return [
+        IntervalSet.of(kernels.start_us, kernels.end_us, kernels.device == device).intersect(window)
+        for device in distinct(kernels.device)
+    ]
 
 
 def _launch_delay(trace: TraceData) -> float | None:
@@ -92,10 +90,17 @@ def _launch_delay(trace: TraceData) -> float | None:
     return float(median(delays))
 
 
-def _gaps_per_step(trace: TraceData, lo: float, hi: float, step_count: int) -> float:
-    busy = IntervalSet.of(trace.kernels.start_us, trace.kernels.end_us).intersect(
-        IntervalSet(np.array([lo]), np.array([hi]))
-    )
+def _gaps_per_step(
+    trace: TraceData, per_device: list[IntervalSet], lo: float, hi: float, step_count: int
+) -> float:
+    """Idle gaps between all devices' kernels within [lo, hi], per step; on one device its
+    busy set (`per_device`) is that union already, made once."""
+    if len(per_device) == 1:
+        busy = per_device[0]
+    else:
+        busy = IntervalSet.of(trace.kernels.start_us, trace.kernels.end_us).intersect(
+            IntervalSet(np.array([lo]), np.array([hi]))
+        )
     return max(len(busy) - 1, 0) / max(step_count, 1)
 
 
