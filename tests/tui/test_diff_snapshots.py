@@ -27,6 +27,35 @@ def twin_changes(shared: Path) -> dict[str, Any]:
     return changes(a, b)
 
 
+def with_settings(report: dict[str, Any], workers: int) -> dict[str, Any]:
+    """A twin's report as a recorded run's would carry it: its command and its settings."""
+    options = [{"dest": "workers", "flags": ["-j", "--workers"], "value": workers}]
+    settings = {
+        "env": {"OMP_NUM_THREADS": "4"}, "overrides": {}, "agent": True,
+        "dataloader": {"num_workers": workers, "pin_memory": True, "batch_size": 32,
+                       "persistent_workers": False, "prefetch_factor": 2 if workers else None},
+        "threads": {"torch_num_threads": 4}, "device": "cuda:0", "amp": False,
+        "compiled": False, "options": options,
+    }  # fmt: skip
+    command = ["python", "main.py", "-a", "resnet50", "-j", str(workers), "imagenet"]
+    return {**report, "source": {**report["source"], "command": command}, "settings": settings}
+
+
+@pytest.fixture(scope="module")
+def recorded_changes(shared: Path) -> dict[str, Any]:
+    a = DiffSide(with_settings(analyze_json(shared / RESNET_NW0), 0), "resnet50_num_workers_0")
+    b = DiffSide(with_settings(analyze_json(shared / RESNET_NW4), 4), "resnet50_num_workers_4")
+    return changes(a, b)
+
+
+def test_settings_that_differ_come_first_in_the_changes_at_120x36(
+    snap_compare: Compare, recorded_changes: dict[str, Any]
+) -> None:
+    """As from two recorded runs: `-j 0 -> 4` and `dataloader.num_workers 0 -> 4` on top,
+    the ratio with its noise judgement, then where the time moved."""
+    assert snap_compare(DiffApp(recorded_changes), terminal_size=SIZES["120x36"])
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_the_resnet_twins_side_by_side_look_right(
     snap_compare: Compare, twin_changes: dict[str, Any], size: str

@@ -37,6 +37,7 @@ from torchtop.assess.nodes import node_reports
 from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, rank_verdict
 from torchtop.assess.ranks import standings
 from torchtop.assess.restarts import fold_restarts
+from torchtop.assess.settings import recorded_settings
 from torchtop.assess.window_calls import window_calls
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
@@ -241,6 +242,7 @@ def assess(
         windows=calls,
         exit=ending,
         out_of_memory=died_of_memory(ending, job),
+        settings=recorded_settings(state),
     )
 
 

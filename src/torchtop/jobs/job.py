@@ -237,7 +237,10 @@ def start(
             preexec_fn=_sigint_at_its_default if _sigint_ignored() else None,
         )
     passed = overrides if agent else None
-    write_run_record(layout, kind, command, process.pid, started_at, cwd, passed, fixes, node)
+    write_run_record(
+        layout, kind, command, process.pid, started_at, cwd, passed, fixes, node,
+        env=job_env if job_env is not None else os.environ,
+    )  # fmt: skip
     copy = streams.copier()
     return Job(list(command), layout, process, started_at, streams=streams, copy=copy)
 

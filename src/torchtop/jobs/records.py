@@ -21,6 +21,7 @@ import msgspec
 from torchtop import __version__
 from torchtop.model.attach import AttachTarget
 from torchtop.model.plan import AppliedFix
+from torchtop.runs.environment import speed_environment
 from torchtop.runs.identity import NodeIdentity
 from torchtop.runs.journal import write_record
 from torchtop.runs.layout import RunLayout
@@ -40,11 +41,13 @@ def write_run_record(
     fixes: Sequence[AppliedFix] = (),
     node: NodeIdentity | None = None,
     attached: AttachTarget | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> RunRecord:
     """Write `run.json` for the process `pid` running `command` (`cwd`: torchtop's own when
     None; `started_at`: now when None) and return what was written; `node`: the launch's node
     where several launchers share the run folder; `attached`: the job `attach` found, where it
-    has several ranks."""
+    has several ranks; `env`: the job's environment, of which the variables that bear on its
+    speed are kept (`runs.environment`)."""
     record = RunRecord(
         kind=kind,
         command=list(command),
@@ -61,6 +64,8 @@ def write_run_record(
         record = msgspec.structs.replace(record, **_node_fields(node))
     if attached is not None:
         record = msgspec.structs.replace(record, attached=attached)
+    if env is not None:
+        record = msgspec.structs.replace(record, env=speed_environment(env))
     write_record(layout.run_json, record)
     return record
 

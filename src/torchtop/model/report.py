@@ -8,6 +8,7 @@ from torchtop.model.analysis import RankAnalysis
 from torchtop.model.attach import AttachTarget, SamplerCost
 from torchtop.model.findings import Verdict
 from torchtop.model.memory import OutOfMemory
+from torchtop.model.settings import JobSettings
 from torchtop.model.trial_entry import TrialEntry
 
 
@@ -164,6 +165,8 @@ class Report(msgspec.Struct, frozen=True):
     """The job died of out-of-memory (its stderr says so), with the last peak measured."""
     sampler: SamplerCost | None = None
     """`attach` without an agent: what its native stack sampler costs now (the header)."""
+    settings: JobSettings | None = None
+    """What a recorded run ran with (its launch and its agent's settings); None for a trace."""
 
 
 class SkippedTrace(msgspec.Struct, frozen=True):

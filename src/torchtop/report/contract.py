@@ -25,6 +25,7 @@ from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
 from torchtop.report.memory import memory_json, modules_json, out_of_memory_json
 from torchtop.report.relaunch import relaunch_json
+from torchtop.report.settings import settings_json
 from torchtop.report.totals import totals_json
 
 SCHEMA = "torchtop.report/1"
@@ -101,6 +102,8 @@ def report_to_json(report: Report) -> Document:
         document["exit"] = exit_json(report.exit)
     if report.out_of_memory is not None:
         document["out_of_memory"] = out_of_memory_json(report.out_of_memory)
+    if report.settings is not None:
+        document["settings"] = settings_json(report.settings)
     return document
 
 

@@ -9,7 +9,10 @@ own rounded figures, so a reader dividing the two reports' numbers gets the same
 from __future__ import annotations
 
 from torchtop.model.diff import DiffSide, Document
+from torchtop.report.diff_moved import moved_change
 from torchtop.report.diff_names import names_change
+from torchtop.report.diff_noise import noise_judgement
+from torchtop.report.diff_settings import settings_change, settings_recorded
 
 SCHEMA = "torchtop.diff/1"
 STEP_KEYS = ("count", "mean_ms", "p50_ms", "p95_ms", "steps_per_s")
@@ -21,10 +24,17 @@ def diff_document(a: DiffSide, b: DiffSide) -> Document:
 
 
 def changes(a: DiffSide, b: DiffSide) -> Document:
+    """The settings that differ first (CONTRACT.md), then the figures that moved."""
     ra, rb = a.report, b.report
+    settings = settings_change(ra, rb)
+    known = settings_recorded(ra) and settings_recorded(rb)
     return {
+        "settings": settings,
+        "settings_recorded": {"a": settings_recorded(ra), "b": settings_recorded(rb)},
         "inputs": {"a": _input(a), "b": _input(b)},
         "steps": steps_change(ra, rb),
+        "noise": noise_judgement(ra, rb),
+        "moved": moved_change(ra, rb, settings, known),
         "breakdown": breakdown_change(ra, rb),
         "verdict": verdict_change(ra, rb),
         "operators": names_change(a, b, "operators"),
@@ -36,7 +46,10 @@ def changes(a: DiffSide, b: DiffSide) -> Document:
 
 def _input(side: DiffSide) -> Document:
     source = side.report.get("source", {})
-    return {"path": side.label, "kind": source.get("kind"), "json_report": side.from_json}
+    document = {"path": side.label, "kind": source.get("kind"), "json_report": side.from_json}
+    if source.get("command"):
+        document["command"] = list(source["command"])
+    return document
 
 
 def ratio(b: float | None, a: float | None) -> float | None:

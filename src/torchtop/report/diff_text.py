@@ -5,26 +5,20 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-import msgspec
-
-from torchtop.model.diff import Document
+from torchtop.model.diff import DiffSection, Document
+from torchtop.report.diff_cause_text import moved_section, noise_note, settings_section
 
 TOP_ROWS = 10
 NAME_WIDTH = 48
 
 
-class DiffSection(msgspec.Struct, frozen=True):
-    """One part of the comparison: a title, column heads, rows of cells, and a closing note."""
-
-    title: str
-    header: tuple[str, ...] = ()
-    rows: tuple[tuple[str, ...], ...] = ()
-    note: str | None = None
-
-
 def diff_sections(changes: Document, top: int = TOP_ROWS) -> list[DiffSection]:
+    """The settings that differ first, then the steps (with the noise judgement) and where the
+    time moved, then the figures."""
     return [
+        settings_section(changes),
         steps_section(changes),
+        moved_section(changes),
         verdict_section(changes["verdict"]),
         breakdown_section(changes["breakdown"]),
         names_section(changes["operators"], "operators", top),
@@ -46,9 +40,12 @@ def steps_section(changes: Document) -> DiffSection:
     steps = changes["steps"]
     a, b = steps["a"], steps["b"]
     rate = steps["steps_per_s_ratio"]
-    note = None
+    said = []
     if rate is not None and rate != 1.0:
-        note = f"B is {abs(rate - 1.0):.1%} {'faster' if rate > 1.0 else 'slower'} than A"
+        said.append(f"B is {abs(rate - 1.0):.1%} {'faster' if rate > 1.0 else 'slower'} than A")
+    if "noise" in changes:
+        said.append(noise_note(changes["noise"]))
+    note = "\n".join(said) or None
     return DiffSection(
         "steps",
         ("", "A", "B", "B/A"),
@@ -141,7 +138,7 @@ def render_diff_text(changes: Document) -> str:
         lines.append(section.title.upper())
         lines += [f"  {line}" for line in _aligned(section)]
         if section.note:
-            lines.append(f"  {section.note}")
+            lines += [f"  {line}" for line in section.note.splitlines()]
         lines.append("")
     return "\n".join(lines)
 
@@ -152,7 +149,8 @@ def render_diff_markdown(changes: Document) -> str:
         lines += [f"## {section.title[0].upper()}{section.title[1:]}", ""]
         if section.rows:
             lines.append("| " + " | ".join(section.header) + " |")
-            lines.append("|" + "|".join(["---", *["---:"] * (len(section.header) - 1)]) + "|")
+            left, right = section.left, len(section.header) - section.left
+            lines.append("|" + "|".join(["---"] * left + ["---:"] * right) + "|")
             lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in section.rows]
             lines.append("")
         if section.note:
@@ -167,7 +165,8 @@ def _aligned(section: DiffSection) -> list[str]:
     widths = [max(len(row[i]) for row in table) for i in range(len(section.header))]
     return [
         "  ".join(
-            cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)
+            cell.ljust(widths[i]) if i < section.left else cell.rjust(widths[i])
+            for i, cell in enumerate(row)
         ).rstrip()
         for row in table
     ]

@@ -1,9 +1,10 @@
 """`torchtop diff A B` in a terminal: the two runs side by side.
 
 Each side's step figures, verdict and breakdown (a bar per category, in the dashboard's letters
-and colours) in two columns, then the changes that matter (steps/s ratio, the top operator and
-kernel changes, memory and communication) below, in the same words as the text report
-(`report.diff_text`). Data in, nothing else: the session hands the finished `changes`.
+and colours) in two columns, then the changes that matter below: first the settings that differ
+(`num_workers 0 -> 2`), the steps/s ratio and whether it is beyond noise, where the time moved,
+then the top operator and kernel changes, memory and communication, in the same words as the
+text report (`report.diff_text`). Data in, nothing else: the session hands the finished `changes`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from torchtop.tui.palette import CATEGORY, MUTED, VERDICT_COLOUR, VERDICT_DEFAUL
 BAR_CELLS = 12
 TOP_ROWS = 5
 TITLE_WIDTH = 30
-SCREEN_ORDER = ("steps", "operators", "kernels", "verdict", "memory", "communication")
+SCREEN_ORDER = (
+    "settings", "steps", "where", "operators", "kernels", "verdict", "memory", "communication",
+)  # fmt: skip
 
 CSS = """
 Screen { layout: vertical; }
@@ -94,8 +97,8 @@ def side_view(changes: Document, which: str) -> RenderableType:
 
 
 def changes_view(changes: Document) -> RenderableType:
-    """The sections below the sides: steps, then the top changes, then the rest; the
-    breakdown is above, side by side."""
+    """The sections below the sides: the settings that differ, the steps and where the time
+    moved, then the top changes, then the rest; the breakdown is above, side by side."""
     sections = {s.title.split()[0]: s for s in diff_sections(changes, top=TOP_ROWS)}
     return Group(*(section_table(sections[name]) for name in SCREEN_ORDER))
 
@@ -103,19 +106,25 @@ def changes_view(changes: Document) -> RenderableType:
 def section_table(section: DiffSection) -> RenderableType:
     title = Text(section.title, style="bold")
     if not section.rows:
-        return Group(title, Text(f"  {section.note or ''}", style=MUTED))
+        return Group(title, _note(section.note or ""))
     names = section.title.endswith("changed most")
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style=MUTED, expand=names)
     # The name gives way on a narrow screen; the figures keep their width.
     table.add_column(section.header[0], no_wrap=True, overflow="ellipsis", ratio=1)
-    for head in section.header[1:]:
-        table.add_column(head, justify="right", no_wrap=True, min_width=len(head))
+    for index, head in enumerate(section.header[1:], start=1):
+        justify = "left" if index < section.left else "right"
+        table.add_column(head, justify=justify, no_wrap=True, min_width=len(head))
     for row in section.rows:
         table.add_row(*row)
     lines: list[RenderableType] = [title, table]
     if section.note:
-        lines.append(Text(f"  {section.note}", style=MUTED))
+        lines.append(_note(section.note))
     return Group(*lines)
+
+
+def _note(note: str) -> Text:
+    """A section's closing words, each of its lines indented."""
+    return Text("\n".join(f"  {line}" for line in note.splitlines()), style=MUTED)
 
 
 def run_diff(changes: Document) -> None:
