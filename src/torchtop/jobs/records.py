@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import msgspec
+import psutil
 
 from torchtop import __version__
 from torchtop.model.attach import AttachTarget
@@ -68,6 +69,15 @@ def write_run_record(
         record = msgspec.structs.replace(record, env=speed_environment(env))
     write_record(layout.run_json, record)
     return record
+
+
+def environment_of(process: psutil.Process) -> dict[str, str] | None:
+    """The environment a job we did not start runs with (attach), where it can be read (the
+    same user's process, on Linux); None where it cannot: `run.json` then has no `env`."""
+    try:
+        return dict(process.environ())
+    except (psutil.Error, OSError):
+        return None
 
 
 def _node_fields(node: NodeIdentity) -> dict[str, object]:

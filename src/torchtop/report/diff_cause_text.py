@@ -19,6 +19,8 @@ ANOTHER_CAUSE = "another cause, e.g. the machine's load"
 FLOOR_PCT = 1.0
 """A part of the change under this share of A's step is not worth a cause."""
 REST_NAMED = 2
+LOAD_RULE_WORDS = ("contention", "steal")
+"""Rules that name the machine's load: the other tenants, or the hypervisor's stolen time."""
 
 
 def settings_section(changes: Document) -> DiffSection:
@@ -80,8 +82,21 @@ def moved_words(moved: Document, changes: Document) -> str:
         f"({_rest_named(moved, changes, rest, operators=outside)})"
     )
     if outside:
-        words += f", which the change does not touch: {ANOTHER_CAUSE}"
+        words += f", which the change does not touch: {ANOTHER_CAUSE}{_load_named(changes)}"
     return words
+
+
+def _load_named(changes: Document) -> str:
+    """Where one side's report named other processes taking its cores (a contention finding
+    that came or went between A and B), the words point at it."""
+    verdict = changes.get("verdict") or {}
+    said = [
+        f"{which}'s report names {rule}"
+        for which, key in (("A", "findings_gone"), ("B", "findings_new"))
+        for rule in verdict.get(key) or []
+        if any(word in rule for word in LOAD_RULE_WORDS)
+    ]
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def _a_step_ms(moved: Document) -> float:

@@ -435,8 +435,8 @@ class RunRecord(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """`attach` to a job of several ranks: the pid given, its launcher and the ranks found."""
     env: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
     """The job's environment variables that bear on its speed (`runs.environment`: OpenMP,
-    BLAS, CUDA, NCCL, PyTorch's; no secrets, none of torchtop's own), for `diff`; absent for
-    attach and in folders written before it existed."""
+    BLAS, CUDA, NCCL, PyTorch's; no secrets, none of torchtop's own), for `diff`; absent where
+    attach could not read the process's, and in folders written before it existed."""
 
 
 class ExitRecord(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -27,7 +27,12 @@ from torchtop.attach.ptrace_access import check_ptrace
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.jobs.processes import is_alive
-from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_record
+from torchtop.jobs.records import (
+    default_run_dir,
+    environment_of,
+    write_exit_record,
+    write_run_record,
+)
 from torchtop.live.collect import start_collectors
 from torchtop.live.headless import print_report, save_report
 from torchtop.live.watch import LiveMonitor
@@ -108,7 +113,7 @@ def _inject(
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
     say_loaded(injected)
-    write_run_record(layout, "attach", process.cmdline(), process.pid)
+    write_run_record(layout, "attach", process.cmdline(), process.pid, env=environment_of(process))
     print(f"torchtop: recording to {run_dir}", file=sys.stderr)
     return injected
 

@@ -24,7 +24,12 @@ from torchtop.attach.attach import check_target, naming, resolve
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.jobs.job import TERMINAL, Output, start
-from torchtop.jobs.records import default_run_dir, write_exit_record, write_run_record
+from torchtop.jobs.records import (
+    default_run_dir,
+    environment_of,
+    write_exit_record,
+    write_run_record,
+)
 from torchtop.live.collect import follow_ranks, start_collectors
 from torchtop.live.headless import ProgressPrinter, print_report, save_report
 from torchtop.live.watch import LiveMonitor, TickSink, watch
@@ -168,7 +173,9 @@ def attach_session(pid: int, options: WatchOptions, tree: RuleTree) -> int:
     ):
         layout = RunLayout(run_dir)
         layout.create()
-        write_run_record(layout, "attach", root.cmdline(), root.pid, attached=target)
+        write_run_record(
+            layout, "attach", root.cmdline(), root.pid, attached=target, env=environment_of(root)
+        )
         print(f"torchtop: recording to {run_dir}", file=sys.stderr)
         collectors = start_collectors(
             layout, root.pid, with_agent=False, budget_share=options.sample_budget_share

@@ -19,8 +19,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Static
 
-from torchtop.model.diff import Document
-from torchtop.report.diff_text import DiffSection, diff_sections
+from torchtop.model.diff import DiffSection, Document
+from torchtop.report.diff_text import diff_sections
 from torchtop.tui.palette import CATEGORY, MUTED, VERDICT_COLOUR, VERDICT_DEFAULT_COLOUR
 
 BAR_CELLS = 12
@@ -112,8 +112,10 @@ def section_table(section: DiffSection) -> RenderableType:
     # The name gives way on a narrow screen; the figures keep their width.
     table.add_column(section.header[0], no_wrap=True, overflow="ellipsis", ratio=1)
     for index, head in enumerate(section.header[1:], start=1):
-        justify = "left" if index < section.left else "right"
-        table.add_column(head, justify=justify, no_wrap=True, min_width=len(head))
+        words = index < section.left
+        table.add_column(
+            head, justify="left" if words else "right", no_wrap=True, min_width=len(head)
+        )
     for row in section.rows:
         table.add_row(*row)
     lines: list[RenderableType] = [title, table]
