@@ -93,12 +93,13 @@ def test_the_text_report_lists_each_trial_with_its_rates_and_outcome(report: Rep
     interval = "99% interval 1.78-2.24x"
     assert section[1:5] == [
         "  1  dataloader.num_workers = 2 [arg]  5.00 -> 10.00 steps/s  "
-        f"measured 2.00x ({interval}, 3 rounds)  kept",
+        f"measured 2.00x ({interval}, 3 rounds)  faster: kept",
         f"     faster beyond noise: 2.00x, {interval} over 3 rounds (2.00x, 2.04x, 1.96x)",
         "  1  dataloader.num_workers = 2 [arg]  5.00 -> 5.00 steps/s  "
-        "measured 1.00x (99% interval 0.89-1.12x, 3 rounds)  reverted",
-        "     no measurable effect: 1.00x, 99% interval 0.89-1.12x over 3 rounds (1.00x, 1.02x, "
-        "0.98x): its interval reaches below 1.02x; reverted",
+        "measured 1.00x (99% interval 0.89-1.12x, 3 rounds)  inconclusive: reverted",
+        "     inconclusive: 1.00x, 99% interval 0.89-1.12x over 3 rounds (1.00x, 1.02x, 0.98x): "
+        "1 of 3 rounds favoured the fix, but its interval spans 1.02x, the least gain a kept fix "
+        "shows; about 8 more rounds would decide it at this spread; reverted",
     ]
 
 

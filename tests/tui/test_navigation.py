@@ -228,7 +228,7 @@ async def test_at_80x24_a_finished_trial_keeps_its_outcome_and_gives_the_bottom_
         shown = str(panel.render())
         seen = set(await focus_cycle(app, pilot.press))
     assert running_hides
-    assert shown.startswith("kept: measured 2.00x")
+    assert shown.startswith("faster: kept: measured 2.00x")
     assert StacksPanel in seen
 
 

@@ -30,7 +30,7 @@ def judged(walls_s: list[float], claim: TrialClaim | None = None) -> TrialView:
 def test_a_fix_that_holds_shows_what_the_trial_said_beside_the_job_since() -> None:
     view = judged([0.1] * 30 + [0.105] * 10)  # 40 steps in 4.05 s: 9.88 steps/s, 1.98x
     lines = trial_text(view).plain.splitlines()
-    assert len(lines) == 4 and lines[2].startswith("kept: measured 2.00x")
+    assert len(lines) == 4 and lines[2].startswith("faster: kept: measured 2.00x")
     assert (
         lines[3]
         == "trial said 2.00x (10.0 steps/s), since relaunch 1.98x (9.9 steps/s over 40 steps)"
@@ -61,7 +61,7 @@ def test_after_the_revert_the_figures_it_was_made_on_stay_and_new_ones_are_ignor
     view = short.reverted(outcome).tracked(check_holding([0.1] * 40, claim_of(KEPT), SPANS))
     assert view.holding is short.holding
     lines = trial_text(view).plain.splitlines()
-    assert lines[2].startswith("kept: measured 2.00x")  # the trial's outcome, not a revert step
+    assert lines[2].startswith("faster: kept: measured 2.00x")  # the trial's outcome, not a revert step
     assert lines[3].startswith("reverted by you: the job runs without the fix again (trial said")
 
 

@@ -76,7 +76,7 @@ def test_predicted_and_measured_stand_side_by_side_in_the_json_and_the_text(
     assert entry["predicted_gain"] == 6.2 and entry["speedup"] == pytest.approx(4.0, abs=0.001)
     text = render_text(tried)
     claim = "5.00 -> 20.00 steps/s  measured 4.00x (99% interval 3.47-4.62x, 3 rounds)"
-    assert f"{claim}; predicted 6.20x  kept" in text
+    assert f"{claim}; predicted 6.20x  faster: kept" in text
     assert entry["round_ratios"] == [3.9, 4.1, 4.0] and entry["rounds"] == 3
     assert entry["speedup_low"] == pytest.approx(3.465, abs=0.001)
     assert entry["speedup_high"] == pytest.approx(4.615, abs=0.001)
@@ -103,5 +103,5 @@ def test_tunes_summary_shows_each_trials_prediction_beside_its_measurement(
                         None, "no untried fix applies")  # fmt: skip
     assert (
         "5.00 -> 20.00 steps/s, measured 4.00x (99% interval 3.47-4.62x, 3 rounds); predicted "
-        "6.20x: kept"
+        "6.20x: faster: kept"
     ) in render_summary(result, None)

@@ -3,7 +3,9 @@
 A round is one run of each variant, adjacent in time; its ratio is the after rate over the
 before rate. `trials.stats.estimate_rounds` makes a `RoundsEstimate` from the ratios (the
 geometric mean, and Student's t interval over the rounds' log-ratios); `trials.decision` says
-what it shows (`FASTER`, `SLOWER`, or `NO_EFFECT`). The words live here, with the data, so that
+what it shows (`FASTER`: kept; `SLOWER`: reverted; `INCONCLUSIVE`: reverted, the rounds
+could not tell; `NO_EFFECT`: reverted, the interval sits within the gain a kept fix must
+have). The words live here, with the data, so that
 the dashboard, the text report and `tune`'s summary say a trial's figures alike: the measured
 speedup with its interval, and beside it the finding's figure for what it is, a prediction
 (`predicted_text`: the finding's prediction, as the finding words it).
@@ -19,6 +21,36 @@ from torchtop.model.findings import ALMOST_ALL_SHARE
 FASTER = "faster"
 SLOWER = "slower"
 NO_EFFECT = "no measurable effect"
+INCONCLUSIVE = "inconclusive"
+FAILED = "failed"
+"""A run of the trial failed: reverted, undecided."""
+CANCELLED = "cancelled"
+
+
+def outcome_words(outcome: str | None, kept: bool) -> str:
+    """`faster: kept`, `slower: reverted`, `inconclusive: reverted`: the outcome as named on
+    every surface, with what it did to the fix."""
+    verdict = "kept" if kept else "reverted"
+    if outcome == CANCELLED:
+        return "cancelled: not kept"
+    return f"{outcome}: {verdict}" if outcome else verdict
+
+
+def outcome_text(
+    outcome: str | None,
+    kept: bool,
+    favouring: int | None,
+    rounds: int,
+    decides_with: str | None,
+) -> str:
+    """`outcome_words`, and for an inconclusive trial how many rounds favoured the fix and what
+    would decide it: `inconclusive: reverted (6 of 6 rounds favoured the fix; about 4 more
+    rounds (about 140 s) would decide it at this spread)`."""
+    said = outcome_words(outcome, kept)
+    if outcome != INCONCLUSIVE or favouring is None:
+        return said
+    details = [favouring_text(favouring, rounds), *([decides_with] if decides_with else [])]
+    return f"{said} ({'; '.join(details)})"
 
 
 @dataclass(frozen=True)
@@ -41,6 +73,11 @@ class RoundsEstimate:
         return len(self.ratios)
 
     @property
+    def favouring(self) -> int:
+        """Rounds whose ratio favoured the change (above 1)."""
+        return sum(1 for ratio in self.ratios if ratio > 1.0)
+
+    @property
     def half_width(self) -> float | None:
         """The interval's half-width as a share of the estimate (0.1: within about 10%)."""
         if self.low is None or self.high is None:
@@ -53,6 +90,11 @@ def interval_text(low: float | None, high: float | None, confidence: float | Non
     if low is None or high is None or confidence is None:
         return "no interval"
     return f"{confidence:.0%} interval {_bound(low)}-{_bound(high)}x"
+
+
+def favouring_text(favouring: int, rounds: int) -> str:
+    """`6 of 6 rounds favoured the fix`."""
+    return f"{favouring} of {rounds} round{'s' if rounds != 1 else ''} favoured the fix"
 
 
 def _bound(value: float) -> str:

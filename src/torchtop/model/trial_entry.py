@@ -50,6 +50,8 @@ class RunEntry(Entry, frozen=True):
     warmup: WarmupEntry | None
     step_wall_s: tuple[float, ...] | None = None
     """Every measured step's wall time: in `NN.json`, not in the report."""
+    other_cores: float | None = None
+    """Cores other processes used during the run, on average (absent: not measured)."""
 
 
 class TrialRuns(Entry, frozen=True):
@@ -86,6 +88,16 @@ class SinceRelaunch(Entry, frozen=True, forbid_unknown_fields=True):
     checked_at: str
     gain_gone: bool | None = None
     """The job runs back at (within `margin` of) its rate before the fix: revert it."""
+
+
+class IntervalEntry(Entry, frozen=True):
+    """The interval of a trial's speedup over its rounds, as every surface states it."""
+
+    low: float
+    high: float
+    confidence: float
+    text: str
+    """`99% interval 0.57-17.81x`."""
 
 
 class Reverted(Entry, frozen=True):
@@ -139,6 +151,20 @@ class TrialEntry(Entry, frozen=True):
     """The user cancelled the trial (`q`) before it decided: its measured fields hold what was
     measured by then (null where nothing was), `kept` is false;
     in `RUN/trials/NN-cancelled.json`."""
+    outcome: str | None = None
+    """The decision's outcome, named alike on every surface: `faster` (kept), `slower`,
+    `no measurable effect` (the interval within the least gain) or `inconclusive` (reverted);
+    `failed` where a run failed, `cancelled`; absent in entries written before it."""
+    interval: IntervalEntry | None = None
+    """The speedup's interval over the rounds (absent under two rounds)."""
+    rounds_favouring: int | None = None
+    """Rounds whose ratio was above 1 (absent: no round completed)."""
+    more_rounds: int | None = None
+    """Inconclusive: about this many more rounds would decide it at the spread measured."""
+    decides_with: str | None = None
+    """Inconclusive: what would decide it, in words."""
+    load_change: str | None = None
+    """The machine's other load moved under the runs: when, from and to how many cores."""
 
 
 def entry_json(entry: Entry) -> Document:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from torchtop.model.findings import Fix
 from torchtop.model.plan import AppliedFix, LaunchPlan, NotApplicable
-from torchtop.model.rounds import RoundsEstimate
+from torchtop.model.rounds import CANCELLED, FAILED, RoundsEstimate
 from torchtop.model.trial_entry import (
     MeasuredAs,
     RunEntry,
@@ -96,6 +96,9 @@ class MeasuredRun:
     warmup_steps: int
     warmup: Warmup | None = None
     """The warm-up this run used (None for a measurement made without the rule)."""
+    other_cores: float | None = None
+    """Cores that processes outside the job (and torchtop) used during the run, on average
+    (`trials.load`; None: not measured)."""
 
     @property
     def duration_s(self) -> float:
@@ -125,6 +128,7 @@ class MeasuredRun:
             duration_s=round(self.duration_s, 3),
             warmup=self.warmup.entry() if self.warmup is not None else None,
             step_wall_s=tuple(round(s, 6) for s in self.step_wall_s) if with_steps else None,
+            other_cores=self.other_cores,
         )
 
 
@@ -150,10 +154,28 @@ class Trial:
     estimate: RoundsEstimate | None = None
     """The rounds' ratios and the interval the decision read (None: no round was completed)."""
     effect: str | None = None
-    """`model.rounds.FASTER`, `SLOWER` or `NO_EFFECT`; None where a run failed."""
+    """`model.rounds.FASTER`, `SLOWER`, `NO_EFFECT` or `INCONCLUSIVE`; None where a run
+    failed."""
+    more_rounds: int | None = None
+    """Inconclusive: the rounds more that would decide it at the spread measured."""
+    decides_with: str | None = None
+    """Inconclusive: what would decide it, in words (`about 4 more rounds (about 140 s) ...`)."""
+    load_change: str | None = None
+    """How the machine's other load changed under the trial's runs (`trials.load`); None:
+    steady, or not measured."""
     cancelled: bool = False
     """The user ended it (`q`) before it decided: `before` and `after` hold the runs measured
     by then, `kept` is False."""
+
+    @property
+    def outcome(self) -> str | None:
+        """The decision's outcome as every surface names it (`model.rounds`): the effect, or
+        `failed` where a run failed, `cancelled`; None for a kept trial made without one."""
+        if self.cancelled:
+            return CANCELLED
+        if self.effect is not None:
+            return self.effect
+        return None if self.kept else FAILED
 
     @property
     def baseline_steps_per_s(self) -> float:
@@ -195,10 +217,15 @@ class Measured:
     trial: int
     label: str
     steps_per_s: float
+    other_cores: float | None = None
+    """Cores other processes used meanwhile (None: not measured)."""
 
     @property
     def text(self) -> str:
-        return f"trial {self.trial} {self.label}: {self.steps_per_s:.2f} steps/s"
+        said = f"trial {self.trial} {self.label}: {self.steps_per_s:.2f} steps/s"
+        if self.other_cores is None:
+            return said
+        return f"{said} (other processes: {self.other_cores:.1f} cores)"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding, format_value, gain_text
 from torchtop.model.report import RankReport, RankStanding, Report
-from torchtop.model.rounds import claim_text, predicted_text
+from torchtop.model.rounds import claim_text, outcome_words, predicted_text
 from torchtop.model.trial_entry import TrialEntry
 from torchtop.report import communication
 from torchtop.report.contract import breakdown_steps, steps_per_s
@@ -258,7 +258,8 @@ def _tops(job: RankAnalysis) -> list[str]:
 
 def _trials(trials: Iterable[TrialEntry], style: _Style) -> list[str]:
     """`1  dataloader.num_workers = 4 [arg]  4.10 -> 16.32 steps/s  measured 3.98x (99% interval
-    3.51-4.52x, 4 rounds); predicted 6.25x  kept`, one a line."""
+    3.51-4.52x, 4 rounds); predicted 6.25x  faster: kept`, one a line, its reason below (an
+    inconclusive trial's says how many rounds favoured the fix and what would decide it)."""
     lines = ["", style("TRIALS", "1")]
     for trial in trials:
         named = ", ".join(f"{f.knob} = {f.value} [{f.apply}]" for f in trial.fixes)
@@ -272,11 +273,14 @@ def _trials(trials: Iterable[TrialEntry], style: _Style) -> list[str]:
         measured += f"  {claim}" if trial.speedup is not None else ""
         predicted = trial.predicted_gain
         measured += f"; {predicted_text(predicted)}" if predicted is not None else ""
-        outcome = style("kept", "1;32") if trial.kept else style("reverted", "33")
+        said = outcome_words(trial.outcome or trial.effect, trial.kept)
+        outcome = style(said, "1;32") if trial.kept else style(said, "33")
         outcome = style("cancelled", "33") if trial.cancelled else outcome
         lines.append(f"  {trial.number}  {named or 'no fix'}  {measured}  {outcome}")
         if trial.reason:
             lines.append(f"     {trial.reason}")
+        if trial.load_change:
+            lines.append(f"     note: {trial.load_change}")
         lines += _since_relaunch(trial, style)
     return lines
 

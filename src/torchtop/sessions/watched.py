@@ -249,8 +249,7 @@ class WatchedJob:
         return TrialOutcome(trial, plan, self._start(plan), error)
 
     def _trial_settings(self) -> TrialSettings:
-        # Always captured: the measured runs' output must not land on the dashboard's screen.
-        return replace(self.options.trial_settings(), capture_output=True)
+        return dashboard_trial_settings(self.options)
 
     def _stop_watched(self) -> None:
         self.monitor.detach()
@@ -266,6 +265,13 @@ class WatchedJob:
         self.collectors = start_collectors(job.layout, job.pid, with_agent=True)
         self.monitor.follow(folder, job)
         return folder
+
+
+def dashboard_trial_settings(options: TuneOptions) -> TrialSettings:
+    """The dashboard's trial decides by `tune`'s rule with `tune`'s settings (one rule,
+    `trials.decision`); only its runs' output is always captured, so that it does not land on
+    the dashboard's screen."""
+    return replace(options.trial_settings(), capture_output=True)
 
 
 def _agent_records(state: RunState) -> tuple[Settings | None, tuple[str, ...] | None]:

@@ -34,10 +34,15 @@ from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import ExitRecord, Settings
 from torchtop.runs.state import ProcessState, RunState, RunWatcher, load_run
 from torchtop.trials.handle import TrialHandle
+from torchtop.trials.load import LoadMeter
 from torchtop.trials.warmup import end_of_warmup, queued_batches
 
 POLL_INTERVAL_S = 0.2
 WINDOW_WAIT_MAX_S = 20.0
+WINDOW_WAIT_STEPS = 10
+"""A window is waited for at least this many of the job's steps (and `WINDOW_WAIT_MAX_S`): the
+agent's 4 steps, begun at the step after the request is seen, and its dump. With 3 s steps,
+20 s missed every window of a baseline, and tune profiled a second run only for that."""
 WINDOWS = 2
 """Profiler windows a diagnosed run is given, each asked for once the one before it is saved."""
 
@@ -59,6 +64,20 @@ class Measurement(MeasuredRun):
     settings: Settings | None = None
     argv: tuple[str, ...] | None = None
     has_window: bool = False
+    cost: RunCost | None = None
+    """What the launch took besides its measured steps (`tuning.budget` sizes trials by it)."""
+
+
+@dataclass(frozen=True)
+class RunCost:
+    startup_s: float
+    """From the launch to the start of the first step: imports, data set up, workers."""
+    stop_s: float
+    """From the end of the last step to the job's end: stopping it, and the polls' lag."""
+    stepped_s: float
+    """All its timed steps, warm-up and profiler windows included."""
+    total_s: float
+    """From the launch to the job's end."""
 
 
 def measure(
@@ -74,7 +93,9 @@ def measure(
     is registered on `handle` while it runs, so the trial's caller can end it."""
     handle = handle or TrialHandle()
     output = None if capture_output else TERMINAL
+    launched_s = time.time()
     job = start_plan(plan, run_dir, "tune", ON_REQUEST, output)
+    meter = LoadMeter.start()
     handle.measuring(job)
     watcher = RunWatcher(run_dir)
     deadline_s = time.monotonic() + timeout_s
@@ -83,9 +104,11 @@ def measure(
             # The stacks too, once the measured steps are in: a code fix is then put on the
             # job's own line, where tune said "no Python stacks of the job were recorded".
             with stacks_sampled(job.pid, run_dir):
-                _wait_for_windows(job.poll, watcher, run_dir, deadline_s)
+                _wait_for_windows(job.poll, watcher, run_dir)
     finally:
         handle.measuring(None)  # before the job is reaped: its pid must not be signalled after
+        other_cores = meter.other_cores(job.pid)
+        last_step_s = time.time()
         ending = job.finish()
     process = main_process(watcher.poll(final=True))
     walls, warmup = _steady(process, span) if process else ((), None)
@@ -101,6 +124,26 @@ def measure(
         argv=process.argv,
         has_window=bool(process.windows),
         warmup=warmup,
+        other_cores=other_cores,
+        cost=_cost(process, launched_s, last_step_s),
+    )
+
+
+def _cost(process: ProcessState, launched_s: float, stopping_s: float) -> RunCost | None:
+    """What the launch took besides its steps: from the launch to the first step's start, and
+    from the last step's end to the job's end (None where the first steps were not kept)."""
+    steps = process.steps
+    if not steps or process.steps_seen > len(steps):
+        return None
+    first, last = steps[0], steps[-1]
+    startup_s = max(first.t - first.wall_s - launched_s, 0.0)
+    stop_s = max(time.time() - min(last.t, stopping_s), 0.0)
+    stepped_s = sum(s.wall_s for s in steps)
+    return RunCost(
+        startup_s=round(startup_s, 3),
+        stop_s=round(stop_s, 3),
+        stepped_s=round(stepped_s, 3),
+        total_s=round(time.time() - launched_s, 3),
     )
 
 
@@ -150,16 +193,17 @@ def _wait_for_steps(
     return False
 
 
-def _wait_for_windows(
-    poll: Callable[[], int | None], watcher: RunWatcher, run_dir: Path, deadline_s: float
-) -> None:
+def _wait_for_windows(poll: Callable[[], int | None], watcher: RunWatcher, run_dir: Path) -> None:
     """`WINDOWS` windows, each asked for once the last is saved (a request newer than the one
-    an agent answered last gets one more window), until the job ends or one does not come."""
+    an agent answered last gets one more window), until the job ends or one does not come
+    within `WINDOW_WAIT_STEPS` of its steps (the run's own timeout bounds its measured steps,
+    not its windows: a slow-step job's windows come after them)."""
     request = RunLayout(run_dir).window_request
     request.parent.mkdir(parents=True, exist_ok=True)
     for wanted in range(1, WINDOWS + 1):
         request.touch()
-        window_deadline_s = min(deadline_s, time.monotonic() + WINDOW_WAIT_MAX_S)
+        wait_s = max(WINDOW_WAIT_MAX_S, WINDOW_WAIT_STEPS * _step_s(main_process(watcher.poll())))
+        window_deadline_s = time.monotonic() + wait_s
         while True:
             if poll() is not None or time.monotonic() >= window_deadline_s:
                 return
@@ -167,6 +211,12 @@ def _wait_for_windows(
             if process is not None and len(process.windows) >= wanted:
                 break
             time.sleep(POLL_INTERVAL_S)
+
+
+def _step_s(process: ProcessState | None) -> float:
+    """The median of the job's recent steps (0 where none was timed)."""
+    walls = sorted(s.wall_s for s in list(process.steps)[-20:]) if process is not None else []
+    return walls[len(walls) // 2] if walls else 0.0
 
 
 def _shortfall(run_dir: Path, got: int, span: Span, ending: ExitRecord) -> str:

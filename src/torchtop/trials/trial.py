@@ -31,8 +31,12 @@ from pathlib import Path
 from torchtop.advice.show import env_changes, format_overrides
 from torchtop.model.plan import LaunchPlan
 from torchtop.model.report import Report
-from torchtop.model.rounds import RoundsEstimate
-from torchtop.model.trial_entry import TrialEntry, TrialRuns, entry_json
+from torchtop.model.rounds import (
+    RoundsEstimate,
+    favouring_text,
+    interval_text,
+)
+from torchtop.model.trial_entry import IntervalEntry, TrialEntry, TrialRuns, entry_json
 from torchtop.model.trials import (
     Decided,
     Measured,
@@ -46,6 +50,7 @@ from torchtop.runs.journal import write_once
 from torchtop.runs.layout import RunLayout
 from torchtop.trials.decision import Decision, TrialSettings, decide, rounds_text
 from torchtop.trials.handle import TrialCancelled, TrialHandle
+from torchtop.trials.load import load_change
 from torchtop.trials.measure import MeasureError, Measurement, measure
 from torchtop.trials.stats import estimate_rounds
 
@@ -89,7 +94,20 @@ def trial_entry(trial: Trial, with_steps: bool = True) -> TrialEntry:
         speedup_high=_rounded(estimate.high if estimate else None),
         confidence=estimate.confidence if estimate and estimate.low is not None else None,
         cancelled=trial.cancelled,
+        outcome=trial.outcome,
+        interval=_interval(estimate),
+        rounds_favouring=estimate.favouring if estimate is not None else None,
+        more_rounds=trial.more_rounds,
+        decides_with=trial.decides_with,
+        load_change=trial.load_change,
     )
+
+
+def _interval(estimate: RoundsEstimate | None) -> IntervalEntry | None:
+    if estimate is None or estimate.low is None or estimate.high is None:
+        return None
+    text = interval_text(estimate.low, estimate.high, estimate.confidence)
+    return IntervalEntry(round(estimate.low, 4), round(estimate.high, 4), estimate.confidence, text)
 
 
 @dataclass
@@ -109,6 +127,14 @@ class _Rounds:
     def round_s(self) -> float:
         """The expected time of another round: two runs as long as those so far."""
         return 2.0 * (sum(self.run_s) / len(self.run_s)) if self.run_s else 0.0
+
+    def load_change(self) -> str | None:
+        """How the machine's other load moved under the runs, in the order measured."""
+        runs: list[tuple[int, float | None]] = []
+        for k, (before, after) in enumerate(zip(self.befores, self.afters, strict=False), 1):
+            first, second = (after, before) if k % 2 == 0 else (before, after)
+            runs += [(k, first.other_cores), (k, second.other_cores)]
+        return load_change(runs)
 
 
 def run_trial(
@@ -153,7 +179,7 @@ def run_trial(
             raise
         handle.check()
         rounds.run_s.append(time.monotonic() - launched)
-        say(Measured(number, label, result.steps_per_s))
+        say(Measured(number, label, result.steps_per_s, result.other_cores))
         return result
 
     if before is not None and not _long_enough(before, steps, settings.min_duration_s):
@@ -178,6 +204,9 @@ def run_trial(
             estimate=estimate,
             effect=decision.effect if decision is not None else None,
             cancelled=cancelled,
+            more_rounds=decision.more_rounds if decision is not None else None,
+            decides_with=decision.decides_with if decision is not None else None,
+            load_change=rounds.load_change(),
         )
 
     decision: Decision | None = None
@@ -235,14 +264,17 @@ def _decide(
     round_s = rounds.round_s()
     out_of_time = deadline_s is not None and time.monotonic() + round_s > deadline_s
     final = done >= settings.max_rounds or out_of_time
-    decision = decide(rounds.ratios, settings, final)
+    by_budget = out_of_time and done < settings.max_rounds
+    decision = decide(rounds.ratios, settings, final, round_s, by_budget)
     if decision is None:
         left = settings.max_rounds - done
-        said = rounds_text(estimate_rounds(rounds.ratios, settings.confidence))
+        estimate = estimate_rounds(rounds.ratios, settings.confidence)
+        said = rounds_text(estimate)
+        favoured = favouring_text(estimate.favouring, estimate.rounds)
         say(
             Stage(
-                f"trial {number} round {done}: {said}: not decided; another round (at most "
-                f"{left} more, about {round_s:.0f} s each)"
+                f"trial {number} round {done}: {said}: undecided ({favoured}); another round "
+                f"(at most {left} more, about {round_s:.0f} s each)"
             )
         )
     return decision

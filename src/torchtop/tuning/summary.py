@@ -17,7 +17,7 @@ from msgspec.structs import replace
 
 from torchtop.advice.show import env_changes, format_overrides
 from torchtop.model.diff import Document
-from torchtop.model.rounds import estimate_claim, predicted_text
+from torchtop.model.rounds import estimate_claim, outcome_words, predicted_text
 from torchtop.model.trials import Trial
 from torchtop.report import report_to_json
 from torchtop.report.contract import SCHEMA, trials_json
@@ -93,7 +93,9 @@ def render_summary(result: TuneResult, written: Path | None) -> str:
 
 def _trial_line(trial: Trial) -> str:
     """`trial 1: <change>: 4.10 -> 16.32 steps/s, measured 3.98x (99% interval ...); predicted
-    6.25x: kept (<reason>)`."""
+    6.25x: faster: kept (<reason>)`: the outcome as the dashboard names it (`outcome_words`),
+    the reason saying, for an inconclusive trial, how many rounds favoured the fix and what
+    would decide it; a second line where the machine's other load moved under the runs."""
     changes = "; ".join(trial.plan_after.changes) or trial.plan_after.description
     after = trial.trial_steps_per_s
     rates = (
@@ -104,5 +106,6 @@ def _trial_line(trial: Trial) -> str:
     measured = rates + estimate_claim(trial.speedup, trial.estimate)
     if trial.predicted_gain is not None:
         measured += f"; {predicted_text(trial.predicted_gain)}"
-    verdict = "kept" if trial.kept else "reverted"
-    return f"trial {trial.number}: {changes}: {measured}: {verdict} ({trial.reason})"
+    verdict = outcome_words(trial.outcome, trial.kept)
+    line = f"trial {trial.number}: {changes}: {measured}: {verdict} ({trial.reason})"
+    return line + (f"\n  note: {trial.load_change}" if trial.load_change else "")

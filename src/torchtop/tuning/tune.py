@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from torchtop.advice.machine import Machine, this_machine
@@ -32,6 +32,7 @@ from torchtop.model.trials import Trial
 from torchtop.runs.layout import RunLayout
 from torchtop.trials.measure import Measurement, measure
 from torchtop.trials.trial import TrialSettings, measured, predicted_gain, run_trial
+from torchtop.tuning.budget import BudgetPlan, TrialSize, job_costs, plan_trial
 from torchtop.tuning.profiled import profiled_run
 
 EventSink = Callable[[str], None]
@@ -140,7 +141,7 @@ def tune(
     try:
         report = _diagnosed(original, baseline, run_dir, options, tree, say)
         while True:
-            stopped = _stop_reason(progress, options, time.monotonic() - started)
+            stopped = _stop_reason(progress, options)
             if stopped:  # before the fixes were looked at: the user's own changes still show
                 _note_unapplied(report, progress, options, machine)
                 break
@@ -148,11 +149,20 @@ def tune(
             if candidate is None:
                 stopped = _nothing_left(report, options)
                 break
+            budget = _budget(progress, options, time.monotonic() - started)
+            if budget.size is None:  # said before any of the budget is spent on it
+                stopped = budget.too_short(_named(candidate), options.budget_s)
+                say(f"no trial: {stopped}")
+                _note_unapplied(report, progress, options, machine)
+                break
             say(format_plan(progress.plan, candidate).rstrip())
+            say(budget.size.said(options.steps))
             gain = predicted_gain(report, candidate.fixes[-1].knob)
             deadline_s = started + options.budget_s
             trying = candidate
-            trial = _trial(progress, candidate, options, run_dir, say, gain, deadline_s)
+            trial = _trial(
+                progress, candidate, options, run_dir, say, gain, deadline_s, budget.size
+            )
             trying, progress.fresh = None, None
             if trial.kept:
                 progress.plan, progress.current = candidate, measured(trial.after[0])
@@ -190,8 +200,9 @@ def _diagnosed(
         return analyze_run(baseline.run_dir, tree)
     first = baseline.warmup_steps
     say(
-        "the job ended before its profiler window (asked for after the measured steps): "
-        f"profiling another run from step {first}, its stacks sampled"
+        "the baseline gave no profiler window (asked for after the measured steps: the job "
+        f"ended, or none came in time): profiling another run from step {first}, its stacks "
+        "sampled"
     )
     folder = run_dir / PROFILED_FOLDER
     if profiled_run(plan, folder, first, options.run_timeout_s, options.capture_output):
@@ -221,15 +232,23 @@ def _nothing_left(report: Report | None, options: TuneOptions) -> str:
     return f"no untried fix applies (a kept fix must gain at least {options.min_gain:.0%})"
 
 
-def _stop_reason(progress: _Progress, options: TuneOptions, elapsed_s: float) -> str | None:
+def _stop_reason(progress: _Progress, options: TuneOptions) -> str | None:
     if len(progress.trials) >= options.max_trials:
         return f"reached the limit of {options.max_trials} trials"
-    per_run_s = max(progress.run_durations_s)
+    return None
+
+
+def _budget(progress: _Progress, options: TuneOptions, elapsed_s: float) -> BudgetPlan:
+    """The next trial sized to the time left, from the job as it runs now (`tuning.budget`)."""
     # The fewest runs a trial decides on: `min_rounds` of each variant (a fresh baseline is one).
     runs = 2 * TrialSettings.min_rounds - (1 if progress.fresh is not None else 0)
-    if elapsed_s + runs * per_run_s > options.budget_s:
-        return f"another trial would overrun the time budget of {options.budget_s:g} s"
-    return None
+    full = options.trial_settings().span(options.steps, options.warmup_steps)
+    costs = job_costs(progress.current, max(progress.run_durations_s))
+    return plan_trial(costs, elapsed_s, options.budget_s, full, runs)
+
+
+def _named(plan: LaunchPlan) -> str:
+    return "; ".join(plan.changes) or plan.description
 
 
 def next_fix(
@@ -296,17 +315,25 @@ def _trial(
     say: EventSink,
     gain: float | None = None,
     deadline_s: float | None = None,
+    size: TrialSize | None = None,
 ) -> Trial:
+    settings = options.trial_settings()
+    steps, warmup_steps, window_after = options.steps, options.warmup_steps, True
+    if size is not None:
+        steps, warmup_steps, window_after = size.steps, size.warmup_steps, size.window_after
+        settings = replace(
+            settings, min_duration_s=size.min_duration_s, max_warmup_s=size.max_warmup_s
+        )
     trial = run_trial(
         progress.plan,
         candidate,
-        options.steps,
-        options.warmup_steps,
+        steps,
+        warmup_steps,
         run_dir,
         options.run_timeout_s,
         before=progress.fresh,
-        settings=options.trial_settings(),
-        window_after=True,
+        settings=settings,
+        window_after=window_after,
         on_event=lambda event: say(event.text),
         predicted_gain=gain,
         deadline_s=deadline_s,

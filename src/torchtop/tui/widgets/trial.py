@@ -21,7 +21,13 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from torchtop.model.rounds import estimate_claim, predicted_text
+from torchtop.model.rounds import (
+    FAILED,
+    estimate_claim,
+    outcome_text,
+    outcome_words,
+    predicted_text,
+)
 from torchtop.model.trials import (
     Decided,
     Holding,
@@ -99,8 +105,10 @@ class TrialView:
 
 
 def outcome_line(outcome: TrialOutcome) -> str:
-    """`kept: measured 3.98x (99% interval 3.51-4.52x, 4 rounds), faster beyond noise; ...` or
-    `reverted: measured 1.01x (...), no measurable effect; ...`."""
+    """`faster: kept: measured 3.98x (99% interval 3.51-4.52x, 4 rounds); ...` or
+    `inconclusive: reverted (6 of 6 rounds favoured the fix; about 4 more rounds ... would
+    decide it at this spread): measured 3.18x (...); ...`: the outcome named as `tune` names
+    it (`model.rounds.outcome_text`), with its interval."""
     trial = outcome.trial
     if outcome.cancelled:
         return "cancelled: torchtop is quitting"
@@ -108,18 +116,29 @@ def outcome_line(outcome: TrialOutcome) -> str:
         runs = "; the job runs as it did" if outcome.plan is not None else ""
         return f"no trial: {outcome.error or 'it could not run'}{runs}"
     measured = estimate_claim(trial.speedup, trial.estimate)
+    estimate = trial.estimate
+    said = outcome_text(
+        trial.outcome,
+        trial.kept,
+        estimate.favouring if estimate is not None else None,
+        estimate.rounds if estimate is not None else 0,
+        trial.decides_with,
+    )
+    load = f"; {trial.load_change}" if trial.load_change else ""
     if trial.kept:
-        return f"kept: {measured}, faster beyond noise; the job now runs with the fix"
-    why = trial.reason.split(":", 1)[0]
-    return f"reverted: {measured}, {why}; the job runs with its original settings again"
+        return f"{said}: {measured}{load}; the job now runs with the fix"
+    if trial.outcome == FAILED:
+        said = f"{said}: {trial.reason}"
+    return f"{said}: {measured}{load}; the job runs with its original settings again"
 
 
 def outcome_word(outcome: TrialOutcome) -> str:
+    """The panel's title: `faster: kept`, `inconclusive: reverted`, as `tune` names them."""
     if outcome.cancelled:
         return "cancelled"
     if outcome.trial is None:
         return "not run"
-    return "kept" if outcome.trial.kept else "reverted"
+    return outcome_words(outcome.trial.outcome, outcome.trial.kept)
 
 
 def rates_text(rates: tuple[float, ...]) -> str:
