@@ -57,13 +57,13 @@ def test_the_order_is_command_environment_overrides_then_recorded() -> None:
     )
     found = settings_change(a, b)
     assert [(e["what"], e["name"]) for e in found] == [
-        ("command", "argv[7]"),
+        ("command", "--amp"),
         ("environment", "KMP_AFFINITY"),
         ("environment", "OMP_NUM_THREADS"),
         ("override", "dataloader.pin_memory"),
         ("recorded", "threads.torch_num_threads"),
     ]
-    assert found[0]["a"] is None and found[0]["b"] == "--amp"
+    assert found[0]["a"] is None and found[0]["b"] == "--amp"  # given in B only
     assert found[1] == {"what": "environment", "name": "KMP_AFFINITY", "a": None, "b": "compact"}
 
 
@@ -106,6 +106,17 @@ def test_command_changes_are_named_by_their_flag_or_position() -> None:
         {"what": "command", "name": "argv[1]", "a": "a.py", "b": "b.py"}
     ]
     assert command_change(["t.py", "--compile"], ["t.py"]) == [
-        {"what": "command", "name": "argv[1]", "a": "--compile", "b": None}
+        {"what": "command", "name": "--compile", "a": "--compile", "b": None}
+    ]
+
+
+def test_flags_given_on_one_side_only_are_each_named_by_their_flag() -> None:
+    """tune's `arg` fix appends `--num-workers 4` to a command that did not give it."""
+    assert command_change(
+        ["t.py", "--lr", "0.1"], ["t.py", "--lr", "0.1", "--num-workers", "4"]
+    ) == [{"what": "command", "name": "--num-workers", "a": None, "b": "4"}]
+    assert command_change(["t.py"], ["t.py", "--amp", "--shift", "-1"]) == [
+        {"what": "command", "name": "--amp", "a": None, "b": "--amp"},
+        {"what": "command", "name": "--shift", "a": None, "b": "-1"},
     ]
     assert command_change(["t.py"], ["t.py"]) == [] and command_change(None, ["t.py"]) == []

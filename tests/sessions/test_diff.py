@@ -137,6 +137,15 @@ def test_a_tune_trials_before_and_after_run_folders_diff_like_their_reports(
     rate = found["steps"]["steps_per_s_ratio"]
     assert rate == b["steps"]["steps_per_s"] / a["steps"]["steps_per_s"]
     assert found["verdict"]["b"] == b["bottleneck"]
+    # The fix is named before any figure: as tune applied it, and as the agent saw it.
+    fix = trial["fixes"][0]
+    said = {(e["what"], e["name"]): (e["a"], e["b"]) for e in found["settings"]}
+    if fix["apply"] == "arg":
+        assert said[("command", "--num-workers")] == (None, str(fix["value"]))
+    else:
+        assert said[("override", "dataloader.num_workers")] == (None, fix["value"])
+    assert said[("recorded", "dataloader.num_workers")] == (0, fix["value"])
+    assert found["moved"]["touched"] == ["dataloader"], found["moved"]
     # tune records a profiler window in the baseline and in after-1: with workers, collation
     # runs in them, so its `aten::stack` is gone from the job's own process.
     assert found["operators"]["available"], found["operators"]

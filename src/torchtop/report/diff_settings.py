@@ -52,9 +52,44 @@ def command_change(a: list[str] | None, b: list[str] | None) -> list[Document]:
     found = []
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
+        if tag in ("insert", "delete") and _flag_groups(a[i1:i2] or b[j1:j2]):
+            found += _flags_entries(_flag_groups(a[i1:i2] or b[j1:j2]), given_in_b=tag == "insert")
+        elif tag != "equal":
             found.append(_command_entry(a, i1, a[i1:i2], b[j1:j2]))
     return found
+
+
+def _flag_groups(tokens: list[str]) -> list[list[str]]:
+    """`--num-workers 4 --amp` as `[["--num-workers", "4"], ["--amp"]]`; [] unless it opens
+    with a flag."""
+    if not tokens or not tokens[0].startswith("-"):
+        return []
+    groups: list[list[str]] = []
+    for token in tokens:
+        if token.startswith("-") and not _is_number(token):
+            groups.append([token])
+        else:
+            groups[-1].append(token)
+    return groups
+
+
+def _flags_entries(groups: list[list[str]], given_in_b: bool) -> list[Document]:
+    """Flags given on one side only, each named by itself: its value, or the flag where it
+    takes none (`--amp`), on the side that gives it."""
+    entries = []
+    for flag, *values in groups:
+        said = " ".join(values) or flag
+        a, b = (None, said) if given_in_b else (said, None)
+        entries.append(_entry("command", flag, a, b))
+    return entries
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
 
 
 def _command_entry(a: list[str], at: int, old: list[str], new: list[str]) -> Document:

@@ -153,8 +153,8 @@ def render_diff_markdown(changes: Document) -> str:
             lines.append("|" + "|".join(["---"] * left + ["---:"] * right) + "|")
             lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in section.rows]
             lines.append("")
-        if section.note:
-            lines += [section.note, ""]
+        for line in (section.note or "").splitlines():
+            lines += [line, ""]
     return "\n".join(lines)
 
 
