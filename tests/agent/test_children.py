@@ -13,6 +13,7 @@ from tests.tables import tables
 from torchtop.agent.children import SEEN_BY_PARENT, bye_of, bye_of_returncode, record_end
 from torchtop.runs.journal import JournalReader
 from torchtop.runs.records import Bye
+from torchtop.runs.state import RunState, load_run
 
 # The parent (with the agent: it imports torch) starts two children that step once, then one
 # SIGKILLs itself and the other gets a SIGTERM from the parent, as torchrun sends its ranks.
@@ -94,6 +95,21 @@ def test_the_parents_word_follows_a_bye_written_before_the_process_aborted(
     assert (records[-1]["signal"], records[-1]["reason"]) == ("SIGABRT", SEEN_BY_PARENT)
 
 
+def test_a_rank_its_launcher_stopped_after_its_own_exception_ends_as_the_launcher_saw_it(
+    tmp_path: Path,
+) -> None:
+    # Its collective failed (exit 1, with the error), then torchrun's SIGTERM came mid-teardown.
+    journal = tmp_path / "agent-1.jsonl"
+    journal.write_text(
+        '{"kind":"bye","t":2.0,"exit_code":1,"error":["RuntimeError: Connection closed"]}\n'
+    )
+    assert record_end(journal, bye_of_returncode(-int(signal.SIGTERM)))
+    state = load_run_of(journal)
+    (process,) = state.processes.values()
+    assert process.bye is not None and process.bye.signal == "SIGTERM"
+    assert process.error == ("RuntimeError: Connection closed",)  # its own word is kept
+
+
 def test_a_line_torn_by_the_death_is_ended_before_the_bye_so_the_bye_reads(tmp_path: Path) -> None:
     journal = tmp_path / "agent-1.jsonl"
     journal.write_text('{"kind":"step","step":0,"wall_s":null,"t":1.0}\n{"kind":"step","st')
@@ -137,3 +153,11 @@ def test_the_agents_threads_leave_sigint_and_sigterm_to_the_jobs_main_thread(
     assert any(name.startswith("torchtop-child-") for name in agents), blocked
     assert all(mask & both == both for mask in agents.values()), blocked
     assert blocked["MainThread"] & both == 0  # the main thread takes them
+
+
+def load_run_of(journal: Path) -> RunState:
+    """The run state of a folder holding only `journal`, as `events/agent-1.jsonl`."""
+    events = journal.parent / "run" / "events"
+    events.mkdir(parents=True)
+    journal.rename(events / "agent-1.jsonl")
+    return load_run(events.parent)

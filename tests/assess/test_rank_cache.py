@@ -13,8 +13,8 @@ import msgspec
 
 from tests.conftest import CONTEXT
 from tests.fake_run import FakeRun
-from torchtop.assess.rank_cache import RankCache, StragglerCache
-from torchtop.assess.ranks import HOST_SAMPLES_READ, SINCE_WINDOWS, newest_stragglers
+from torchtop.assess.rank_cache import RankCache
+from torchtop.assess.ranks import HOST_SAMPLES_READ
 from torchtop.assess.run import RECENT_STEPS, WARMUP_STEPS, assess
 from torchtop.diagnosis.rules import load_rules
 from torchtop.live.watch import RANKS_REFRESHED_PER_TICK, LiveMonitor
@@ -99,24 +99,6 @@ def test_above_the_refresh_budget_the_stalest_ranks_are_redone_and_the_final_red
     assert json_of(final) == json_of(assess(state, {}, TREE, context=CONTEXT)) != json_of(fresh)
 
 
-def test_the_kept_straggler_judgement_matches_the_plain_one_tick_by_tick(tmp_path: Path) -> None:
-    pids = [100, 101, 102, 103]
-    run = ranks_run(tmp_path / "run", pids)
-    watcher, cache = RunWatcher(run.layout.root), StragglerCache()
-    policy = TREE.settings.ranks
-    judged_any = False
-    for tick in range(60):
-        # A restart at tick 30 numbers the steps from 0 again: the same numbers come twice.
-        first = (tick % 30) * 10
-        write_steps(run, pids, first, 10, slow=102 if tick >= 10 else -1)
-        processes = watcher.poll().training_processes
-        judged = list(range(len(processes)))
-        kept = cache(processes, judged, policy)
-        assert kept == newest_stragglers(processes, judged, policy), f"tick {tick}"
-        judged_any = judged_any or any(s.straggler for s in kept.values())
-    assert judged_any
-
-
 def test_a_long_shared_runs_kept_state_does_not_grow(tmp_path: Path) -> None:
     pids = [100, 101]
     nodes = [ranks_run(tmp_path / "nodes" / name, pids, 2 * n) for n, name in enumerate("ab")]
@@ -151,8 +133,10 @@ def test_a_long_shared_runs_kept_state_does_not_grow(tmp_path: Path) -> None:
     # step's wall (8 bytes, in arrays allocated ahead) and an hour's figures of each host
     # sample (two numbers, ~64 bytes: 51 KB here). Measured: ~140 KB before the per-step list
     # kept only measured parts, ~150 KB since (more dicts alive at the end, as much more at 4,
-    # 8 or 16 ticks: not growth).
-    assert after - before < 165_000
+    # 8 or 16 ticks: not growth). Each step's busy and wall time summed in blocks of 10 for the
+    # straggler judgement (`runs.step_blocks`: 28 bytes a block, arrays of 256 blocks doubled)
+    # adds ~28 KB for 4 ranks crossing 256 blocks here: measured 167 KB in all.
+    assert after - before < 195_000
 
 
 def test_a_nodes_summary_kept_as_figures_is_the_mean_of_its_newest_hour_of_samples(
@@ -190,7 +174,6 @@ def test_the_monitors_final_report_redoes_every_rank_a_tick_left_stale(tmp_path:
 
 
 def test_a_shared_run_keeps_at_least_what_its_readers_read() -> None:
-    policy = TREE.settings.ranks
-    assert SINCE_WINDOWS * policy.window_steps <= SHARED_MAX_STEPS
+    # The straggler judgement reads every step's block sums (`runs.step_blocks`), kept whole.
     assert SHARED_MAX_STEPS >= RECENT_STEPS + WARMUP_STEPS
     assert max(SAMPLES_KEPT, HOST_SAMPLES_READ) <= SHARED_MAX_SAMPLES

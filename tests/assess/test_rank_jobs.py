@@ -47,7 +47,7 @@ def test_a_rank_that_sleeps_each_step_is_named_the_straggler_by_its_own_busy_tim
         text=True,
         timeout=240,
         env={**os.environ, "TORCHTOP_WINDOW_FIRST_STEP": "1000000"}
-        | {"SLOW_RANK": "1", "KILL_RANK": "-1", "STEPS": "50"},
+        | {"SLOW_RANK": "1", "KILL_RANK": "-1", "STEPS": "80"},
     )
     assert result.returncode == 0, result.stderr[-2000:]
     # Each rank's median busy time per step, as it printed them, past the first few steps.

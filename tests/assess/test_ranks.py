@@ -13,82 +13,112 @@ import pytest
 from tests.conftest import CONTEXT, RULES_DIR
 from tests.diagnosis.test_strict_loading import edit, shipped_copy
 from tests.fake_run import FakeRun
-from torchtop.assess.ranks import ended, standings, stragglers
+from torchtop.assess.ranks import ended, standings
 from torchtop.assess.run import assess
+from torchtop.assess.stragglers import binomial_tail, block_stragglers
 from torchtop.diagnosis.rules import RuleError, load_rules
 from torchtop.diagnosis.schema import RankPolicy
 from torchtop.live.headless import ProgressPrinter, progress_line
+from torchtop.model.report import RankStanding
 from torchtop.report.contract import report_to_json
 from torchtop.report.markdown import render_markdown
 from torchtop.report.text import render_text
 from torchtop.runs.records import Bye, HostProcess, HostSample, Step
-from torchtop.runs.state import ProcessState, StepRecord, load_run
+from torchtop.runs.state import ProcessState, load_run
+from torchtop.runs.step_blocks import FIRST_STEP
 from torchtop.tui.widgets.ranks import rank_line
 
 POLICY = RankPolicy()
 T0 = 1_700_000_000.0
 
 
-def _series(waits_ms: list[list[float]], wall_s: float = 0.1) -> dict[int, list[StepRecord]]:
-    """One key per rank; step n of rank r waited `waits_ms[n][r]` inside backward()."""
-    ranks = len(waits_ms[0])
-    return {
-        r: [
-            StepRecord(r, n, T0 + n * wall_s, wall_s, None, None, None, row[r] / 1000)
-            for n, row in enumerate(waits_ms)
-        ]
-        for r in range(ranks)
-    }
+def _ranks(waits_ms: list[list[float]], wall_s: float = 0.1) -> list[ProcessState]:
+    """One process per rank; its step n waited `waits_ms[n][r]` inside backward() (numbered
+    from the first counted step, so every planted step is judged)."""
+    processes = [ProcessState(100 + r) for r in range(len(waits_ms[0]))]
+    for n, row in enumerate(waits_ms):
+        number = FIRST_STEP + n
+        for process, wait_ms in zip(processes, row, strict=True):
+            process.blocks.add(number, wall_s, wall_s - wait_ms / 1000, T0 + number * wall_s)
+    return processes
 
 
-def test_one_outlier_step_does_not_make_a_straggler() -> None:
-    # Ranks take turns being waited on; in one step rank 2 is 80 ms late.
-    waits = [[40.0, 50.0, 45.0] if n % 2 else [50.0, 40.0, 45.0] for n in range(50)]
-    waits[30] = [80.0, 80.0, 0.0]
-    found = stragglers(_series(waits), POLICY)
+def stragglers(waits_ms: list[list[float]], wall_s: float = 0.1) -> dict[int, RankStanding]:
+    processes = _ranks(waits_ms, wall_s)
+    return block_stragglers(processes, range(len(processes)), POLICY)
+
+
+def test_outlier_steps_and_ranks_taking_turns_make_no_straggler() -> None:
+    # Ranks take turns being waited on; in a few steps rank 2 is 80 ms late.
+    waits = [[40.0, 50.0, 45.0] if n % 2 else [50.0, 40.0, 45.0] for n in range(200)]
+    for n in (30, 31, 95, 150):
+        waits[n] = [80.0, 80.0, 0.0]
+    found = stragglers(waits)
     assert not any(s.straggler for s in found.values())
-    assert found[2].culprit_share == 0.02
+    assert found[0].blocks_judged == 20 and found[0].judged_steps == (2, 201)
 
 
-def test_a_rank_waited_on_in_70_percent_of_steps_is_the_straggler_with_its_excess_busy_time() -> (
-    None
-):
-    # Rank 1 is 50 ms late in 35 of 50 steps: the others wait 50 ms in backward, it waits 0.
-    waits = [[50.0, 0.0, 50.0] if n % 10 < 7 else [0.0, 0.0, 0.0] for n in range(50)]
-    found = stragglers(_series(waits), POLICY)
-    assert found[1].straggler
-    assert found[1].culprit_share == 0.7
-    # Busy time (wall - wait): 100 ms for rank 1, the peers' median 50 ms.
-    assert found[1].slower_by == 1.0
-    assert found[1].since_step == 0
-    assert not found[0].straggler and not found[2].straggler
+def test_a_rank_the_others_wait_on_in_most_blocks_is_the_straggler_with_its_margin() -> None:
+    # Rank 1 is 30 ms late in 8 of every 10 steps: the others wait 30 ms in backward, it not.
+    waits = [[30.0, 0.0, 30.0] if n % 10 < 8 else [0.0, 0.0, 0.0] for n in range(100)]
+    found = stragglers(waits)
+    assert [k for k, s in found.items() if s.straggler] == [1]
+    assert found[1].culprit_share == 1.0 and found[1].chance is not None
+    # Per block: its busy time 100 ms, the peers' 76 ms; they wait 24 ms of its 100 ms step.
+    assert found[1].slower_by == pytest.approx(100 / 76 - 1, abs=1e-4)
+    assert found[1].waited_share == pytest.approx(0.24, abs=1e-4)
+    assert found[1].since_step == FIRST_STEP
 
 
-def test_since_is_the_first_step_of_the_culprits_current_run() -> None:
-    # Rank 0 is waited on from step 20 on; before that, nobody in particular.
-    taking_turns = [[20.0, 25.0] if n % 2 else [25.0, 20.0] for n in range(20)]
-    waits = taking_turns + [[0.0, 30.0] for _ in range(40)]
-    waits[45] = [30.0, 0.0]  # one step off inside the run does not restart it
-    series = _series(waits)
-    found = stragglers(series, POLICY)
-    assert found[0].straggler
-    assert found[0].since_step == 20
-    assert found[0].since_t == series[0][20].t
+def test_ranks_alike_but_one_a_little_busier_in_a_mostly_waiting_step_are_no_straggler() -> None:
+    # Rank 1 is 15% busier in every block (2.3 ms against 2 ms of a 10 ms step): persistent,
+    # but its peers lose 3% of their step on it.
+    waits = [[8.0, 7.7] for _ in range(300)]
+    found = stragglers(waits, wall_s=0.01)
+    assert found[1].culprit_share == 1.0 and found[1].slower_by == pytest.approx(0.15)
+    assert not found[1].straggler
+    assert found[1].waited_share == pytest.approx(0.03)
+
+
+def test_a_short_streak_of_blocks_by_chance_is_no_straggler() -> None:
+    # Two ranks alike but for rank 0 slower in the newest 60 steps (6 blocks): 1 in 64 by chance.
+    waits = [[20.0, 25.0] if (n // 10) % 2 else [25.0, 20.0] for n in range(200)]
+    waits += [[0.0, 40.0] for _ in range(60)]
+    assert not stragglers(waits)[0].straggler
+
+
+def test_since_is_the_first_step_of_the_straggler_s_current_stretch() -> None:
+    # Rank 0 is waited on from the 200th counted step on; before that, rank 1 was.
+    waits = [[25.0, 20.0] for _ in range(200)] + [[0.0, 40.0] for _ in range(250)]
+    waits[245] = [40.0, 0.0]  # one step off inside the stretch does not restart it
+    found = stragglers(waits)
+    assert found[0].straggler and not found[1].straggler
+    assert found[0].since_step == FIRST_STEP + 200
+    assert found[0].since_t == T0 + found[0].since_step * 0.1
+    assert found[0].judged_steps == (FIRST_STEP, FIRST_STEP + 449)
 
 
 def test_ranks_that_do_not_synchronise_are_compared_by_their_step_walls() -> None:
-    series = {
-        r: [StepRecord(r, n, T0 + n, 0.15 if r == 2 else 0.1, None, None, None) for n in range(30)]
-        for r in range(3)
-    }
-    found = stragglers(series, POLICY)
+    processes = [ProcessState(100 + r) for r in range(3)]
+    for n in range(FIRST_STEP, FIRST_STEP + 100):
+        for r, process in enumerate(processes):
+            wall_s = 0.15 if r == 2 else 0.1 + 0.001 * ((n + r) % 3)
+            process.blocks.add(n, wall_s, wall_s, T0 + n)
+    found = block_stragglers(processes, range(3), POLICY)
     assert [k for k, s in found.items() if s.straggler] == [2]
-    assert found[2].slower_by == 0.5
+    assert found[2].slower_by == pytest.approx(0.5, abs=0.02)
 
 
 def test_too_few_shared_steps_name_no_straggler() -> None:
     waits = [[50.0, 0.0] for _ in range(POLICY.min_steps - 1)]
-    assert stragglers(_series(waits), POLICY) == {}
+    assert stragglers(waits) == {}
+
+
+def test_the_chance_of_a_streak_is_the_binomial_tail() -> None:
+    assert binomial_tail(10, 10, 0.5) == pytest.approx(0.5**10)
+    assert binomial_tail(2, 3, 0.5) == pytest.approx(0.5)
+    assert binomial_tail(0, 3, 0.5) == 1.0
+    assert 0 < binomial_tail(3000, 3000, 0.5) < 1e-300 or binomial_tail(3000, 3000, 0.5) == 0.0
 
 
 def _process(pid: int, last_t: float, bye: Bye | None = None) -> ProcessState:
@@ -129,7 +159,7 @@ def _two_rank_run(tmp_path: Path) -> FakeRun:
     run = FakeRun(tmp_path / "run")
     for pid, rank in ((101, 0), (102, 1)):
         run.hello(pid, rank=rank)
-    for n in range(30):
+    for n in range(110):
         run.t += 0.1
         run.agent(101).write(Step(step=n, wall_s=0.1, t=run.t, backward_s=0.06))
         run.agent(102).write(Step(step=n, wall_s=0.1, t=run.t, backward_s=0.01))
@@ -144,9 +174,11 @@ def test_a_recorded_two_rank_run_reports_the_straggler_and_how_each_rank_ended(
     document = report_to_json(assess(load_run(run.layout.root), {}, load_rules(), context=CONTEXT))
     by_rank = {r["rank"]: r for r in document["ranks"]}
     assert by_rank[1]["straggler"] and not by_rank[0]["straggler"]
-    # Busy 90 ms against 40 ms.
+    # Busy 90 ms against 40 ms, over every counted step (the warm-up's 0 and 1 left out).
     assert by_rank[1]["slower_by"] == 1.25
-    assert by_rank[1]["since"]["step"] == 0
+    assert by_rank[1]["waited_share"] == 0.5
+    assert by_rank[1]["since"]["step"] == 2 and by_rank[1]["judged_steps"] == [2, 109]
+    assert by_rank[1]["blocks"] == 11 and by_rank[0]["culprit_share"] == 0.0
     assert by_rank[0]["ended"] == "exit 0"
     # Rank 1 wrote no bye and its peer has stopped too: it still runs as far as anyone knows.
     assert by_rank[1]["ended"] is None
@@ -160,9 +192,12 @@ def test_the_text_report_and_the_progress_line_name_the_straggler_and_each_endin
         load_run(_two_rank_run(tmp_path).layout.root), {}, load_rules(), context=CONTEXT
     )
     text = render_text(report)
-    assert "straggler: +125% busy time vs its peers, waited on in 100% of steps" in text
+    assert (
+        "straggler: +125% busy time vs its peers, who wait 50% of each step on it;"
+        " the slowest in 11 of 11 blocks of 10 steps (steps 2-109)\n"
+    ) in text
     assert "ended: exit 0" in text
-    assert "slowest" not in text  # the ranks share one step time: the straggler is marked
+    assert "← slowest" not in text  # the ranks share one step time: the straggler is marked
     markdown = render_markdown(report)
     assert "- rank 1: straggler: +125% busy time" in markdown
     assert "- rank 0: ended: exit 0" in markdown
@@ -204,15 +239,13 @@ def test_the_dashboard_rank_line_marks_the_straggler_and_says_how_a_rank_ended(
 
 def test_a_rank_that_fell_silent_does_not_hide_the_straggler_among_the_running_ranks() -> None:
     # Rank 1 is waited on in every step; rank 2 stopped after 20 steps while the others went on
-    # for 300 (more than the newest windows looked at), so it shares no new step with them.
+    # for 300, so it shares too few steps with them to be judged beside them.
     waits = [[50.0, 0.0, 50.0] for _ in range(300)]
-    series = _series(waits)
-    series[2] = series[2][:20]
-    processes = []
-    for rank, steps in series.items():
-        process = ProcessState(1000 + rank, last_t=steps[-1].t)
-        process.steps.extend(steps)
-        processes.append(process)
+    processes = _ranks(waits)
+    stopped = _ranks(waits[:20])[2]
+    processes[2] = stopped
+    for process, last in zip(processes, (300, 300, 20), strict=True):
+        process.last_t = T0 + last * 0.1
     found = standings(processes, POLICY)
     assert found[1].straggler and not found[0].straggler
     assert found[2].ended is not None and found[2].ended.startswith("silent since")

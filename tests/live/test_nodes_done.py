@@ -175,8 +175,8 @@ def check_report(report: dict[str, Any], log: JobLog) -> None:
     assert datetime.fromisoformat(last["at"]).timestamp() <= log.killed_at
     assert any(frame["file"] == str(JOB) for frame in last["frames"]), last
     for rank, entry in ranks.items():
-        if rank in log.failed:
-            assert entry["ended"] == "exit 1", (rank, entry)
+        if rank in log.failed:  # its all-reduce failed; torchrun may stop it mid-teardown
+            assert entry["ended"] in ("exit 1", "signal SIGTERM"), (rank, entry)
         elif rank != KILL_RANK:  # stopped by its torchrun once its peer died
             assert entry["ended"] in ("signal SIGTERM", "signal SIGKILL"), (rank, entry)
 

@@ -120,3 +120,15 @@ def test_flags_given_on_one_side_only_are_each_named_by_their_flag() -> None:
         {"what": "command", "name": "--shift", "a": None, "b": "-1"},
     ]
     assert command_change(["t.py"], ["t.py"]) == [] and command_change(None, ["t.py"]) == []
+
+
+def test_the_omp_variable_the_agent_echoes_is_said_once_as_the_environment_variable() -> None:
+    a, b = report(env={"OMP_NUM_THREADS": "1"}), report(env={"OMP_NUM_THREADS": "2"})
+    a["settings"]["threads"]["omp_num_threads_env"] = "1"
+    assert settings_change(a, b) == [
+        {"what": "environment", "name": "OMP_NUM_THREADS", "a": "1", "b": "2"}
+    ]
+    a["settings"]["env"] = b["settings"]["env"] = None  # not recorded: the echo is all there is
+    assert settings_change(a, b) == [
+        {"what": "recorded", "name": "threads.omp_num_threads_env", "a": "1", "b": "2"}
+    ]

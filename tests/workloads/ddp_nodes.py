@@ -2,7 +2,9 @@
 
 Run on each node as `torchrun --nnodes 2 --node-rank 0|1 --nproc-per-node 2 --rdzv-backend
 c10d --rdzv-endpoint 127.0.0.1:PORT ddp_nodes.py`. Rank `SLOW_RANK` (default 1, node 0) sleeps
-`SLEEP_S` before each forward; rank `KILL_RANK` (default 2, node 1) SIGKILLs itself after
+`SLEEP_S` (default 0.05) before each forward, on top of `WORK_S` (default 0) that every rank
+sleeps there (its work off the CPU, as a rank waiting on its device): `WORK_S=0.02 SLEEP_S=0.004`
+plants a rank 20% slower in its own work; rank `KILL_RANK` (default 2, node 1) SIGKILLs itself after
 `KILL_AFTER_STEPS` steps, enough for the straggler to be judged (torchtop's window is 50).
 With `KILL_RANK=-1` no rank is killed and every rank stops after `STEPS` steps: the job then
 also serves on one node (`torchrun --standalone --nproc-per-node 3`), as a plain straggler.
@@ -30,7 +32,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-SLEEP_S = 0.05
+SLEEP_S = float(os.environ.get("SLEEP_S", "0.05"))
+WORK_S = float(os.environ.get("WORK_S", "0"))
 KILL_AFTER_STEPS = int(os.environ.get("KILL_AFTER_STEPS", "70"))
 STEPS = int(os.environ.get("STEPS", "1000"))
 """Where no rank is killed, the steps each rank takes; else a bound, should the kill not come."""
@@ -50,8 +53,8 @@ def train(rank: int, slow: bool, kill: bool) -> int:
     inputs = torch.randn(64, 256)
     for step in range(1, STEPS + 1):
         started = time.perf_counter()
-        if slow:
-            time.sleep(SLEEP_S)
+        if slow or WORK_S:
+            time.sleep(WORK_S + (SLEEP_S if slow else 0.0))
         loss = model(inputs).sum()
         optimizer.zero_grad()
         backward_at = time.perf_counter()

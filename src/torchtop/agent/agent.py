@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 import msgspec
@@ -39,6 +41,8 @@ from torchtop.runs.layout import RunLayout
 from torchtop.runs.records import Bye, Note, Settings, Step, Window
 
 CHORES_EVERY_S = 1.0
+ERROR_LINES = 20
+"""The last lines of an uncaught exception's traceback that `bye` keeps."""
 LOADER_SETTINGS_ATTR = "_torchtop_loader_settings"
 
 
@@ -46,6 +50,24 @@ def open_sink(run_dir: Path, pid: int, hold_until_step: bool) -> RecordSink:
     """The sink of `events/agent-<pid>.jsonl`; the file is created at the first write."""
     path = RunLayout(run_dir).agent_events(pid)
     return RecordSink(lambda: JournalWriter(path), hold_until_step=hold_until_step)
+
+
+def error_lines(exc: BaseException) -> list[str] | None:
+    """`exc` as Python prints it uncaught, its last `ERROR_LINES` lines; None if that fails."""
+    try:
+        text = "".join(traceback.format_exception(exc))
+    except Exception:  # a broken __str__: the exit status still says it failed
+        return None
+    return [line for line in text.splitlines() if line.strip()][-ERROR_LINES:]
+
+
+def group_rank() -> tuple[int, int] | None:
+    """The rank and world size of the job's default process group; None before it is up (or
+    where the job never imported torch.distributed)."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    return int(dist.get_rank()), int(dist.get_world_size())
 
 
 class Agent:
@@ -73,11 +95,16 @@ class Agent:
         self._torch_version = ""
         self._exit_code = 0
         self._exit_signal: str | None = None
+        self._error: list[str] | None = None
+        self._hello_t = 0.0
+        self._group_told = False
+        """The process group's rank was read (or there is none to read, for good)."""
         self.memory = MemoryProbe()
 
     def start(self, torch_version: str, problems: list[str]) -> None:
         self._torch_version = torch_version
-        self.sink.write(hello_record(self.identity, torch_version, time.time()))
+        self._hello_t = time.time()
+        self.sink.write(hello_record(self.identity, torch_version, self._hello_t))
         for problem in problems:
             self.note(problem)
 
@@ -200,7 +227,29 @@ class Agent:
             self.plan.requested = True
         if self.module_requests.poll():
             self.modules_requested = True
+        if not self._group_told:
+            self.tell_group_rank()
         self.write_settings_if_changed()
+
+    def tell_group_rank(self) -> None:
+        """Once the job's default process group is up, say its rank and world size again in a
+        `hello` (same `t`) where the environment said otherwise or nothing (`mp.spawn`, a
+        launcher that sets no `RANK`): the ranks are then named as the job knows them."""
+        try:
+            told = group_rank()
+        except Exception as exc:
+            self._group_told = True
+            self.fail("process group rank", exc)
+            return
+        if told is None:
+            return
+        self._group_told = True
+        if told == (self.identity.rank, self.identity.world_size):
+            return
+        self.identity = dataclasses.replace(self.identity, rank=told[0], world_size=told[1])
+        hello = hello_record(self.identity, self._torch_version, self._hello_t)
+        hello.rank_from = "torch.distributed"
+        self.sink.write(hello)
 
     def write_settings_if_changed(self) -> None:
         if self._settings_broken:
@@ -362,6 +411,7 @@ class Agent:
             self.exit_requested(status.code)
         elif isinstance(status, BaseException):
             self._exit_code = 1
+            self._error = error_lines(status)
         elif status is None or isinstance(status, int):
             self._exit_code = status or 0
         else:  # sys.exit("message") prints it and exits 1
@@ -380,6 +430,8 @@ class Agent:
             bye = Bye(t=time.time(), reason=reason, exit_code=self._exit_code)
             if self._exit_signal is not None:
                 bye.signal = self._exit_signal
+            if self._error:
+                bye.error = self._error
             self.sink.write(bye)
             self.sink.close()
         except Exception:  # at exit there is no one left to tell; keep the job's exit clean

@@ -13,9 +13,10 @@ appended, `reason = "seen by parent"`, unless its journal already ends in a `bye
 same: the child is dead, so the file has one writer at a time still. The parent's word wins
 (the reader takes the last `bye`): the agent writes its own at Python's exit, and a process can
 still die after that, of a SIGABRT in its C++ teardown (gloo, NCCL), with its `exit 0` written.
-A child whose own `bye` already tells a failure (`exit 1` from an exception) keeps it: torchrun
-stops the other processes of a failed job, and its SIGTERM to one still tearing down after its
-own exception is not how that rank ended.
+A child whose own `bye` tells a failure (`exit 1` from an exception) and that its launcher then
+stopped mid-teardown (torchrun's SIGTERM to the other ranks of a failed job) ended as its
+parent saw it, `signal SIGTERM`, as torchrun's own summary says; the error it raised stays in
+its own `bye` (`error`), read apart (`runs.state.ProcessState.error`).
 Where waiting is not possible (no `os.waitid`, not Linux) or the job reaped the child
 first (`ChildProcessError`: a parent blocked in its own `wait()` may win the wake-up;
 torchrun polls every 0.1 s, so it rarely does), nothing is written and the run calls the
@@ -163,10 +164,6 @@ def _agrees(line: bytes, bye: Bye) -> bool:
     except ValueError:  # a torn line that happens to name a bye: the parent's goes after it
         return False
     if said.get("reason") == SEEN_BY_PARENT:
-        return True
-    if said.get("signal") is not None or said.get("exit_code") not in (0, None):
-        # It failed on its own (an exception, a signal it saw): a launcher that then stops it
-        # mid-teardown (torchrun's SIGTERM to a failed job) says less of how it ended.
         return True
     if isinstance(bye.signal, str):
         return bool(said.get("signal") == bye.signal)

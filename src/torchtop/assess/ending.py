@@ -3,17 +3,21 @@
 The job's end is `exit.json`, written by torchtop when it reaped the job (its status as the
 parent saw it, and the last lines of its stderr). Under a launcher (`torchrun`) that status is
 the launcher's: a rank's failure makes it 1. So the note names the rank that failed first, by
-the `bye` its parent wrote (`agent.children`), and so agrees with the ranks table.
+the `bye` its parent wrote (`agent.children`), and so agrees with the ranks table; the report's
+`exit` carries that rank's own error as its agent recorded it, since the job's stderr tail is
+the launcher's summary ("ChildFailedError ... exitcode: 1"), not the rank's traceback.
 """
 
 from __future__ import annotations
+
+from msgspec.structs import replace
 
 from torchtop.analysis.oom import out_of_memory
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.memory import OutOfMemory
 from torchtop.model.report import JobExit
 from torchtop.runs.records import Bye
-from torchtop.runs.state import RunState
+from torchtop.runs.state import ProcessState, RunState
 
 LAUNCHED = ("run", "demo", "tune")
 """The kinds of run whose job torchtop started, and so saw end."""
@@ -25,12 +29,18 @@ def job_exit(state: RunState, source_kind: str) -> JobExit | None:
     if record is None or source_kind not in LAUNCHED:
         return None
     tail = record.stderr_tail if isinstance(record.stderr_tail, list) else []
-    return JobExit(
+    ending = JobExit(
         how=record.how,
         status=record.exit_status,
         signal=record.signal,
         stderr_tail=tuple(tail),
         log=record.log if isinstance(record.log, str) else None,
+    )
+    failed = first_failed(state)
+    if failed is None or failed.bye is None or record.how == "stopped":
+        return ending
+    return replace(
+        ending, rank=failed.rank, rank_ended=bye_words(failed.bye), rank_error=failed.error
     )
 
 
@@ -61,16 +71,23 @@ def ending_note(state: RunState) -> str | None:
 def first_failed_rank(state: RunState) -> tuple[int, str] | None:
     """The rank whose process ended first otherwise than `exit 0` (by its `bye`), and how;
     None for a job of one rank (the job's own status says it) or where every rank ended well."""
+    process = first_failed(state)
+    if process is None or process.bye is None or process.rank is None:
+        return None
+    return process.rank, bye_words(process.bye)
+
+
+def first_failed(state: RunState) -> ProcessState | None:
+    """The process of `first_failed_rank`."""
     ranks = [p for p in state.training_processes if p.rank is not None]
     failed = [
-        (p.bye.t, p.rank, said)
-        for p in ranks
-        if p.bye is not None and p.rank is not None and (said := bye_words(p.bye)) != "exit 0"
+        (p.bye.t, p.rank or 0, i)
+        for i, p in enumerate(ranks)
+        if p.bye is not None and bye_words(p.bye) != "exit 0"
     ]
     if len(ranks) < 2 or not failed:
         return None
-    _, rank, said = min(failed)
-    return rank, said
+    return ranks[min(failed)[2]]
 
 
 def bye_words(bye: Bye) -> str:

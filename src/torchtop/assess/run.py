@@ -293,7 +293,6 @@ def _rank_reports(
         state.samples.host,
         state.exit is not None,
         node_host,
-        judge=cache.stragglers if cache is not None else None,
     )
     reports = [
         RankReport(

@@ -87,14 +87,21 @@ class Confidence(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class RankPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`[ranks]`: when a rank of a job with several is a straggler, and when it is silent."""
 
-    window_steps: Annotated[int, msgspec.Meta(ge=1)] = 50
-    """The newest steps that all ranks share by number, judged together."""
-    min_steps: Annotated[int, msgspec.Meta(ge=1)] = 10
-    """Fewer shared steps than this: no rank is called a straggler yet."""
+    min_steps: Annotated[int, msgspec.Meta(ge=1)] = 50
+    """Fewer counted steps shared by every rank than this: no rank is called a straggler yet.
+    The ranks are compared over all of their shared steps, in blocks of 10 step numbers
+    (`runs.step_blocks`): each block's slowest rank is the one with the most busy time."""
     culprit_share: _Share = 0.6
-    """A straggler is the culprit (the rank the others wait on) in at least this share."""
+    """A straggler is the slowest rank in at least this share of the blocks since it began."""
+    max_chance: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.001
+    """... a share that ranks alike would reach by chance (each block's slowest drawn at
+    random) with at most this probability: persistence, not a lucky streak."""
     min_slower_by: Annotated[float, msgspec.Meta(ge=0.0)] = 0.1
     """And its busy time exceeds its peers' median by at least this fraction."""
+    min_waited_share: _Share = 0.05
+    """And its peers lose at least this share of their step waiting for it (its excess busy
+    time over its step wall): a rank a little busier in a step that is mostly all-reduce holds
+    no one back."""
     silent_after_s: Annotated[float, msgspec.Meta(gt=0.0)] = 5.0
     """A rank without `bye` that wrote nothing for this long while a peer (or the host
     sampler, which no longer sees its process) went on is `silent since` its last record."""

@@ -37,10 +37,21 @@ class RankStanding(msgspec.Struct, frozen=True):
     slower_by: float | None = None
     """How much longer its busy time (step wall minus its wait) is than its peers' median."""
     culprit_share: float | None = None
-    """The share of the judged steps in which the others waited on it."""
+    """The share of the judged blocks of steps in which it was the slowest (the others waited
+    on it), over all the steps its ranks share (`assess.stragglers`)."""
     since_step: int | None = None
     since_t: float | None = None
-    """The first step (and its Unix end time) of its current run as the culprit."""
+    """The first step (and its Unix end time) of its current run as the slowest: a counted
+    step, the first judged where it was the slowest from the start."""
+    waited_share: float | None = None
+    """A straggler's peers' wait for it, as a share of its step (its excess busy time over its
+    step wall, the median over its blocks)."""
+    chance: float | None = None
+    """How likely ranks alike would make it the slowest in as many blocks by chance."""
+    blocks_judged: int | None = None
+    """How many blocks of `BLOCK_STEPS` steps were compared (every rank gets it)."""
+    judged_steps: tuple[int, int] | None = None
+    """The first and last step numbers compared: counted steps every judged rank has."""
     ended: str | None = None
     """`exit N`, `signal NAME`, `silent since <ISO time>`, or None while it runs."""
     last_stack: LastStack | None = None
@@ -124,6 +135,13 @@ class JobExit(msgspec.Struct, frozen=True):
     """The last lines the job wrote to stderr."""
     log: str | None = None
     """The file that holds the job's whole output (its stderr, where stdout was a terminal)."""
+    rank: int | None = None
+    """A job of several ranks: the rank that failed first (`assess.ending.first_failed_rank`)."""
+    rank_ended: str | None = None
+    """How that rank ended, as its parent saw it (`exit 1`, `signal SIGKILL`)."""
+    rank_error: tuple[str, ...] = ()
+    """That rank's own uncaught error, as it printed it to stderr (its agent's record): the
+    cause, where the job's stderr tail is its launcher's summary."""
 
     @property
     def failed(self) -> bool:

@@ -120,13 +120,18 @@ def window_json(call: WindowCall) -> dict[str, object]:
 
 def exit_json(ending: JobExit) -> dict[str, object]:
     """The report's `exit`: how the job ended (`status`, or the `signal` that ended it, with
-    `how` in a word), the last lines it wrote to stderr, and the file with its whole output."""
+    `how` in a word), the last lines it wrote to stderr, the file with its whole output, and
+    `rank`: the rank that failed first, how, and its own error (null for one process)."""
     return {
         "how": ending.how,
         "status": ending.status,
         "signal": ending.signal,
         "stderr_tail": list(ending.stderr_tail),
         "log": ending.log,
+        # A job of several ranks: the first to fail, with its own error (what it printed).
+        "rank": None
+        if ending.rank is None
+        else {"rank": ending.rank, "ended": ending.rank_ended, "error": list(ending.rank_error)},
     }
 
 
@@ -191,6 +196,11 @@ def standing_json(standing: RankStanding | None) -> dict[str, object]:
         "culprit_share": standing.culprit_share,
         "since": since,
         "ended": standing.ended,
+        # Over all the counted steps the ranks share, in blocks (`assess.stragglers`).
+        "waited_share": standing.waited_share,
+        "chance": standing.chance,
+        "blocks": standing.blocks_judged,
+        "judged_steps": list(standing.judged_steps) if standing.judged_steps else None,
     }
     if standing.last_stack is not None:
         document["last_stack"] = last_stack_json(standing.last_stack)

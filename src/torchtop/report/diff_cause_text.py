@@ -19,6 +19,8 @@ ANOTHER_CAUSE = "another cause, e.g. the machine's load"
 FLOOR_PCT = 1.0
 """A part of the change under this share of A's step is not worth a cause."""
 REST_NAMED = 2
+NAMED_MIN_MS = 0.05
+"""A category that moved less is not named (it would read `-0.0 ms`)."""
 LOAD_RULE_WORDS = ("contention", "steal")
 """Rules that name the machine's load: the other tenants, or the hypervisor's stolen time."""
 
@@ -76,7 +78,7 @@ def moved_words(moved: Document, changes: Document) -> str:
         return f"{head}; no recorded setting differs, so it has another cause: {named}"
     outside = abs(rest) > abs(inside) and abs(rest) * 100 >= FLOOR_PCT * _a_step_ms(moved)
     words = (
-        f"{head}: {inside:+.1f} ms in {'/'.join(moved['touched'])}, which "
+        f"{head}: {inside:+.1f} ms in {_where(moved)}, which "
         f"{_listed(moved['by'])} {'touches' if len(moved['by']) == 1 else 'touch'}; "
         f"{rest:+.1f} ms in the rest "
         f"({_rest_named(moved, changes, rest, operators=outside)})"
@@ -99,6 +101,17 @@ def _load_named(changes: Document) -> str:
     return f" ({'; '.join(said)})" if said else ""
 
 
+def _where(moved: Document) -> str:
+    """The touched categories that hold time on either side (a CPU job has no kernels)."""
+    categories = moved["categories"]
+    held = [
+        k
+        for k in moved["touched"]
+        if k in categories and categories[k]["a_ms"] + categories[k]["b_ms"]
+    ]
+    return "/".join(held or moved["touched"])
+
+
 def _a_step_ms(moved: Document) -> float:
     pct = moved["step_change_pct"]
     return abs(moved["step_change_ms"] / pct * 100) if pct else 0.0
@@ -113,7 +126,7 @@ def _rest_named(moved: Document, changes: Document, rest: float, operators: bool
     parts = [
         (key, c["change_ms"])
         for key, c in moved["categories"].items()
-        if key not in touched and c["change_ms"] * sign > 0
+        if key not in touched and c["change_ms"] * sign >= NAMED_MIN_MS
     ]
     parts.sort(key=lambda kv: -abs(kv[1]))
     said = [f"{key} {change:+.1f} ms" for key, change in parts[:REST_NAMED]] or ["nothing"]

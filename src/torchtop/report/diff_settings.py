@@ -23,6 +23,12 @@ THREAD_KEYS = (
 )  # fmt: skip
 WHOLE_KEYS = ("device", "amp", "compiled")
 WORKER_ONLY_KEYS = ("prefetch_factor", "persistent_workers")
+ECHOES = {
+    "threads.omp_num_threads_env": "OMP_NUM_THREADS",
+    "threads.omp_proc_bind_env": "OMP_PROC_BIND",
+}
+"""Recorded settings that are an environment variable as the job saw it: said once, as the
+variable, where the environment was compared."""
 
 
 def settings_change(a: Document, b: Document) -> list[Document]:
@@ -34,7 +40,8 @@ def settings_change(a: Document, b: Document) -> list[Document]:
             found += _tables("environment", "", sa["env"], sb["env"])
         found += _tables("override", "", sa.get("overrides") or {}, sb.get("overrides") or {})
         if sa.get("agent") and sb.get("agent"):
-            found += list(_recorded(sa, sb))
+            shown = {e["name"] for e in found if e["what"] == "environment"}
+            found += [e for e in _recorded(sa, sb) if ECHOES.get(e["name"]) not in shown]
             found += _options(sa, sb, found)
     return found
 

@@ -44,9 +44,21 @@ def exit_lines(ending: JobExit | None, heading: str = "EXIT  ") -> list[str]:
         # Where stdout went to the terminal, the file holds its stderr alone.
         what = "stderr" if Path(ending.log).name == "stderr.log" else "whole output"
         head += f"; its {what} is in {ending.log}"
-    tail = ending.stderr_tail[-TAIL_SHOWN:]
-    said = [f"  {line}" for line in tail] if tail else ["  (it wrote nothing to stderr)"]
+    said = [f"  {line}" for line in shown_tail(ending, TAIL_SHOWN)]
     return [head, *said, ""]
+
+
+def shown_tail(ending: JobExit, lines: int) -> list[str]:
+    """What to show of a failed job's stderr: the first failed rank's own error where its agent
+    recorded one (the job's tail is then its launcher's summary), else the job's tail."""
+    if ending.rank_error:
+        said = f"rank {ending.rank} failed first ({ending.rank_ended}); its error:"
+        return [said, *ending.rank_error[-(lines - 1) :]]
+    tail = list(ending.stderr_tail[-lines:])
+    if ending.rank is not None:
+        tail.insert(0, f"rank {ending.rank} failed first ({ending.rank_ended}); the job's stderr:")
+        tail = tail[: lines + 1]
+    return tail or ["(it wrote nothing to stderr)"]
 
 
 def before_first_step(report: Report) -> bool:

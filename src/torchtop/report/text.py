@@ -19,6 +19,7 @@ from torchtop.report.ending import before_first_step, exit_lines, memory_line
 from torchtop.report.memory import memory_text, modules_text
 from torchtop.report.nodes import node_lines, stack_summary
 from torchtop.report.relaunch import relaunch_text
+from torchtop.report.straggler_text import no_straggler_line, straggler_words
 from torchtop.report.windows import windows_line
 
 BAR_WIDTH = 60
@@ -198,8 +199,8 @@ def _findings(findings: Iterable[Finding], style: _Style) -> list[str]:
 def _ranks(report: Report) -> list[str]:
     lines = ["RANKS"]
     slowest = report.job.metrics.get("slowest_rank")
-    if any(r.standing is not None and r.standing.straggler for r in report.ranks):
-        # Synchronised ranks share one step time; the straggler is the one to point at.
+    if any(r.standing is not None and r.standing.blocks_judged for r in report.ranks):
+        # Synchronised ranks share one step time: the straggler judgement points, not the mean.
         slowest = None
     for item in report.ranks:
         a, v = item.analysis, item.verdict
@@ -215,7 +216,8 @@ def _ranks(report: Report) -> list[str]:
         if item.restarted_words is not None:
             lines.append(f"               {item.restarted_words}{_kept(item)}")
         lines += standing_lines(item.standing)
-    return [*lines, ""]
+    none = no_straggler_line(report.ranks)
+    return [*lines, *([f"  {none}"] if none else []), ""]
 
 
 def _kept(item: RankReport) -> str:
@@ -232,12 +234,7 @@ def standing_lines(standing: RankStanding | None) -> list[str]:
         return []
     lines = []
     if standing.straggler and standing.slower_by is not None:
-        since = f" since step {standing.since_step}" if standing.since_step is not None else ""
-        share = standing.culprit_share or 0.0
-        lines.append(
-            f"               straggler: {standing.slower_by:+.0%} busy time vs its peers,"
-            f" waited on in {share:.0%} of steps{since}"
-        )
+        lines.append(f"               straggler: {straggler_words(standing)}")
     if standing.ended is not None:
         lines.append(f"               ended: {standing.ended}")
     if standing.last_stack is not None:

@@ -55,6 +55,11 @@ class Hello(JournalRecord, tag="hello"):
     python: str | None = None
     torch: str | None = None
     host: str | None = None
+    rank_from: str | msgspec.UnsetType = msgspec.UNSET
+    """`torch.distributed` on the `hello` an agent writes again, with the same `t`, once the
+    job's default process group is up: its rank and world size as the job knows them, for any
+    launcher (`mp.spawn` passes the rank as an argument, not in `RANK`). Absent: the
+    environment's (`RANK`, `WORLD_SIZE`)."""
 
 
 class LoaderSettings(Part):
@@ -167,6 +172,9 @@ class Bye(JournalRecord, tag="bye"):
     exception, 0 otherwise); absent where it was not recorded."""
     signal: str | msgspec.UnsetType = msgspec.UNSET
     """The signal that ended the process (`SIGINT` for an uncaught KeyboardInterrupt)."""
+    error: list[str] | msgspec.UnsetType = msgspec.UNSET
+    """The uncaught exception that ended it, as Python printed it to stderr (its last
+    `agent.agent.ERROR_LINES` lines): a rank's own error, which its launcher's stderr buries."""
 
 
 class ModuleTiming(Part):

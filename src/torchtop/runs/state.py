@@ -44,6 +44,7 @@ from torchtop.runs.records import (
     Unavailable,
     Window,
 )
+from torchtop.runs.step_blocks import StepBlocks
 
 MAX_STEPS = 4096
 STEP_NUMBER_MAX = 2**31 - 1
@@ -126,6 +127,9 @@ class ProcessState:
     walls: StepWalls = field(default_factory=StepWalls)
     """Every timed step since the process started, for the whole run's step figures; `steps`
     holds only the newest records, with their DataLoader waits."""
+    blocks: StepBlocks = field(default_factory=StepBlocks)
+    """Every counted step's busy and wall time, summed in blocks, for the straggler judgement
+    over the whole run (`assess.stragglers`)."""
     windows: list[Window] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     ended: bool = False
@@ -135,6 +139,9 @@ class ProcessState:
     """The run folder its windows' paths are relative to, where not the state's (a node's)."""
     bye: Bye | None = None
     """How the process said it ended (`bye`); None while it runs, or if it died unheard."""
+    error: tuple[str, ...] = ()
+    """The uncaught exception it ended with, as its agent recorded it (its own `bye`'s
+    `error`), kept when its parent's `bye` follows."""
     last_t: float | None = None
     """The time of its newest timed record: when it was last heard from."""
     last_stack: LastStack | None = None
@@ -395,6 +402,9 @@ def _apply_agent_record(
         if record.wall_s is not None and record.wall_s >= 0:
             process.steps.append(_step(pid, record, record.wall_s))
             process.walls.append(record.step, record.wall_s)
+            waited_s = record.backward_s if isinstance(record.backward_s, float) else 0.0
+            busy_s = record.wall_s - waited_s
+            process.blocks.add(record.step, record.wall_s, busy_s, record.t)
             process.steps_seen += 1
         process.memory.add(record)
     elif isinstance(record, Hello):
@@ -408,6 +418,8 @@ def _apply_agent_record(
     elif isinstance(record, Bye):
         process.ended = True
         process.bye = record
+        if isinstance(record.error, list):
+            process.error = tuple(record.error)
     elif isinstance(record, ModulesStarted):
         process.modules_started = record
     elif isinstance(record, ModuleTimes):

@@ -3,8 +3,8 @@
 Hidden while the job runs. When it has ended (and the dashboard stays until `q`), one line says
 how, that the figures above are the final ones, and how to leave; when it failed, the line is in
 the error colour and the last lines the job wrote to stderr follow (its traceback, or Python's
-"can't open file ..."), with the file that holds its whole output, so the cause is on screen
-without leaving the dashboard.
+"can't open file ..."; for a job of several ranks, the first failed rank's own error), with the
+file that holds its whole output, so the cause is on screen without leaving the dashboard.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from torchtop.model.report import JobExit
+from torchtop.report.ending import shown_tail
 from torchtop.tui.palette import MUTED
 
 TAIL_SHOWN = 8
@@ -37,8 +38,7 @@ def job_end_text(ending: JobExit) -> Text:
         what = "its stderr" if Path(ending.log).name == "stderr.log" else "its whole output"
         text.append(f" · {what}: {ending.log}", style=MUTED)
     text.append(" · q: quit", style=MUTED)
-    tail = ending.stderr_tail[-TAIL_SHOWN:] or ("(it wrote nothing to stderr)",)
-    for line in tail:
+    for line in shown_tail(ending, TAIL_SHOWN):
         text.append(f"\n{line}")
     return text
 

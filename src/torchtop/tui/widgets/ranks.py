@@ -63,8 +63,8 @@ class RanksPanel(ListPanel):
         head.append(" conf" if width >= WIDE else "")
         head.append(" comm")
         slowest = frame.report.job.metrics.get("slowest_rank")
-        if any(r.standing is not None and r.standing.straggler for r in frame.report.ranks):
-            slowest = None  # synchronised ranks share one step time: the straggler is marked
+        if any(r.standing is not None and r.standing.blocks_judged for r in frame.report.ranks):
+            slowest = None  # synchronised ranks share one step time: the judgement marks
         return [head], [rank_row(item, slowest, width) for item in frame.report.ranks]
 
 
