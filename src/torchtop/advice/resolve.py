@@ -14,6 +14,12 @@ this job ("physical cores" where the machine is not known) drops the fix: a fix 
 with a placeholder for its value. A code change is located in the user's code instead, from the
 job's stacks where there are any (`Fix.where`); a DDP option goes on the line that built the
 `DistributedDataParallel` where the agent saw it.
+
+A fix with a model of what it takes carries its net predicted gain (`Fix.predicted_gain`: more
+DataLoader workers take cores from the math, `advice/loader_model.py`); one predicted under
+`OFFER_MIN_GAIN` is not offered, and the finding says why. A finding's severity follows the
+best net gain of its fixes where every fix has one (no high for a few percent), and the
+findings are ordered again by it.
 """
 
 from __future__ import annotations
@@ -25,7 +31,15 @@ import msgspec
 from torchtop.advice.locate import WeightedStack, located
 from torchtop.advice.machine import Machine
 from torchtop.advice.plan import initial_plan, plan_fix
-from torchtop.model.findings import Finding, Fix, Verdict
+from torchtop.advice.values import worker_fit
+from torchtop.model.findings import (
+    OFFER_MIN_GAIN,
+    Finding,
+    Fix,
+    Verdict,
+    format_value,
+    severity_for_gain,
+)
 from torchtop.model.fix_values import symbolic_value
 from torchtop.model.knobs import ALLOW_GROUPS, find_knob
 from torchtop.model.plan import NotApplicable
@@ -53,7 +67,26 @@ def resolve_fix(
         unresolved = symbolic_value(fix.value) is not None
         return None if planned.in_effect or unresolved else fix
     value = planned.fixes[-1].value
-    return fix if value == fix.value else msgspec.structs.replace(fix, value=value)
+    gain = _net_gain(fix, settings, machine, metrics)
+    if value == fix.value and gain is None:
+        return fix
+    return msgspec.structs.replace(fix, value=value, predicted_gain=gain)
+
+
+def _net_gain(
+    fix: Fix, settings: Settings | None, machine: Machine, metrics: Mapping[str, object]
+) -> float | None:
+    if fix.knob != "dataloader.num_workers":
+        return None
+    loader = settings.dataloader if settings is not None else None
+    current = loader.num_workers if loader is not None else None
+    if current is None:
+        seen = metrics.get("loader_workers")
+        current = int(seen) if isinstance(seen, int | float) else 0
+    threads = settings.threads if settings is not None else None
+    usable = threads.usable_cores if threads is not None else None
+    fit = worker_fit(current, metrics, machine, usable)
+    return fit.predicted_gain if fit is not None else None
 
 
 def resolve_verdict(
@@ -72,11 +105,16 @@ def resolve_verdict(
         return verdict
     env = _job_env(settings)
     places = _known_places(settings)
-    findings = tuple(
+    findings = [
         located(_resolved_finding(finding, settings, machine, metrics, argv, env), stacks, places)
         for finding in verdict.findings
-    )
-    return msgspec.structs.replace(verdict, findings=findings)
+    ]
+    # Stable: within a severity the diagnosis's order (by class score) stands.
+    findings.sort(key=lambda f: (f.bottleneck_class != verdict.bottleneck, _ORDER[f.severity]))
+    return msgspec.structs.replace(verdict, findings=tuple(findings))
+
+
+_ORDER = {"high": 0, "medium": 1, "low": 2}
 
 
 def _resolved_finding(
@@ -87,12 +125,31 @@ def _resolved_finding(
     argv: Sequence[str] | None,
     env: Mapping[str, str],
 ) -> Finding:
-    fixes = tuple(
-        resolved
-        for fix in finding.fixes
-        if (resolved := resolve_fix(fix, settings, machine, metrics, argv, env)) is not None
+    resolved = [resolve_fix(fix, settings, machine, metrics, argv, env) for fix in finding.fixes]
+    kept = [fix for fix in resolved if fix is not None]
+    fixes = tuple(f for f in kept if f.predicted_gain is None or f.predicted_gain >= OFFER_MIN_GAIN)
+    if fixes == finding.fixes:
+        return finding
+    message = finding.message + "".join(_not_offered(f, metrics) for f in kept if f not in fixes)
+    gains = [f.predicted_gain for f in fixes]
+    severity = finding.severity
+    if not fixes and len(kept) > len(fixes):
+        severity = "low"  # its one remedy would not pay here
+    elif fixes and all(g is not None for g in gains):
+        severity = severity_for_gain(severity, max(g for g in gains if g is not None))
+    return msgspec.structs.replace(finding, fixes=fixes, message=message, severity=severity)
+
+
+def _not_offered(fix: Fix, metrics: Mapping[str, object]) -> str:
+    """Why a fix predicted at about 1.0x is not offered, in the finding's message."""
+    cpu = metrics.get("loader_cpu_share")
+    what = f"{fix.knob} = {format_value(fix.value)}"
+    why = (
+        f"the loading is {cpu:.0%} CPU work, which would take its cores from the math"
+        if isinstance(cpu, float)
+        else "it would take its cores from the math"
     )
-    return finding if fixes == finding.fixes else msgspec.structs.replace(finding, fixes=fixes)
+    return f" {what} is not offered: {why} (predicted {fix.predicted_gain:.2f}x net)."
 
 
 _ENV_SEEN = {"OMP_NUM_THREADS": "omp_num_threads_env", "OMP_PROC_BIND": "omp_proc_bind_env"}

@@ -1,12 +1,14 @@
 """A fix's value made concrete for this job on this machine, and checked against its knob.
 
 Rules speak in terms a reader understands ("physical cores", "cores / (workers + 1)", "2x");
-the relaunch needs a number. The number of DataLoader workers is sized from what was measured:
-with a share `s` of each step waiting on data and `n` workers, loading one batch takes about
-`s/(1-s)` compute steps in process (`n/(1-s)` with workers), so that many workers hide it. The
-result is at least the rule's value and at most `max(8, cores)`: a loader that sleeps on storage
-gains from more workers than cores (the demo job on 2 cores: 4 workers 12 steps/s, 8 workers 30
-steps/s), while the A/B trial reverts the choice where the loader is CPU-bound and it does not.
+the relaunch needs a number. The number of DataLoader workers is sized from what was measured
+(`advice/loader_model.py`): the wait they hide and the CPU their loading takes from the math,
+against the cores free to the rank, so a loader that sleeps on storage gets more workers than
+cores (the demo job on 2 cores: 4 workers 12 steps/s, 8 workers 30 steps/s) and one that
+decodes on cores the compute already fills gets none worth offering. Where the loader's CPU is
+not measured (a recorded trace), the wait alone sizes them: with a share `s` of each step
+waiting and `n` workers, loading one batch takes about `s/(1-s)` compute steps in process
+(`n/(1-s)` with workers), at least the rule's value and at most `max(8, cores)`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import math
 from collections.abc import Mapping
 
 from torchtop.advice.job import JobView
+from torchtop.advice.loader_model import LoaderFit, fit_workers, free_cores
 from torchtop.advice.machine import Machine, rank_share
 from torchtop.model.fix_values import FALSE_WORDS, TRUE_WORDS, symbolic_value
 from torchtop.model.knobs import Knob
@@ -37,7 +40,7 @@ def resolve_value(
     """The concrete, type-checked value of `raw` for `knob`."""
     value = _symbolic(raw, current, job, machine)
     if knob.name == "dataloader.num_workers":
-        value = size_workers(_as_int(value), _int_or_none(current), metrics, machine)
+        value = size_workers(_as_int(value), _int_or_none(current), metrics, machine, job)
     if knob.name == "train.batch_size":
         value = fit_batch(_as_int(value), _int_or_none(current), metrics)
     if knob.name == "env.LD_PRELOAD":
@@ -66,11 +69,30 @@ def _symbolic(raw: object, current: object | None, job: JobView, machine: Machin
     return round(result) if isinstance(current, int) else result
 
 
+def worker_fit(
+    current: int | None,
+    metrics: Mapping[str, object],
+    machine: Machine,
+    usable_cores: int | None = None,
+) -> LoaderFit | None:
+    """The workers the measured wait and loading CPU call for on the cores free to this rank,
+    with their net predicted gain; None where the loader's CPU share is not measured."""
+    cores = free_cores(metrics, rank_share(machine, usable_cores).cores, machine.local_ranks)
+    return fit_workers(current or 0, metrics, cores)
+
+
 def size_workers(
-    floor: int, current: int | None, metrics: Mapping[str, object], machine: Machine
+    floor: int,
+    current: int | None,
+    metrics: Mapping[str, object],
+    machine: Machine,
+    job: JobView | None = None,
 ) -> int:
-    """Workers enough to hide the measured DataLoader wait, within [floor, max(8, the rank's
-    cores)]."""
+    """The workers `worker_fit` sizes; where it cannot, enough to hide the measured wait,
+    within [floor, max(8, the rank's cores)]."""
+    fit = worker_fit(current, metrics, machine, job.usable_cores if job is not None else None)
+    if fit is not None:
+        return fit.workers
     cap = max(WORKERS_CAP_FLOOR, rank_share(machine).cores)
     workers = current or 0
     share = metrics.get("dataloader_share")

@@ -110,10 +110,16 @@ class Agent:
 
     # Hot paths: called by the hooks on every DataLoader batch and every step.
 
-    def data_waited(self, iterator: object, seconds: float, batch_arrived: bool = False) -> None:
+    def data_waited(
+        self,
+        iterator: object,
+        seconds: float,
+        batch_arrived: bool = False,
+        cpu_s: float | None = None,
+    ) -> None:
         if not self.active or threading.get_ident() != self._step_thread:
             return
-        self.steps.add_data_wait(seconds)
+        self.steps.add_data_wait(seconds, cpu_s)
         if batch_arrived and self.steps.accepts(DATALOADER):
             self._signalled(DATALOADER)
         if self._loader_broken:
@@ -206,6 +212,8 @@ class Agent:
             )
             if record["backward_s"] is not None:
                 step.backward_s = record["backward_s"]
+            if record["data_cpu_s"] is not None:
+                step.data_cpu_s = record["data_cpu_s"]
             if memory and record is records[-1]:
                 for name, value in memory.items():
                     if value is not None:

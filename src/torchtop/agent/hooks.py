@@ -198,10 +198,13 @@ def time_dataloaders(agent: Agent) -> Undo:
 
     original = _BaseDataLoaderIter.__next__
     clock = time.perf_counter
+    # The stepping thread's own CPU time inside the call: with num_workers=0 it is the
+    # loading's CPU work (decode, augment), the rest of the wait is storage or the network.
+    cpu_clock = time.thread_time
 
     @functools.wraps(original)
     def timed_next(self: Any) -> Any:
-        started_s = clock()
+        started_s, started_cpu_s = clock(), cpu_clock()
         arrived = False
         try:
             batch = original(self)
@@ -212,7 +215,9 @@ def time_dataloaders(agent: Agent) -> Undo:
             raise
         finally:
             # StopIteration (the epoch's end) is a wait, not a batch: it ends no step.
-            agent.data_waited(self, clock() - started_s, batch_arrived=arrived)
+            agent.data_waited(
+                self, clock() - started_s, batch_arrived=arrived, cpu_s=cpu_clock() - started_cpu_s
+            )
 
     # On the class: iterators that already exist look the method up there too.
     return patch(_BaseDataLoaderIter, "__next__", timed_next)

@@ -135,10 +135,16 @@ class InjectedAgent(Agent):
             self.run_main_work()
         super().backward_ended(seconds)
 
-    def data_waited(self, iterator: object, seconds: float, batch_arrived: bool = False) -> None:
+    def data_waited(
+        self,
+        iterator: object,
+        seconds: float,
+        batch_arrived: bool = False,
+        cpu_s: float | None = None,
+    ) -> None:
         if self.main_work:
             self.run_main_work()
-        super().data_waited(iterator, seconds, batch_arrived)
+        super().data_waited(iterator, seconds, batch_arrived, cpu_s)
 
     def run_main_work(self) -> None:
         self._kicked = False

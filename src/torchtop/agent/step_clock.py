@@ -50,6 +50,7 @@ class EndedStep(TypedDict):
     step: int
     wall_s: float | None
     data_wait_s: float | None
+    data_cpu_s: float | None
     h2d_s: float | None
     sync_s: float | None
     backward_s: float | None
@@ -62,6 +63,8 @@ class StepClock:
     last_end_s: float | None = None
     data_wait_s: float = 0.0
     data_seen: bool = False
+    data_cpu_s: float | None = 0.0
+    """The stepping thread's CPU time inside those waits; None once a wait came without it."""
     backward_s: float = 0.0
     backward_seen: bool = False
     level: int | None = None
@@ -91,9 +94,10 @@ class StepClock:
         self.backward_s += seconds
         self.backward_seen = True
 
-    def add_data_wait(self, seconds: float) -> None:
+    def add_data_wait(self, seconds: float, cpu_s: float | None = None) -> None:
         self.data_wait_s += seconds
         self.data_seen = True
+        self.data_cpu_s = _add(self.data_cpu_s, cpu_s)
 
     def optimizer_stepped(self, optimizer_id: int, now_s: float) -> list[EndedStep]:
         """The step records this optimizer step releases (none when another optimizer is the
@@ -130,6 +134,9 @@ class StepClock:
         self.count -= len(self.pending)
         # The held records' waits belong to the step the better signal is about to end.
         self.data_wait_s += sum(r["data_wait_s"] or 0.0 for r in self.pending)
+        for held in self.pending:
+            if held["data_wait_s"] is not None:
+                self.data_cpu_s = _add(self.data_cpu_s, held["data_cpu_s"])
         self.backward_s += sum(r["backward_s"] or 0.0 for r in self.pending)
         self.backward_seen |= any(r["backward_s"] is not None for r in self.pending)
         self.pending = []
@@ -138,7 +145,7 @@ class StepClock:
             return False
         self.released_level = level
         self.last_end_s = now_s
-        self.data_wait_s = 0.0
+        self.data_wait_s, self.data_cpu_s = 0.0, 0.0
         self.backward_s = 0.0
         return True
 
@@ -177,6 +184,7 @@ class StepClock:
             "step": self.count,
             "wall_s": wall_s,
             "data_wait_s": round(self.data_wait_s, 6) if self.data_seen else None,
+            "data_cpu_s": _rounded(self.data_cpu_s) if self.data_seen else None,
             "h2d_s": None,
             "sync_s": None,
             "backward_s": round(self.backward_s, 6) if self.backward_seen else None,
@@ -185,6 +193,15 @@ class StepClock:
         }
         self.count += 1
         self.last_end_s = now_s
-        self.data_wait_s = 0.0
+        self.data_wait_s, self.data_cpu_s = 0.0, 0.0
         self.backward_s, self.backward_seen = 0.0, False
         return record
+
+
+def _add(total_s: float | None, seconds: float | None) -> float | None:
+    """A sum that stays unknown (None) once a part of it was not measured."""
+    return None if total_s is None or seconds is None else total_s + seconds
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 6)

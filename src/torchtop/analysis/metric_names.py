@@ -100,6 +100,13 @@ METRICS: dict[str, str] = {
     "or fewer where its launcher confined it",
     "loader_workers": "DataLoader worker processes of a rank: 0 where the agent saw the job step "
     "with no DataLoader (None offline)",
+    "loader_cpu_share": "the fraction of the data loading's time that is CPU work (0-1): the "
+    "stepping thread's CPU time inside DataLoader.__next__ over its wait (num_workers=0), or "
+    "each worker's busy fraction of a core (with workers); the rest waits on storage or the "
+    "network (None offline)",
+    "loader_wait_share": "the DataLoader wait's share of the recent steps as the agent timed "
+    "them (dataloader_share comes from a profiler window once there is one, whose profiler "
+    "slows the compute); None offline",
     "ddp_gradient_bytes": "bytes DistributedDataParallel all-reduces per step (its parameters)",
     "ddp_bucket_cap_bytes": "DistributedDataParallel's bucket_cap_mb, in bytes",
     "ddp_bucket_count": "DistributedDataParallel's gradient buckets (its own count once rebuilt "

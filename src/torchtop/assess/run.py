@@ -32,6 +32,7 @@ from torchtop.assess.context import Context
 from torchtop.assess.ending import died_of_memory, ending_note, job_exit
 from torchtop.assess.live_memory import live_memory, live_memory_metrics, with_nvml
 from torchtop.assess.live_modules import live_module_tree
+from torchtop.assess.loader_cpu import loader_cpu_metrics
 from torchtop.assess.node_share import ddp_metrics, node_machine, node_metrics
 from torchtop.assess.nodes import node_reports
 from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, rank_verdict
@@ -115,7 +116,23 @@ def step_metrics(steps: Sequence[StepRecord]) -> Metrics:
     total_s = stats.total_ms / 1000
     if total_s > 0 and all(w is not None for w in waits):
         metrics["dataloader_share"] = min(sum(w for w in waits if w is not None) / total_s, 1.0)
+        metrics["loader_cpu_share"] = in_process_cpu_share(steps)
     return metrics
+
+
+LOADER_CPU_MIN_WAIT_S = 0.005
+"""Under this much summed wait the CPU fraction of it is noise (the timers' own cost)."""
+
+
+def in_process_cpu_share(steps: Sequence[StepRecord]) -> float | None:
+    """The fraction of the steps' DataLoader wait that the stepping thread spent on the CPU
+    (`data_cpu_s` over `data_wait_s`): with num_workers=0, how much of loading is CPU work;
+    None where a step lacks the CPU time or the wait is too short to split."""
+    cpus = [s.data_cpu_s for s in steps]
+    wait_s = sum(s.data_wait_s or 0.0 for s in steps)
+    if wait_s < LOADER_CPU_MIN_WAIT_S or any(c is None for c in cpus):
+        return None
+    return round(min(sum(c or 0.0 for c in cpus) / wait_s, 1.0), 4)
 
 
 def _walls_ms(steps: Sequence[StepRecord]) -> np.ndarray:
@@ -159,9 +176,14 @@ def process_metrics(
         metrics.update({k: v for k, v in settings.items() if v is not None})
         # Step timing covers many more steps than the window: it wins for step times.
         metrics.update({k: v for k, v in live.items() if k.startswith(("step", "recent"))})
+        # Only the agent's clocks split the loader's wait into CPU work and the rest, over
+        # the recent steps, whose wait share (unslowed by the profiler) sizes the workers.
+        metrics["loader_cpu_share"] = live.get("loader_cpu_share")
+        metrics["loader_wait_share"] = live.get("dataloader_share")
         metrics["breakdown_steps"] = len(window.steps)
         return metrics, dict(window.breakdown), True
     metrics = {**settings, **live, "breakdown_steps": len(recent)}
+    metrics["loader_wait_share"] = metrics.get("dataloader_share")
     share = metrics.get("dataloader_share")
     breakdown = {c: 0.0 for c in CATEGORIES}
     if isinstance(share, float):
@@ -208,6 +230,7 @@ def assess(
     # The job's figures are its slowest rank's steps; its shares, each rank's window's.
     first = windows.get(processes[0].pid) if processes else None
     job = replace(job, metrics={**job.metrics, **node_metrics(state, job.metrics, context)})
+    job = replace(job, metrics={**job.metrics, **loader_cpu_metrics(state, job.metrics)})
     verdict = diagnose(tree, job.metrics, evidence_steps(job, first))
     verdict = _resolved(verdict, state, job.metrics, context)
     steps = job.metrics.get("steps_count")

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from torchtop.diagnosis.confidence import margin_confidence
 from torchtop.diagnosis.rules import Rule, RuleTree, offered_fixes
 from torchtop.model.analysis import Metrics, StepCost
-from torchtop.model.findings import Finding, Verdict, gain_bound
+from torchtop.model.findings import Finding, Verdict, gain_bound, severity_for_gain
 
 _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 _UNEXPLAINED = "No finding explains {unexplained_share:.0%} of the step."
@@ -264,17 +264,19 @@ def _finding(
     # `recoverable = false`) says so; else the class's share.
     own = rule.recoverable is not None
     share = _share(rule, metrics) if own else shares.get(rule.bottleneck_class)
+    gain = gain_bound(share)
     return Finding(
         rule=rule.id,
         bottleneck_class=rule.bottleneck_class,
-        severity=_severity(rule, metrics),
+        # Severity follows the predicted gain: 5% of the step is not high whatever the rule.
+        severity=severity_for_gain(_severity(rule, metrics), gain),
         title=rule.title,
         message=render(rule.message or rule.title, metrics),
         why=rule.why,
         evidence={name: metrics.get(name) for name in rule.evidence},
         fixes=offered_fixes(rule, metrics),
         chain=tree.chain(rule.id),
-        predicted_gain=gain_bound(share),
+        predicted_gain=gain,
         recoverable_share=None if share is None else round(share, 4),
     )
 

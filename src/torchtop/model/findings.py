@@ -17,6 +17,10 @@ class Fix(msgspec.Struct, frozen=True):
     where: str | None = None
     """For a code fix: the user's line it belongs to (`file:line: source`), or why it could not
     be located; None where no stacks were looked at."""
+    predicted_gain: float | None = None
+    """The speedup this fix is predicted to give on this job and machine, net of what it takes
+    (more DataLoader workers take cores from the math: `advice/loader_model.py`); None where
+    there is no model for it (the finding's `predicted_gain` is then the only figure)."""
 
 
 class Finding(msgspec.Struct, frozen=True):
@@ -62,6 +66,26 @@ class Verdict(msgspec.Struct, frozen=True):
     None where its findings cover it."""
     unexplained: str | None = None
     """Where a share is unexplained: that it is, and what to record to find its cause."""
+
+
+HIGH_MIN_GAIN = 1.10
+"""No finding is high under this predicted gain: a few percent is not what to do first."""
+MEDIUM_MIN_GAIN = 1.05
+"""Under this predicted gain a finding is low."""
+OFFER_MIN_GAIN = 1.04
+"""A fix predicted under this net gain is not offered: about 1.0x is within what a bare A/B of
+a few rounds can tell from noise (the ImageNet trainer's `-j 0` rounds spread 0.81-1.00x for a
+change predicted at 1.06x), so offering it would invite a trial that cannot show a gain."""
+_RANKS = ("low", "medium", "high")
+
+
+def severity_for_gain(severity: str, gain: float | None) -> str:
+    """`severity`, lowered to what a predicted `gain` supports (unchanged where there is no
+    prediction): high from 1.10x, medium from 1.05x, else low."""
+    if gain is None or severity not in _RANKS:
+        return severity
+    most = "high" if gain >= HIGH_MIN_GAIN else "medium" if gain >= MEDIUM_MIN_GAIN else "low"
+    return min(severity, most, key=_RANKS.index)
 
 
 def gain_bound(share: float | None) -> float | None:

@@ -310,6 +310,7 @@ def finding_json(finding: Finding) -> dict[str, object]:
         "fixes": [
             {"knob": f.knob, "value": f.value, "apply": f.apply, "description": f.description}
             | ({"where": f.where} if f.where is not None else {})
+            | ({"predicted_gain": f.predicted_gain} if f.predicted_gain is not None else {})
             for f in finding.fixes
         ],
         "predicted_gain": finding.predicted_gain,

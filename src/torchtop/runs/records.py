@@ -131,6 +131,11 @@ class Step(JournalRecord, tag="step"):
     """Time inside `backward()` this step: under DDP it holds the wait for the other ranks'
     gradients, so the rank that waits least is the one the others wait on. Absent where the
     step had no backward (and in folders written before it existed)."""
+    data_cpu_s: float | msgspec.UnsetType = msgspec.UNSET
+    """The stepping thread's CPU time inside `DataLoader.__next__` this step
+    (`time.thread_time`): with `num_workers=0`, the loading's CPU work; the rest of
+    `data_wait_s` waited on storage or the network (or, with workers, on them). Absent where
+    no batch was waited for (and in folders written before it existed)."""
     rss_bytes: int | msgspec.UnsetType = msgspec.UNSET
     """The process's resident set at the step's end (`/proc/self/statm`); absent where not
     read (not Linux, a step released late, a step ended under 50 ms after the last reading,

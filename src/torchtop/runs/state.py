@@ -79,6 +79,8 @@ class StepRecord(msgspec.Struct, gc=False):
     rss_bytes: int | None = None
     cuda_peak_allocated_bytes: int | None = None
     cuda_reserved_bytes: int | None = None
+    data_cpu_s: float | None = None
+    """The stepping thread's CPU time inside the DataLoader's `__next__` (the Step's)."""
 
 
 class StepWalls:
@@ -439,6 +441,7 @@ def _step(pid: int, record: Step, wall_s: float) -> StepRecord:
         rss_bytes=_int(record.rss_bytes),
         cuda_peak_allocated_bytes=_int(record.cuda_peak_allocated_bytes),
         cuda_reserved_bytes=_int(record.cuda_reserved_bytes),
+        data_cpu_s=record.data_cpu_s if isinstance(record.data_cpu_s, int | float) else None,
     )
 
 

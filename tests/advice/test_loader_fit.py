@@ -1,0 +1,95 @@
+"""DataLoader workers sized against the cores free to the rank, with the gain net of what they
+take from the math (`advice/loader_model.py`), and severity that follows the predicted gain.
+
+Anchors measured bare on this 2-core machine (docs/benchmarks.md, `benchmarks/loader_fit.py`):
+a Dataset that decodes on the CPU (~5% of the step) beside 2 intra-op threads ran 0.80-0.88x
+with 1-4 workers; the demo, whose Dataset sleeps, ran 4.8x faster with 16 workers than with 2.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import RULES_DIR
+from torchtop.advice.loader_model import Cores, fit_workers, free_cores
+from torchtop.advice.machine import Machine
+from torchtop.advice.resolve import resolve_verdict
+from torchtop.diagnosis.engine import diagnose
+from torchtop.diagnosis.rules import load_rules
+from torchtop.model.findings import OFFER_MIN_GAIN, severity_for_gain
+from torchtop.runs.records import LoaderSettings, Settings, ThreadSettings
+
+TREE = load_rules(RULES_DIR)
+TWO_CORES = Machine(logical_cores=2, physical_cores=2)
+FULL = Cores(free=2.0, compute=2.0)
+"""2 intra-op threads on 2 cores: the compute fills them."""
+DECODE = {"dataloader_share": 0.06, "loader_cpu_share": 0.99, "torch_num_threads": 2}
+"""tests/workloads/cpu_decode.py as torchtop measured it on a quiet machine."""
+SLEEPS = {"dataloader_share": 0.96, "loader_cpu_share": 0.05, "torch_num_threads": 2}
+"""The demo (5 ms asleep a sample, num_workers=0), bare on a quiet machine."""
+
+
+def test_a_cpu_bound_loader_beside_a_compute_that_fills_the_cores_gains_nothing_net() -> None:
+    fit = fit_workers(0, DECODE, FULL)
+    assert fit is not None and fit.predicted_gain < OFFER_MIN_GAIN
+    assert fit.workers <= 2
+
+
+def test_a_loader_that_sleeps_is_given_more_workers_than_cores() -> None:
+    fit = fit_workers(0, SLEEPS, FULL)
+    assert fit is not None and fit.workers >= 16 and fit.predicted_gain > 5.0
+
+
+def test_the_count_follows_the_loaders_cpu_not_a_cap() -> None:
+    counts = [
+        fit.workers
+        for cpu in (0.02, 0.25, 0.5)
+        if (fit := fit_workers(0, {**SLEEPS, "loader_cpu_share": cpu}, Cores(8.0, 2.0)))
+    ]
+    assert counts == sorted(counts, reverse=True) and counts[0] > 8 > counts[-1]
+
+
+def test_idle_cores_take_the_cpu_work_so_workers_pay_where_the_compute_leaves_cores_free() -> None:
+    fit = fit_workers(0, {**DECODE, "dataloader_share": 0.3}, Cores(free=8.0, compute=2.0))
+    assert fit is not None and fit.predicted_gain >= 1.4
+
+
+def test_cores_other_processes_use_are_not_free_to_the_job() -> None:
+    busy = {**SLEEPS, "other_cores_used": 1.5, "torch_num_threads": 1}
+    assert free_cores(busy, 2, 1) == Cores(0.5, 0.5)
+    assert free_cores({**busy, "other_cores_used": None}, 2, 1) == Cores(2.0, 1.0)
+    assert free_cores({"other_cores_used": 2.0}, 4, 2) == Cores(3.0, 3.0)
+
+
+def test_without_the_loaders_cpu_measured_there_is_no_model() -> None:
+    assert fit_workers(0, {"dataloader_share": 0.5}, FULL) is None
+
+
+def test_no_finding_is_high_under_a_tenth_and_none_medium_under_five_percent() -> None:
+    assert severity_for_gain("high", 1.09) == "medium"
+    assert severity_for_gain("high", 1.04) == "low"
+    assert severity_for_gain("high", 1.10) == "high"
+    assert severity_for_gain("low", 3.0) == "low"
+    assert severity_for_gain("high", None) == "high"
+
+
+def cpu_decode_verdict(metrics: dict[str, object]) -> tuple[str, list[str], str]:
+    job = {"has_gpu": False, "steps_count": 40, "cpu_exec_share": 0.85, "loader_workers": 0,
+           "dataloader_num_workers": 0, "rank_cores": 2, "local_ranks": 1,
+           "communication_share": 0.0, "memcpy_share": 0.01, **metrics}  # fmt: skip
+    settings = Settings(
+        dataloader=LoaderSettings(num_workers=0),
+        threads=ThreadSettings(torch_num_threads=2, usable_cores=2),
+    )
+    verdict = resolve_verdict(diagnose(TREE, job), settings, TWO_CORES, job)
+    loader = next(f for f in verdict.findings if f.rule == "dataloader-single-process")
+    return loader.severity, [fix.knob for fix in loader.fixes], loader.message
+
+
+def test_workers_predicted_at_about_one_x_net_are_not_offered_and_the_finding_says_why() -> None:
+    severity, knobs, message = cpu_decode_verdict(DECODE)
+    assert (severity, knobs) == ("low", [])
+    assert "dataloader.num_workers = 1 is not offered" in message and "99% CPU" in message
+
+
+def test_workers_that_pay_are_offered_with_their_net_gain_and_a_severity_to_match() -> None:
+    severity, knobs, _ = cpu_decode_verdict(SLEEPS)
+    assert (severity, knobs) == ("high", ["dataloader.num_workers"])
