@@ -27,11 +27,11 @@ if __name__ == "__main__":
 MACHINE_FIELDS = {
     "kind", "t", "cpu_pct", "per_cpu_pct", "iowait_pct", "mem_used_bytes", "mem_total_bytes",
     "disk_read_bytes_per_s", "disk_write_bytes_per_s", "net_recv_bytes_per_s",
-    "net_sent_bytes_per_s", "processes",
+    "net_sent_bytes_per_s", "processes", "steal_pct", "others_cpu_pct", "others",
 }  # fmt: skip
 PROCESS_FIELDS = {
     "pid", "ppid", "name", "role", "cpu_pct", "rss_bytes", "threads", "read_bytes_per_s",
-    "write_bytes_per_s",
+    "write_bytes_per_s", "runqueue_wait_pct",
 }  # fmt: skip
 RATES = ("disk_read_bytes_per_s", "disk_write_bytes_per_s", "net_recv_bytes_per_s")
 
@@ -53,6 +53,9 @@ def test_the_first_sample_has_the_tree_and_no_rates_yet(spawn: Spawn) -> None:
         assert set(process) == PROCESS_FIELDS
         assert process["rss_bytes"] > 0 and process["threads"] >= 1
         assert process["cpu_pct"] is None and process["read_bytes_per_s"] is None
+        assert process["runqueue_wait_pct"] is None
+    # Other processes' CPU is a difference between two samples: none yet.
+    assert record["others_cpu_pct"] is None and record["others"] == []
 
 
 def test_the_second_sample_measures_cpu_and_rates_against_the_first(spawn: Spawn) -> None:
@@ -70,6 +73,12 @@ def test_the_second_sample_measures_cpu_and_rates_against_the_first(spawn: Spawn
     assert all(w["cpu_pct"] is not None and w["cpu_pct"] > 0 for w in workers)
     main = next(p for p in record["processes"] if p["role"] == "main")
     assert main["read_bytes_per_s"] is not None and main["write_bytes_per_s"] is not None
+    assert all(p["runqueue_wait_pct"] is not None and p["runqueue_wait_pct"] >= 0
+               for p in record["processes"])  # fmt: skip
+    assert record["others_cpu_pct"] is not None and record["others_cpu_pct"] >= 0
+    assert record["steal_pct"] is not None  # Linux counts steal
+    job_pids = {p["pid"] for p in record["processes"]}
+    assert not job_pids & {p["pid"] for p in record["others"]}
 
 
 def test_a_process_that_started_since_the_last_sample_has_no_cpu_reading_yet(
@@ -81,7 +90,7 @@ def test_a_process_that_started_since_the_last_sample_has_no_cpu_reading_yet(
     sampled, _ = sample_host(job.pid, state)
     record = written(sampled)
     main = next(p for p in record["processes"] if p["pid"] == job.pid)
-    assert main["cpu_pct"] is None
+    assert main["cpu_pct"] is None and main["runqueue_wait_pct"] is None
     assert all(p["cpu_pct"] is not None for p in record["processes"] if p["pid"] != job.pid)
 
 

@@ -120,3 +120,21 @@ def test_text_that_is_not_an_expression_is_refused(text: str) -> None:
 def test_the_error_message_quotes_the_expression() -> None:
     with pytest.raises(ExpressionError, match=r"'a\.real > 0'"):
         Expression.parse("a.real > 0")
+
+
+@pytest.mark.parametrize(
+    ("metrics", "expected"),
+    [({}, True), ({"m": None}, True), ({"m": 0.1}, True), ({"m": 0.9}, False)],
+)
+def test_known_says_whether_a_metric_was_measured_and_is_never_unknown_itself(
+    metrics: dict[str, object], expected: bool
+) -> None:
+    expression = Expression.parse("not known(m) or m < 0.5")
+    assert expression.evaluate(metrics) is expected
+    assert expression.names == frozenset({"m"})
+
+
+@pytest.mark.parametrize("text", ["known(1)", "known(a, b)", "known(a + b)", "known(m=a)"])
+def test_known_takes_one_metric_name_and_nothing_else(text: str) -> None:
+    with pytest.raises(ExpressionError, match="known"):
+        Expression.parse(text)

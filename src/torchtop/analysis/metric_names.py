@@ -107,6 +107,17 @@ METRICS: dict[str, str] = {
     "loader_wait_share": "the DataLoader wait's share of the recent steps as the agent timed "
     "them (dataloader_share comes from a profiler window once there is one, whose profiler "
     "slows the compute); None offline",
+    "other_cores_used": "cores used by processes outside the job on its node (not torchtop's "
+    "own), averaged over the newest host samples (None offline)",
+    "contender_cores": "cores used by the contenders: processes outside the job busy through "
+    "most of the newest host samples (None offline)",
+    "contenders": "the contenders named: pid, command and cores of each ('none' where no "
+    "process outside the job stayed busy)",
+    "runqueue_wait_share": "time the job's threads waited on a CPU run queue, as a share of the "
+    "time they were ready to run (their CPU time plus that wait; /proc schedstat): about the "
+    "share of its CPU work's time lost to a full machine (None offline)",
+    "host_steal_share": "the machine's CPU time the hypervisor gave to other guests (steal), "
+    "0-1 (None offline or where the platform has no steal counter)",
     "ddp_gradient_bytes": "bytes DistributedDataParallel all-reduces per step (its parameters)",
     "ddp_bucket_cap_bytes": "DistributedDataParallel's bucket_cap_mb, in bytes",
     "ddp_bucket_count": "DistributedDataParallel's gradient buckets (its own count once rebuilt "

@@ -20,6 +20,7 @@ from torchtop.advice.machine import rank_share
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.stacks import attribute
+from torchtop.assess.contention import contention_metrics
 from torchtop.assess.context import Context
 from torchtop.assess.run import assess
 from torchtop.assess.stack_shares import INTERPRETER, StackShares, shares_of
@@ -152,6 +153,7 @@ def assess_attached(
         return assess(state, windows, tree, kind, context=context)
     metrics, breakdown = stack_metrics(state, context.frames)
     metrics.update(_node_metrics(metrics, local_ranks, rank, context))
+    metrics.update(contention_metrics(state.samples.host))
     job = RankAnalysis(
         rank=None,
         label=f"PID {state.launch.pid}",

@@ -28,6 +28,7 @@ from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
 from torchtop.analysis.step_stats import step_stats
 from torchtop.analysis.summary import job_analysis
+from torchtop.assess.contention import contention_metrics
 from torchtop.assess.context import Context
 from torchtop.assess.ending import died_of_memory, ending_note, job_exit
 from torchtop.assess.live_memory import live_memory, live_memory_metrics, with_nvml
@@ -229,7 +230,8 @@ def assess(
     job = _job_memory(job, ranks, state)
     # The job's figures are its slowest rank's steps; its shares, each rank's window's.
     first = windows.get(processes[0].pid) if processes else None
-    job = replace(job, metrics={**job.metrics, **node_metrics(state, job.metrics, context)})
+    node = {**node_metrics(state, job.metrics, context), **contention_metrics(state.samples.host)}
+    job = replace(job, metrics={**job.metrics, **node})
     job = replace(job, metrics={**job.metrics, **loader_cpu_metrics(state, job.metrics)})
     verdict = diagnose(tree, job.metrics, evidence_steps(job, first))
     verdict = _resolved(verdict, state, job.metrics, context)

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import msgspec
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
+from torchtop.collectors.others import OthersState, sample_others, thread_waits_ns, wait_pct
 from torchtop.collectors.tree import JobProcess, job_tree
 from torchtop.runs.records import HostProcess, HostSample
 
@@ -38,10 +39,15 @@ class HostState:
     net: _Io | None
     processes: dict[int, psutil.Process] = field(default_factory=dict)
     process_io: dict[int, _Io] = field(default_factory=dict)
+    waits_ns: dict[int, dict[int, int] | None] = field(default_factory=dict)
+    others: OthersState | None = None
 
 
-def sample_host(tree_root_pid: int, previous: HostState | None) -> tuple[HostSample, HostState]:
-    """One `host` record and the state the next sample needs."""
+def sample_host(
+    tree_root_pid: int, previous: HostState | None, run_root: str | None = None
+) -> tuple[HostSample, HostState]:
+    """One `host` record and the state the next sample needs; `run_root`: the run folder,
+    whose processes started elsewhere (another node's) are not other tenants."""
     now_s = time.monotonic()
     cpu_times = psutil.cpu_times(percpu=True)
     fields = list(cpu_times[0]._fields) if cpu_times else []
@@ -58,6 +64,13 @@ def sample_host(tree_root_pid: int, previous: HostState | None) -> tuple[HostSam
     memory = psutil.virtual_memory()
     t = time.time()
     cpu_pct, per_cpu_pct, iowait_pct = _cpu_fields(previous, state, fields)
+    processes = _processes(tree_root_pid, previous, state, elapsed_s)
+    others_pct, others, state.others = sample_others(
+        {p.pid for p in processes},
+        run_root,
+        previous.others if previous is not None else None,
+        elapsed_s,
+    )
     disk_read, disk_write = _io_rates(old_disk, state.disk, elapsed_s)
     net_recv, net_sent = _io_rates(old_net, state.net, elapsed_s)
     record = HostSample(
@@ -72,7 +85,10 @@ def sample_host(tree_root_pid: int, previous: HostState | None) -> tuple[HostSam
         disk_write_bytes_per_s=disk_write,
         net_recv_bytes_per_s=net_recv,
         net_sent_bytes_per_s=net_sent,
-        processes=_processes(tree_root_pid, previous, state, elapsed_s),
+        processes=processes,
+        steal_pct=_steal_pct(previous, state, fields),
+        others_cpu_pct=others_pct,
+        others=others,
     )
     return record, state
 
@@ -80,12 +96,13 @@ def sample_host(tree_root_pid: int, previous: HostState | None) -> tuple[HostSam
 class HostCollector:
     """`sample_host` with its state kept between calls, for a `Sampler`."""
 
-    def __init__(self, tree_root_pid: int) -> None:
+    def __init__(self, tree_root_pid: int, run_root: str | None = None) -> None:
         self.tree_root_pid = tree_root_pid
+        self.run_root = run_root
         self._state: HostState | None = None
 
     def sample(self) -> HostSample:
-        record, self._state = sample_host(self.tree_root_pid, self._state)
+        record, self._state = sample_host(self.tree_root_pid, self._state, self.run_root)
         return record
 
 
@@ -105,6 +122,20 @@ def _cpu_fields(
         iowait_pct = _share_pct(machine[state.iowait_index], _total_s(machine, fields))
     per_cpu_pct: list[float | None] = [_busy_pct(delta, fields) for delta in deltas]
     return _busy_pct(machine, fields), per_cpu_pct, iowait_pct
+
+
+def _steal_pct(previous: HostState | None, state: HostState, fields: list[str]) -> float | None:
+    """The machine's steal time since the previous sample, % of all its CPU time."""
+    if previous is None or "steal" not in fields or len(previous.cpu_times) != len(state.cpu_times):
+        return None
+    index = fields.index("steal")
+    delta = [
+        sum(now - before for now, before in zip(column_now, column_old, strict=True))
+        for column_now, column_old in zip(
+            zip(*state.cpu_times, strict=True), zip(*previous.cpu_times, strict=True), strict=True
+        )
+    ]
+    return _share_pct(delta[index], _total_s(delta, fields))
 
 
 def _total_s(delta: list[float], fields: list[str]) -> float:
@@ -153,10 +184,18 @@ def _processes(
 ) -> list[HostProcess]:
     cached = previous.processes if previous is not None else {}
     old_io = previous.process_io if previous is not None else {}
+    old_waits = previous.waits_ns if previous is not None else {}
     rows = []
     for member in job_tree(root_pid):
         process, known = _cached(member, cached)
-        row = _process_row(member, process, known, old_io.get(member.pid), state, elapsed_s)
+        row = _process_row(
+            member,
+            process,
+            known,
+            (old_io.get(member.pid), old_waits.get(member.pid)),
+            state,
+            elapsed_s,
+        )
         if row is not None:
             state.processes[member.pid] = process
             rows.append(row)
@@ -175,10 +214,11 @@ def _process_row(
     member: JobProcess,
     process: psutil.Process,
     known: bool,
-    old_io: _Io | None,
+    old: tuple[_Io | None, dict[int, int] | None],
     state: HostState,
     elapsed_s: float | None,
 ) -> HostProcess | None:
+    old_io, old_waits = old
     try:
         with process.oneshot():
             # A Process's first cpu_percent() call only starts its clock: 0.0 means nothing.
@@ -197,8 +237,14 @@ def _process_row(
         return None
     if io is not None:
         state.process_io[member.pid] = io
+    waits = state.waits_ns[member.pid] = thread_waits_ns(member.pid)
     read_rate, write_rate = _io_rates(old_io if known else None, io, elapsed_s)
-    return msgspec.structs.replace(row, read_bytes_per_s=read_rate, write_bytes_per_s=write_rate)
+    return msgspec.structs.replace(
+        row,
+        read_bytes_per_s=read_rate,
+        write_bytes_per_s=write_rate,
+        runqueue_wait_pct=wait_pct(old_waits if known else None, waits, elapsed_s),
+    )
 
 
 def _process_io(process: psutil.Process) -> _Io | None:

@@ -1,12 +1,16 @@
 """Conditions and scores in rule files: a small, safe subset of Python expressions.
 
 `dataloader_share > 0.05 and gpu_utilization < 0.8` reads as it would in Python, but only
-names of metrics, numbers, booleans, comparisons, `and`/`or`/`not`, arithmetic, `x if c else y`
-and `min`/`max`/`abs` are allowed; anything else is refused when the rule is loaded.
+names of metrics, numbers, booleans, comparisons, `and`/`or`/`not`, arithmetic, `x if c else y`,
+`min`/`max`/`abs` and `known(metric)` are allowed; anything else is refused when the rule is
+loaded.
 
 A metric that was not measured (None) makes every comparison on it unknown, and unknown
 propagates through `and`/`or`/`not` as in three-valued logic, so a rule never fires, nor
-fires by negation, on evidence that does not exist.
+fires by negation, on evidence that does not exist. `known(metric)` is the one way to ask
+whether a metric was measured (never unknown itself): a fix withheld where a measurement
+says so, and offered where nothing was measured (a saved trace), reads
+`not known(m) or m < 0.5`.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ class Expression(msgspec.Struct, frozen=True):
         names: set[str] = set()
         for node in ast.walk(tree):
             _check_node(node, text)
-            if isinstance(node, ast.Name) and node.id not in _FUNCTIONS:
+            if isinstance(node, ast.Name) and node.id not in (*_FUNCTIONS, "known"):
                 names.add(node.id)
         return Expression(text, tree, frozenset(names))
 
@@ -77,10 +81,12 @@ _ALLOWED = (
 def _check_node(node: ast.AST, text: str) -> None:
     if not isinstance(node, _ALLOWED):
         raise ExpressionError(f"{type(node).__name__} is not allowed in {text!r}")
+    if isinstance(node, ast.Call) and _is_known(node):
+        return
     if isinstance(node, ast.Call) and not (
         isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS and not node.keywords
     ):
-        raise ExpressionError(f"only min, max and abs may be called in {text!r}")
+        raise ExpressionError(f"only min, max, abs and known(metric) may be called in {text!r}")
     if isinstance(node, ast.Constant) and not isinstance(node.value, int | float | bool | str):
         raise ExpressionError(f"constant {node.value!r} is not allowed in {text!r}")
 
@@ -113,10 +119,23 @@ def _eval(node: ast.expr, metrics: Mapping[str, object]) -> Any:
             if condition is None:
                 return None
             return _eval(body if condition else orelse, metrics)
+        case ast.Call(args=[ast.Name(id=name)]) if _is_known(node):
+            return metrics.get(name) is not None
         case ast.Call(func=ast.Name(id=name), args=args):
             values = [_eval(a, metrics) for a in args]
             return None if any(v is None for v in values) else _FUNCTIONS[name](*values)
     raise ExpressionError(f"cannot evaluate {ast.dump(node)}")
+
+
+def _is_known(node: ast.Call) -> bool:
+    """`known(metric)`: one metric name, nothing else."""
+    return (
+        isinstance(node.func, ast.Name)
+        and node.func.id == "known"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+        and not node.keywords
+    )
 
 
 def _compare(node: ast.Compare, metrics: Mapping[str, object]) -> bool | None:

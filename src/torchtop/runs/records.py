@@ -238,6 +238,12 @@ class HostProcess(Part):
     threads: int | None = None
     read_bytes_per_s: Number | None = None
     write_bytes_per_s: Number | None = None
+    runqueue_wait_pct: Number | msgspec.UnsetType | None = msgspec.UNSET
+    """Time its threads waited on a CPU run queue (ready to run, no core free) since the
+    previous sample, % of one core (`/proc/PID/task/*/schedstat`, 2nd field); a process of the
+    job's tree only (absent in folders written before it existed)."""
+    command: str | msgspec.UnsetType = msgspec.UNSET
+    """Its command line, cut short: a process outside the job's tree (`others`) only."""
 
 
 class HostSample(JournalRecord, tag="host"):
@@ -252,6 +258,13 @@ class HostSample(JournalRecord, tag="host"):
     net_recv_bytes_per_s: Number | None = None
     net_sent_bytes_per_s: Number | None = None
     processes: list[HostProcess] = []
+    # The machine's other tenants: absent in folders written before they were sampled.
+    steal_pct: Number | msgspec.UnsetType | None = msgspec.UNSET
+    """Time the hypervisor gave this machine's CPUs to other guests (steal), % of all CPU time."""
+    others_cpu_pct: Number | msgspec.UnsetType | None = msgspec.UNSET
+    """CPU of every process outside the job's tree and torchtop's own, summed, % of one core."""
+    others: list[HostProcess] | msgspec.UnsetType = msgspec.UNSET
+    """The busiest of those processes (each above 5% of a core), busiest first."""
 
 
 class GpuDevice(Part):

@@ -1,0 +1,60 @@
+"""Load-sensitive tests run alone: the `alone` marker, held by a lock across xdist workers.
+
+CI runs the suite with `pytest -n 2`: two workers, each running real training jobs. A test
+that measures the machine's load (other processes' CPU, a job's run-queue wait, speed) would
+measure the other worker's test too. Every test takes a shared lock on a file of this test
+run's own; a test marked `alone` takes it exclusively, so it starts once the test beside it
+ends and no other test starts until it is done. A turnstile (a second lock, held exclusively
+by the `alone` test while it waits) keeps the other worker's stream of short tests from
+starving it. Outside xdist (no `PYTEST_XDIST_TESTRUNUID`) there is nobody to wait for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+RUN_ID_ENV = "PYTEST_XDIST_TESTRUNUID"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "alone: load-sensitive (contention, speed): runs with no other test of the session "
+        "beside it under pytest-xdist (tests/machine_lock.py)",
+    )
+
+
+@contextlib.contextmanager
+def machine_lock(alone: bool, run_id: str | None) -> Iterator[None]:
+    """Held for one test: exclusively where `alone`, else shared with the other tests."""
+    if run_id is None:
+        yield
+        return
+    base = Path(tempfile.gettempdir()) / f"torchtop-tests-{run_id}"
+    with open(f"{base}.turnstile", "a") as gate, open(f"{base}.lock", "a") as lock:
+        if alone:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        else:
+            fcntl.flock(gate, fcntl.LOCK_SH)
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def _machine_share(request: pytest.FixtureRequest) -> Iterator[None]:
+    alone = request.node.get_closest_marker("alone") is not None
+    with machine_lock(alone, os.environ.get(RUN_ID_ENV)):
+        yield
