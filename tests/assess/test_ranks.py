@@ -178,6 +178,8 @@ def test_a_recorded_two_rank_run_reports_the_straggler_and_how_each_rank_ended(
     assert by_rank[1]["slower_by"] == 1.25
     assert by_rank[1]["waited_share"] == 0.5
     assert by_rank[1]["since"]["step"] == 2 and by_rank[1]["judged_steps"] == [2, 109]
+    # Labels inside the counted steps: the 108 counted are numbered 2-109.
+    assert document["steps"]["count"] == 109 - 2 + 1
     assert by_rank[1]["blocks"] == 11 and by_rank[0]["culprit_share"] == 0.0
     assert by_rank[0]["ended"] == "exit 0"
     # Rank 1 wrote no bye and its peer has stopped too: it still runs as far as anyone knows.
