@@ -68,7 +68,7 @@ def start_collectors(
         silence = SilenceWatch(layout.events_dir, SILENT_AFTER_S, lambda: _peer_events(layout))
         stacks = StacksSchedule(StackCollector(root_pid), silence, STACKS_INTERVAL_WITH_AGENT_S)
     plan = [
-        ("host", HOST_INTERVAL_S, HostCollector(root_pid).sample),
+        ("host", HOST_INTERVAL_S, HostCollector(root_pid, str(_run_root(layout))).sample),
         ("gpu", GPU_INTERVAL_S, lambda: nvml.sample(job_pids(root_pid))),
         ("stacks", STACKS_INTERVAL_ATTACHED_S, stacks),
     ]
@@ -86,6 +86,14 @@ def follow_ranks(collectors: Collectors, layout: RunLayout, target: AttachTarget
     collectors.writers.append(writer)
     sampler = Sampler("ranks", RANKS_INTERVAL_S, RankWatch(target).sample, writer)
     collectors.samplers.append(sampler.start())
+
+
+def _run_root(layout: RunLayout) -> Path:
+    """The run folder a node's folder belongs to: its processes, another node's launcher and
+    ranks on this machine included, are none of them other tenants of the machine."""
+    if layout.root.parent.name == NODES_FOLDER:
+        return layout.root.parent.parent
+    return layout.root
 
 
 def _peer_events(layout: RunLayout) -> list[Path]:
