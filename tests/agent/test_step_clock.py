@@ -42,6 +42,22 @@ def test_data_wait_is_summed_per_step_and_null_until_a_dataloader_is_seen() -> N
     assert third["data_wait_s"] == 0.0
 
 
+def test_the_loaders_cpu_time_is_summed_with_its_wait_and_unknown_once_a_part_was_not_timed() -> (
+    None
+):
+    clock = StepClock()
+    one(clock.optimizer_stepped(OPTIMIZER, now_s=1.0))
+    clock.add_data_wait(0.1, cpu_s=0.08)
+    clock.add_data_wait(0.05, cpu_s=0.01)
+    timed = one(clock.optimizer_stepped(OPTIMIZER, now_s=2.0))
+    clock.add_data_wait(0.1, cpu_s=0.02)
+    clock.add_data_wait(0.1)
+    untimed = one(clock.optimizer_stepped(OPTIMIZER, now_s=3.0))
+    assert (timed["data_wait_s"], timed["data_cpu_s"]) == (0.15, 0.09)
+    assert (untimed["data_wait_s"], untimed["data_cpu_s"]) == (0.2, None)
+    assert one(clock.optimizer_stepped(OPTIMIZER, now_s=4.0))["data_cpu_s"] == 0.0
+
+
 def test_copy_and_sync_times_are_not_measured() -> None:
     record = one(StepClock().user_stepped(now_s=1.0))
     assert (record["h2d_s"], record["sync_s"]) == (None, None)
