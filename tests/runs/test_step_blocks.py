@@ -38,3 +38,22 @@ def test_a_step_numbered_past_the_last_block_is_not_kept() -> None:
     blocks.add(far, 0.1, 0.1, 1.0)
     assert blocks.size == 0 and len(blocks.count) == StepBlocks.CHUNK
     assert isinstance(ProcessState(1).blocks, StepBlocks)
+
+
+def test_a_blocks_median_busy_time_is_not_dragged_by_one_hiccup() -> None:
+    blocks = StepBlocks()
+    for n in range(FIRST_STEP, FIRST_STEP + BLOCK_STEPS + 4):
+        busy_s = 0.030 if n == FIRST_STEP + 3 else 0.003  # one 30 ms hiccup in block 0
+        blocks.add(n, 0.05, busy_s, float(n))
+    assert np.allclose(blocks.median_busy_s(2), [0.003, 0.003])
+    assert blocks.busy_s[0] / blocks.count[0] > 0.005  # the mean is dragged
+    blocks.add(FIRST_STEP + BLOCK_STEPS + 4, 0.05, 0.009, 99.0)  # the newest block moves
+    assert np.allclose(blocks.median_busy_s(2), [0.003, 0.003])
+    for n in range(FIRST_STEP + BLOCK_STEPS + 5, FIRST_STEP + BLOCK_STEPS + 8):
+        blocks.add(n, 0.05, 0.009, 99.0)  # four of 3 ms, four of 9 ms
+    assert np.allclose(blocks.median_busy_s(2), [0.003, 0.006])
+    # Grown past its first chunk, the kept medians and values stay.
+    blocks.add(FIRST_STEP + StepBlocks.CHUNK * BLOCK_STEPS, 0.05, 0.001, 1.0)
+    medians = blocks.median_busy_s(blocks.size)
+    assert np.allclose(medians[:2], [0.003, 0.006]) and medians[-1] == np.float32(0.001)
+    assert np.isnan(medians[2])  # no step in it

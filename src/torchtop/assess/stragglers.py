@@ -1,6 +1,6 @@
 """The straggler among a job's ranks, judged over every counted step they share.
 
-Per block of ten step numbers (`runs.step_blocks`), each rank's mean busy time (its wall less
+Per block of ten step numbers (`runs.step_blocks`), each rank's median busy time (its wall less
 its time in `backward()`, where DDP waits for the others; the plain wall where ranks do not
 synchronise) says which rank the others waited on: the busiest. A rank is a straggler when,
 from some block on to the newest (its stretch: all of them, unless it began later):
@@ -49,7 +49,7 @@ def block_stragglers(
     if int(counts[:, shared].min(axis=0).sum()) < policy.min_steps:
         return {}
     seen = counts[:, shared].astype(np.float64)
-    busy = np.stack([b.busy_s[:size] for b in blocks])[:, shared] / seen
+    busy = np.stack([b.median_busy_s(size) for b in blocks])[:, shared]
     wall = np.stack([b.wall_s[:size] for b in blocks])[:, shared] / seen
     first_t = np.stack([b.first_t[:size] for b in blocks])[:, shared]
     first_steps = [first_step_of(int(block)) for block in shared]
