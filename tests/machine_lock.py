@@ -6,21 +6,20 @@ measure the other worker's test too. Every test takes a shared lock on a file of
 run's own; a test marked `alone` takes it exclusively, so it starts once the test beside it
 ends and no other test starts until it is done. A turnstile (a second lock, held exclusively
 by the `alone` test while it waits) keeps the other worker's stream of short tests from
-starving it. Outside xdist (no `PYTEST_XDIST_TESTRUNUID`) there is nobody to wait for.
+starving it. Only an xdist worker takes the lock (its `workerinput` names the test run): outside
+xdist there is nobody to wait for, and a pytest a test starts inherits the worker's environment
+but is no worker, so it can never wait on the test that started it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-RUN_ID_ENV = "PYTEST_XDIST_TESTRUNUID"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -56,5 +55,7 @@ def machine_lock(alone: bool, run_id: str | None) -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _machine_share(request: pytest.FixtureRequest) -> Iterator[None]:
     alone = request.node.get_closest_marker("alone") is not None
-    with machine_lock(alone, os.environ.get(RUN_ID_ENV)):
+    worker: dict[str, object] | None = getattr(request.config, "workerinput", None)
+    run_id = worker.get("testrunuid") if worker is not None else None
+    with machine_lock(alone, str(run_id) if run_id is not None else None):
         yield
