@@ -8,7 +8,17 @@ with 1-4 workers; the demo, whose Dataset sleeps, ran 4.8x faster with 16 worker
 
 from __future__ import annotations
 
-from tests.conftest import RULES_DIR
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import RULES_DIR, WORKLOADS
+from tests.live.test_live_verdicts import run_headless
 from torchtop.advice.loader_model import Cores, fit_workers, free_cores
 from torchtop.advice.machine import Machine
 from torchtop.advice.resolve import resolve_verdict
@@ -18,6 +28,8 @@ from torchtop.model.findings import OFFER_MIN_GAIN, severity_for_gain
 from torchtop.runs.records import LoaderSettings, Settings, ThreadSettings
 
 TREE = load_rules(RULES_DIR)
+DECODE_JOB = WORKLOADS / "cpu_decode.py"
+DEMO = [sys.executable, "-m", "torchtop.demo.train"]
 TWO_CORES = Machine(logical_cores=2, physical_cores=2)
 FULL = Cores(free=2.0, compute=2.0)
 """2 intra-op threads on 2 cores: the compute fills them."""
@@ -93,3 +105,66 @@ def test_workers_predicted_at_about_one_x_net_are_not_offered_and_the_finding_sa
 def test_workers_that_pay_are_offered_with_their_net_gain_and_a_severity_to_match() -> None:
     severity, knobs, _ = cpu_decode_verdict(SLEEPS)
     assert (severity, knobs) == ("high", ["dataloader.num_workers"])
+
+
+def loader_fixes(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [fix for f in report["findings"] for fix in f["fixes"]]
+
+
+def assert_severity_follows_the_gain(report: dict[str, Any]) -> None:
+    for finding in report["findings"]:
+        gains = [fix.get("predicted_gain") for fix in finding["fixes"]]
+        gains = [g for g in gains if g is not None] + [finding["predicted_gain"]]
+        if finding["severity"] == "high" and None not in gains:
+            assert min(gains) >= 1.10, finding
+    for fix in loader_fixes(report):
+        assert fix.get("predicted_gain") is None or fix["predicted_gain"] >= OFFER_MIN_GAIN
+
+
+@pytest.mark.slow
+@pytest.mark.alone
+def test_a_job_decoding_on_the_cores_its_threads_fill_is_offered_no_fix_that_measured_slower(
+    tmp_path: Path,
+) -> None:
+    cores = len(os.sched_getaffinity(0))
+    job = [sys.executable, str(DECODE_JOB), "--threads", str(cores), "--steps", "150"]
+    report = run_headless(tmp_path, job)
+    metrics = report["metrics"]
+    assert metrics["loader_workers"] == 0 and metrics["torch_num_threads"] == cores
+    assert metrics["loader_cpu_share"] > 0.5, metrics  # the decode is CPU work, and seen as such
+    assert_severity_follows_the_gain(report)
+    # Bare A/B on 2 cores (docs/benchmarks.md): 1, 2 and 4 workers 0.80-0.88x, pinned 0.84-0.90x.
+    offered = {fix["knob"] for fix in loader_fixes(report)}
+    assert not offered & {"dataloader.num_workers", "env.OMP_PROC_BIND"}, report["findings"]
+    loader = [f for f in report["findings"] if f["class"] == "dataloader"]
+    assert loader and all(f["severity"] == "low" for f in loader), loader
+    assert "is not offered" in loader[0]["message"]
+
+
+def bare_rate(workers: int, steps: int = 100) -> float:
+    """The demo's own rate with `workers`, run bare (no torchtop)."""
+    argv = [*DEMO, "--steps", str(steps), "--num-workers", str(workers)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
+    return float(re.findall(r"([0-9.]+) steps/s", done.stdout)[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.alone
+def test_the_demo_is_offered_the_worker_count_that_measures_fastest_above_the_cores(
+    tmp_path: Path,
+) -> None:
+    report = run_headless(tmp_path, [*DEMO, "--steps", "40"])
+    assert_severity_follows_the_gain(report)
+    offered = [fix for fix in loader_fixes(report) if fix["knob"] == "dataloader.num_workers"]
+    assert len(offered) == 1, report["findings"]
+    workers = int(offered[0]["value"])
+    assert workers > len(os.sched_getaffinity(0))
+    # Bare A/B, alternating: half as many and twice as many are no faster.
+    counts = (workers // 2, workers, workers * 2)
+    rates: dict[int, list[float]] = {count: [] for count in counts}
+    for _ in range(2):
+        for count in counts:
+            rates[count].append(bare_rate(count))
+    best = {count: max(values) for count, values in rates.items()}
+    print(f"offered {workers} workers; bare steps/s: {rates}")
+    assert best[workers] >= 0.9 * max(best.values()), rates
