@@ -145,7 +145,8 @@ def rounds_of(ratios: list[float], run_s: float) -> _Rounds:
     for k, ratio in enumerate(ratios):
         made.befores.append(Measurement(Path(f"b{k}"), (0.1,) * 20, 3))
         made.afters.append(Measurement(Path(f"a{k}"), (0.1 / ratio,) * 20, 3))
-        made.run_s += [run_s, run_s]
+        made.run_s["before"].append(run_s)
+        made.run_s["after"].append(run_s)
     return made
 
 

@@ -147,3 +147,21 @@ def test_a_fix_faster_beyond_noise_is_kept_at_once_on_both_surfaces() -> None:
     assert ": faster: kept (faster beyond noise: 6.44x, 99% interval 3.57-11.60x" in _trial_line(
         made(tune)
     )
+
+
+def test_a_load_that_moved_under_the_runs_is_said_on_every_surface() -> None:
+    decision = decided(WIDE, tune_settings())
+    assert decision is not None
+    moved = "the machine's other load rose from 0.1 to 1.9 cores during round 3"
+    trial = replace(made(decision), load_change=f"{moved}: the rounds may not compare")
+    assert f"\n  note: {moved}" in _trial_line(trial)
+    view = TrialView("dataloader.num_workers: 0 -> 2").finished(
+        TrialOutcome(trial, trial.plan_before, Path("run/jobs/02"))
+    )
+    assert moved in trial_text(view).plain
+    entry = trial_entry(trial, with_steps=False)
+    assert entry.load_change is not None and entry.load_change.startswith(moved)
+    report: Report = msgspec.structs.replace(
+        analyze_paths([str(SAMPLES / "dataloader_starved")]), trials=(entry,)
+    )
+    assert f"     note: {moved}" in render_text(report)

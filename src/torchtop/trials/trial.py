@@ -116,8 +116,11 @@ class _Rounds:
 
     befores: list[Measurement] = field(default_factory=list)
     afters: list[Measurement] = field(default_factory=list)
-    run_s: list[float] = field(default_factory=list)
-    """How long each run launched here took, start to stop."""
+    run_s: dict[str, list[float]] = field(default_factory=lambda: {"before": [], "after": []})
+    """How long each run launched here took, start to stop, by variant."""
+    before_run_s: float | None = None
+    """What a run of the job as it runs now is expected to take where none was launched here
+    (the first "before" is `tune`'s fresh baseline): its planned size (`tuning.budget`)."""
 
     @property
     def ratios(self) -> list[float]:
@@ -125,8 +128,14 @@ class _Rounds:
         return [a.steps_per_s / b.steps_per_s for b, a in pairs if b.steps_per_s > 0]
 
     def round_s(self) -> float:
-        """The expected time of another round: two runs as long as those so far."""
-        return 2.0 * (sum(self.run_s) / len(self.run_s)) if self.run_s else 0.0
+        """The expected time of another round: a run of each variant as long as those so far
+        (a fix's runs can start slower: 64 DataLoader workers to spawn took 60 s a run where
+        the job's own took 47 s)."""
+        before, after = self.run_s["before"], self.run_s["after"]
+        before_s = _mean(before) if before else self.before_run_s
+        after_s = _mean(after) if after else None
+        known = [s for s in (before_s, after_s) if s is not None]
+        return sum(known) * (2 / len(known)) if known else 0.0
 
     def load_change(self) -> str | None:
         """How the machine's other load moved under the runs, in the order measured."""
@@ -151,13 +160,15 @@ def run_trial(
     predicted_gain: float | None = None,
     handle: TrialHandle | None = None,
     deadline_s: float | None = None,
+    before_run_s: float | None = None,
 ) -> Trial:
     """Measure both plans in rounds, decide, and write `run_root/trials/NN.json`. Each measured
     run is said as a `Measured` event, an undecided round as a `Stage`, the decision as
     `Decided`; the run being measured is registered on `handle`, and once the handle is
     cancelled the trial ends with `TrialCancelled` carrying the trial as far as it got, also
     written to `NN-cancelled.json`. `deadline_s`
-    (`time.monotonic()`): no round is started that would end past it."""
+    (`time.monotonic()`): no round is started that would end past it; `before_run_s`: what a
+    run of `plan_before` is expected to take until one is launched here."""
     settings = settings or TrialSettings()
     say = on_event or (lambda _: None)
     handle = handle or TrialHandle()
@@ -165,7 +176,7 @@ def run_trial(
     folder = RunLayout(run_root).trial_dir(number)
     started = time.monotonic()
     same = settings.span(steps, warmup_steps)
-    rounds = _Rounds()
+    rounds = _Rounds(before_run_s=before_run_s)
 
     def run(plan: LaunchPlan, label: str, window: bool = False) -> Measurement:
         handle.check()
@@ -178,7 +189,9 @@ def run_trial(
             handle.check()  # a run cut short by the cancel is no failed run
             raise
         handle.check()
-        rounds.run_s.append(time.monotonic() - launched)
+        rounds.run_s["after" if label.startswith("after") else "before"].append(
+            time.monotonic() - launched
+        )
         say(Measured(number, label, result.steps_per_s, result.other_cores))
         return result
 
@@ -296,6 +309,10 @@ def predicted_gain(report: Report | None, knob: str) -> float | None:
         if any(fix.knob == knob for fix in finding.fixes):
             return finding.predicted_gain
     return None
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
 
 
 def _rounded(value: float | None) -> float | None:

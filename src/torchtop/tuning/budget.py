@@ -7,7 +7,7 @@ fit: nanoGPT's `tune --for 300` measured a 91 s baseline, then stopped with 210 
 "another trial would overrun", and never said what budget would have tried the fix `run` offers.
 
 So the trial is sized from the job's own baseline (`trials.measure.RunCost`: start-up, stop,
-its windows; the steady step time): the fewest runs a trial decides on (`min_rounds` of each
+its windows; the steady step time): the runs a trial decides on (`tune.PLANNED_ROUNDS` of each
 variant, less the fresh baseline it reuses) at the full size (`TuneOptions.steps`,
 `warmup_steps`, `min_duration_s`, the windows) if they fit the time left; else without the
 windows (a fix kept by this trial would have no budget for another anyway), with fewer steps,
@@ -30,6 +30,11 @@ MIN_STEPS = 5
 """The fewest measured steps a trial's run is sized down to: a round's ratio is the evidence,
 the spread between rounds its noise, so a short run is noisier, not wrong."""
 MIN_WARMUP_STEPS = 2
+MARGIN = 1.2
+"""A trial's runs are planned this much longer than the job's own runs predict: a fix's runs
+can start slower (the slow-start job's run with 64 DataLoader workers took 60 s where its
+own runs took 47 s, and the trial, planned without a margin, had no time for its second
+round)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,7 @@ class TrialSize:
     run_s: float
     """One run without windows, estimated."""
     trial_s: float
-    """The fewest runs the trial decides on, windows included, estimated."""
+    """The fewest runs the trial decides on, windows included, estimated with `MARGIN`."""
 
     def said(self, asked_steps: int) -> str:
         """`the trial's runs: 7 measured steps after a warm-up of at least 2, sized to the
@@ -87,7 +92,8 @@ class BudgetPlan:
             f"another trial would overrun the time budget of {budget_s:g} s: "
             f"one trial of {fix} needs about {smallest.trial_s:.0f} s ({smallest.runs} runs "
             f"of about {smallest.run_s:.0f} s, each of {smallest.steps} measured steps after "
-            f"a warm-up of {smallest.warmup_steps}), and {max(self.left_s, 0.0):.0f} s are left: "
+            f"a warm-up of {smallest.warmup_steps}, and {MARGIN - 1:.0%} more: a fix's runs can "
+            f"start slower), and {max(self.left_s, 0.0):.0f} s are left: "
             f"--for {self.needed_budget_s:.0f} would try it"
         )
 
@@ -136,7 +142,7 @@ def _size(costs: JobCosts, full: Span, steps: int, runs: int, window: bool) -> T
     warm_s = warmup_s(costs.step_s, warmup, sized)
     measured_s = max(steps * costs.step_s, sized.min_duration_s)
     run_s = costs.startup_s + warm_s + measured_s + costs.stop_s
-    trial_s = runs * run_s + (costs.window_s if window else 0.0)
+    trial_s = (runs * run_s + (costs.window_s if window else 0.0)) * MARGIN
     return TrialSize(
         steps, warmup, sized.min_duration_s, sized.max_warmup_s, window, runs, run_s, trial_s
     )

@@ -28,6 +28,7 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan, NotApplicable
 from torchtop.model.report import Report
+from torchtop.model.rounds import INCONCLUSIVE
 from torchtop.model.trials import Trial
 from torchtop.runs.layout import RunLayout
 from torchtop.trials.measure import Measurement, measure
@@ -39,6 +40,11 @@ EventSink = Callable[[str], None]
 
 DEFAULT_BUDGET_S = 300.0
 INTERRUPTED = "interrupted (Ctrl-C or SIGTERM); the trial then running is not kept"
+PLANNED_ROUNDS = 3
+"""Rounds a trial is sized for: at 99%, two rounds' interval (Student's t on 1 degree of freedom,
+63.7) keeps a fix only where both ratios agree within about 7%; the slow-start job's 26.5x and
+30.7x read 0.26->999x, inconclusive, where a third round decides a large gain at any usual
+spread."""
 PROFILED_FOLDER = "profiled"
 """Under RUN: the run profiled early when the baseline ended before its window."""
 
@@ -147,7 +153,7 @@ def tune(
                 break
             candidate = next_fix(report, progress, options, machine)
             if candidate is None:
-                stopped = _nothing_left(report, options)
+                stopped = _nothing_left(report, options) + _undecided(progress.trials)
                 break
             budget = _budget(progress, options, time.monotonic() - started)
             if budget.size is None:  # said before any of the budget is spent on it
@@ -232,6 +238,17 @@ def _nothing_left(report: Report | None, options: TuneOptions) -> str:
     return f"no untried fix applies (a kept fix must gain at least {options.min_gain:.0%})"
 
 
+def _undecided(trials: Sequence[Trial]) -> str:
+    """`; trial 1 was inconclusive (about 1 more round ...: a --for 130 s longer)`: a fix
+    left untried again is no fix that gained too little."""
+    said = [
+        f"; trial {t.number} was inconclusive ({t.decides_with})"
+        for t in trials
+        if t.effect == INCONCLUSIVE and t.decides_with
+    ]
+    return "".join(said)
+
+
 def _stop_reason(progress: _Progress, options: TuneOptions) -> str | None:
     if len(progress.trials) >= options.max_trials:
         return f"reached the limit of {options.max_trials} trials"
@@ -240,8 +257,8 @@ def _stop_reason(progress: _Progress, options: TuneOptions) -> str | None:
 
 def _budget(progress: _Progress, options: TuneOptions, elapsed_s: float) -> BudgetPlan:
     """The next trial sized to the time left, from the job as it runs now (`tuning.budget`)."""
-    # The fewest runs a trial decides on: `min_rounds` of each variant (a fresh baseline is one).
-    runs = 2 * TrialSettings.min_rounds - (1 if progress.fresh is not None else 0)
+    # The runs a trial decides on: `PLANNED_ROUNDS` of each variant (a fresh baseline is one).
+    runs = 2 * PLANNED_ROUNDS - (1 if progress.fresh is not None else 0)
     full = options.trial_settings().span(options.steps, options.warmup_steps)
     costs = job_costs(progress.current, max(progress.run_durations_s))
     return plan_trial(costs, elapsed_s, options.budget_s, full, runs)
@@ -337,6 +354,7 @@ def _trial(
         on_event=lambda event: say(event.text),
         predicted_gain=gain,
         deadline_s=deadline_s,
+        before_run_s=size.run_s if size is not None else None,
     )
     progress.trials.append(trial)
     runs = len(trial.before) + len(trial.after) - (1 if progress.fresh is not None else 0)
