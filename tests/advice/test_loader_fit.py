@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from torchtop.advice.machine import Machine
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import load_rules
+from torchtop.model.analysis import Metrics
 from torchtop.model.findings import OFFER_MIN_GAIN, severity_for_gain
 from torchtop.runs.records import LoaderSettings, Settings, ThreadSettings
 
@@ -83,10 +85,11 @@ def test_no_finding_is_high_under_a_tenth_and_none_medium_under_five_percent() -
     assert severity_for_gain("high", None) == "high"
 
 
-def cpu_decode_verdict(metrics: dict[str, object]) -> tuple[str, list[str], str]:
-    job = {"has_gpu": False, "steps_count": 40, "cpu_exec_share": 0.85, "loader_workers": 0,
-           "dataloader_num_workers": 0, "rank_cores": 2, "local_ranks": 1,
-           "communication_share": 0.0, "memcpy_share": 0.01, **metrics}  # fmt: skip
+def cpu_decode_verdict(metrics: Mapping[str, float]) -> tuple[str, list[str], str]:
+    job: Metrics = {"has_gpu": False, "steps_count": 40, "cpu_exec_share": 0.85,
+                    "loader_workers": 0, "dataloader_num_workers": 0, "rank_cores": 2,
+                    "local_ranks": 1, "communication_share": 0.0, "memcpy_share": 0.01,
+                    **metrics}  # fmt: skip
     settings = Settings(
         dataloader=LoaderSettings(num_workers=0),
         threads=ThreadSettings(torch_num_threads=2, usable_cores=2),
