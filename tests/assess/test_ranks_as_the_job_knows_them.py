@@ -3,10 +3,11 @@
 report's `exit`; in the dashboard: tests/tui/test_rank_failed.py).
 
 The straggler jobs are 2-rank gloo DDP under `torchtop run --headless` and real torchrun
-(workloads/ddp_nodes.py): every rank sleeps 20 ms of work off the CPU before its forward, and
-rank 1, where planted, 4 ms more (20% slower in its own work). Five runs of each, ~12 s a run:
-identical ranks used to be named stragglers by +13-18% from their newest 50 steps in two runs of
-three, from their sliver of busy time in a step that is mostly all-reduce.
+(workloads/ddp_nodes.py): every rank sleeps 15 ms of work off the CPU before its forward, and
+rank 1, where planted, 3 ms more (20% slower in its own work). Five runs of each, ~15 s a run
+(75 s a test on this 2-core machine, alone): identical ranks used to be named stragglers by
++13-18% from their newest 50 steps in two runs of three, from their sliver of busy time in a
+step that is mostly all-reduce.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from tests.conftest import WORKLOADS
 pytestmark = pytest.mark.slow
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
 RUNS = 5
-PLANTED_SLOWER_BY = 0.2
-"""4 ms more than the 20 ms every rank sleeps, plus its ~1.5 ms of compute."""
+PLANTED_SLOWER_BY = 0.18
+"""3 ms more than the 15 ms every rank sleeps, plus its ~1.5 ms of compute."""
 ASSERTED = "AssertionError: planted failure on rank 1 at step 20"
 
 
@@ -49,8 +50,8 @@ def run_report(tmp_path: Path, job: list[str], env: dict[str, str], name: str) -
 
 
 def ddp_ranks(tmp_path: Path, slow_rank: int, run: int) -> dict[int, dict[str, Any]]:
-    env = {"WORK_S": "0.02", "SLEEP_S": "0.004", "SLOW_RANK": str(slow_rank)}
-    env |= {"KILL_RANK": "-1", "STEPS": "130"}
+    env = {"WORK_S": "0.015", "SLEEP_S": "0.003", "SLOW_RANK": str(slow_rank)}
+    env |= {"KILL_RANK": "-1", "STEPS": "180"}
     report = run_report(tmp_path, [*TORCHRUN, str(WORKLOADS / "ddp_nodes.py")], env, f"r{run}")
     return {entry["rank"]: entry for entry in report["ranks"]}
 
@@ -65,8 +66,8 @@ def test_a_rank_planted_20_percent_slower_is_the_straggler_in_five_runs_of_five(
         assert straggler["slower_by"] == pytest.approx(PLANTED_SLOWER_BY, abs=0.07), straggler
         # Over every counted step, in blocks of 10: the slowest in (nearly) all of them.
         first, last = straggler["judged_steps"]
-        assert first == 2 and last >= 120 and straggler["blocks"] >= 12
-        assert straggler["culprit_share"] >= 0.9 and straggler["chance"] < 0.001
+        assert first == 2 and last >= 170 and straggler["blocks"] >= 17
+        assert straggler["culprit_share"] >= 0.8 and straggler["chance"] <= 0.01
         assert first <= straggler["since"]["step"] <= last
 
 
@@ -74,7 +75,7 @@ def test_identical_ranks_have_no_straggler_in_five_runs_of_five(tmp_path: Path) 
     for run in range(RUNS):
         ranks = ddp_ranks(tmp_path, -1, run)
         assert not [r for r, e in ranks.items() if e["straggler"]], (run, ranks)
-        assert all(e["blocks"] >= 12 for e in ranks.values()), ranks
+        assert all(e["blocks"] >= 17 for e in ranks.values()), ranks
 
 
 def test_ranks_started_by_mp_spawn_are_named_by_their_process_group_rank(

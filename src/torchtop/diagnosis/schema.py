@@ -93,7 +93,7 @@ class RankPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     (`runs.step_blocks`): each block's slowest rank is the one with the most busy time."""
     culprit_share: _Share = 0.6
     """A straggler is the slowest rank in at least this share of the blocks since it began."""
-    max_chance: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.001
+    max_chance: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 0.01
     """... a share that ranks alike would reach by chance (each block's slowest drawn at
     random) with at most this probability: persistence, not a lucky streak."""
     min_slower_by: Annotated[float, msgspec.Meta(ge=0.0)] = 0.1
