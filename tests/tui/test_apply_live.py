@@ -29,6 +29,7 @@ from torchtop.jobs.processes import is_alive, job_tree
 from torchtop.live.collect import start_collectors
 from torchtop.live.watch import LiveMonitor
 from torchtop.model.report import Report
+from torchtop.model.rounds import outcome_words
 from torchtop.report import report_to_json
 from torchtop.runs.journal import JournalReader, read_record
 from torchtop.runs.records import ExitRecord, RunRecord
@@ -151,7 +152,8 @@ async def test_applying_the_workers_fix_trials_it_and_the_dashboard_follows_the_
         panel = str(app.query_one(TrialPanel).render())
         assert f"before {trial.baseline_steps_per_s:.2f} steps/s" in panel
         assert f"{trial.speedup:.2f}x" in panel
-        assert ("kept: measured" if trial.kept else "reverted: measured") in panel
+        # The outcome named as tune names it (`faster: kept`, `inconclusive: reverted`, ...).
+        assert outcome_words(trial.outcome, trial.kept) in panel and ": measured " in panel
         # No process of the job as it ran before the trial is left.
         assert not [pid for pid in old_tree if is_alive(pid)]
 

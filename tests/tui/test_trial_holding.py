@@ -61,7 +61,8 @@ def test_after_the_revert_the_figures_it_was_made_on_stay_and_new_ones_are_ignor
     view = short.reverted(outcome).tracked(check_holding([0.1] * 40, claim_of(KEPT), SPANS))
     assert view.holding is short.holding
     lines = trial_text(view).plain.splitlines()
-    assert lines[2].startswith("faster: kept: measured 2.00x")  # the trial's outcome, not a revert step
+    # The trial's outcome, not a revert step.
+    assert lines[2].startswith("faster: kept: measured 2.00x")
     assert lines[3].startswith("reverted by you: the job runs without the fix again (trial said")
 
 
