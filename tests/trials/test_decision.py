@@ -176,3 +176,14 @@ def test_an_interval_too_wide_to_print_reads_as_its_bounds() -> None:
     wide = decide([0.89, 2.73], SETTINGS, final=True)
     assert wide is not None
     assert "99% interval <0.01->999x over 2 rounds (0.89x, 2.73x)" in wide.reason
+
+
+def test_another_round_is_timed_as_one_run_of_each_variant() -> None:
+    # tune's fresh baseline stands for the first "before": its planned run stands in for it
+    # until a "before" is launched here; the fix's run took longer (64 workers to spawn).
+    rounds = _Rounds(before_run_s=47.0)
+    rounds.run_s["after"].append(60.0)
+    assert rounds.round_s() == 107.0
+    rounds.run_s["before"].append(45.0)
+    assert rounds.round_s() == 105.0
+    assert _Rounds().round_s() == 0.0
