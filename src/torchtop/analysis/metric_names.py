@@ -92,6 +92,21 @@ METRICS: dict[str, str] = {
     "ranks_count": "ranks analysed together",
     "rank_step_spread": "(slowest - fastest) / median of the ranks' mean step times",
     "slowest_rank": "label of the rank with the longest mean step",
+    # The straggler (`assess.straggler_metrics`): live, the judgement over every counted step
+    # in blocks (`assess.stragglers`); offline, the profiled steps' mean step times.
+    "straggler_named": "whether a rank is named the straggler (live: the judgement; offline: "
+    "rank_step_spread and the straggler's waited share past `[ranks]`' thresholds)",
+    "straggler_rank": "label of the rank named the straggler",
+    "straggler_slower_by": "the straggler's busy time (live) or mean step time (offline) over "
+    "its peers' median, minus 1",
+    "straggler_waited_share": "the share of each step its peers wait on the straggler (live: "
+    "its excess busy time over its step wall; offline: its excess mean step over its mean step)",
+    "straggler_blocks": "blocks of 10 steps in which the straggler was the slowest (live)",
+    "straggler_blocks_judged": "blocks of 10 steps the ranks were compared over (live)",
+    "straggler_blocks_share": "straggler_blocks / straggler_blocks_judged (live)",
+    "straggler_first_step": "the first step number compared (live)",
+    "straggler_last_step": "the last step number compared (live)",
+    "straggler_persistence": "in words: what the margin is of, and how persistent it is",
     # The job's settings, measured by the live agent (None offline).
     "host_cpu_count": "CPU cores the job may use",
     "torch_num_threads": "torch.get_num_threads() in the job",

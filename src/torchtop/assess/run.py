@@ -40,6 +40,7 @@ from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, ran
 from torchtop.assess.ranks import standings
 from torchtop.assess.restarts import fold_restarts
 from torchtop.assess.settings import recorded_settings
+from torchtop.assess.straggler_metrics import judged_metrics
 from torchtop.assess.window_calls import window_calls
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree
@@ -233,6 +234,10 @@ def assess(
     node = {**node_metrics(state, job.metrics, context), **contention_metrics(state.samples.host)}
     job = replace(job, metrics={**job.metrics, **node})
     job = replace(job, metrics={**job.metrics, **loader_cpu_metrics(state, job.metrics)})
+    # The straggler finding reads the judgement the ranks' standings carry.
+    rank_reports = _rank_reports(state, entries, tree, cache)
+    judged = judged_metrics([(r.analysis.label, r.standing) for r in rank_reports])
+    job = replace(job, metrics={**job.metrics, **judged})
     verdict = diagnose(tree, job.metrics, evidence_steps(job, first))
     verdict = _resolved(verdict, state, job.metrics, context)
     steps = job.metrics.get("steps_count")
@@ -245,7 +250,6 @@ def assess(
             reason=_too_few_steps(state, steps, needed, context.no_step_hint_s),
             findings=(),
         )
-    rank_reports = _rank_reports(state, entries, tree, cache)
     calls = window_calls(
         processes,
         each_window or {},

@@ -19,6 +19,7 @@ import msgspec
 
 from torchtop.analysis.jobs import split_jobs
 from torchtop.analysis.summary import job_analysis, merge_rank
+from torchtop.assess.straggler_metrics import profiled_metrics
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import RuleTree, load_rules
 from torchtop.errors import InputError
@@ -149,6 +150,11 @@ def traces_report(files: list[Path], analyses: Iterable[RankAnalysis], tree: Rul
     ranks = [merge_rank(parts) for parts in by_rank.values()]
     ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.label))
     job = job_analysis(ranks)
+    spread = job.metrics.get("rank_step_spread")
+    straggler = profiled_metrics(
+        ranks, spread if isinstance(spread, float) else None, tree.settings.ranks
+    )
+    job = msgspec.structs.replace(job, metrics={**job.metrics, **straggler})
     rank_reports = (
         tuple(RankReport(r, _diagnosed(tree, r)) for r in ranks) if len(ranks) > 1 else ()
     )
