@@ -129,8 +129,8 @@ def test_modules_called_on_another_thread_are_not_timed() -> None:
 def ended(step: int, wall_s: float) -> EndedStep:
     """A step as the step clock releases it (the fields the period does not read are None)."""
     return EndedStep(
-        kind="step", step=step, wall_s=wall_s, data_wait_s=None, h2d_s=None, sync_s=None,
-        backward_s=None, end_s=0.0,
+        kind="step", step=step, wall_s=wall_s, data_wait_s=None, data_cpu_s=None, h2d_s=None,
+        sync_s=None, backward_s=None, end_s=0.0,
     )  # fmt: skip
 
 
