@@ -7,7 +7,8 @@ The straggler jobs are 2-rank gloo DDP under `torchtop run --headless` and real 
 rank 1, where planted, 3 ms more (20% slower in its own work). Five runs of each, ~15 s a run
 (75 s a test on this 2-core machine, alone): identical ranks used to be named stragglers by
 +13-18% from their newest 50 steps in two runs of three, from their sliver of busy time in a
-step that is mostly all-reduce.
+step that is mostly all-reduce. In every run the rank-straggler finding names the rank that
+`ranks[].straggler` names, and none where none is (it used to read the mean step times' spread).
 """
 
 from __future__ import annotations
@@ -50,10 +51,20 @@ def run_report(tmp_path: Path, job: list[str], env: dict[str, str], name: str) -
 
 
 def ddp_ranks(tmp_path: Path, slow_rank: int, run: int) -> dict[int, dict[str, Any]]:
+    """Each rank's entry, once the rank-straggler finding is checked to name the ranks that
+    `ranks[].straggler` names (the finding follows the judgement), and no other."""
     env = {"WORK_S": "0.015", "SLEEP_S": "0.003", "SLOW_RANK": str(slow_rank)}
     env |= {"KILL_RANK": "-1", "STEPS": "180"}
     report = run_report(tmp_path, [*TORCHRUN, str(WORKLOADS / "ddp_nodes.py")], env, f"r{run}")
-    return {entry["rank"]: entry for entry in report["ranks"]}
+    ranks = {entry["rank"]: entry for entry in report["ranks"]}
+    named = [f"rank {r}" for r, entry in ranks.items() if entry["straggler"]]
+    found = [f for f in report["findings"] if f["rule"] == "rank-straggler"]
+    assert [f["evidence"]["straggler_rank"] for f in found] == named, (run, found, ranks)
+    for finding in found:
+        # Its recoverable share is what its peers wait on it, as the rank's entry says.
+        straggler = ranks[int(finding["evidence"]["straggler_rank"].split()[1])]
+        assert finding["recoverable_share"] == pytest.approx(straggler["waited_share"])
+    return ranks
 
 
 def test_a_rank_planted_20_percent_slower_is_the_straggler_in_five_runs_of_five(
