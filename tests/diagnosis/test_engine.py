@@ -159,3 +159,44 @@ def test_messages_render_metrics_and_print_missing_ones_as_n_a() -> None:
     assert render("{a:.0%} of the step", {"a": 0.334}) == "33% of the step"
     assert render("{a:.0%} then {b:.1f}", {"a": 0.5}) == "50% then n/a"
     assert render("{a:.1f}", {"a": None}) == "n/a"
+
+
+def cpu_job(**overrides: MetricValue) -> Metrics:
+    """Metrics of a CPU-only job whose operators fill the step (no stall past the threshold)."""
+    metrics: Metrics = {
+        "steps_count": 20,
+        "has_gpu": False,
+        "has_step_markers": True,
+        "kernel_share": 0.0,
+        "memcpy_share": 0.0,
+        "memset_share": 0.0,
+        "communication_share": 0.0,
+        "runtime_share": 0.0,
+        "dataloader_share": 0.01,
+        "cpu_exec_share": 0.95,
+        "other_share": 0.04,
+        "torch_num_threads": 2,
+        "rank_cores": 2,
+    }
+    metrics.update(overrides)
+    return metrics
+
+
+def test_a_cpu_job_alone_is_filled_by_its_work() -> None:
+    verdict = diagnose(SHIPPED, cpu_job())
+    assert verdict.bottleneck == "cpu"
+    assert "the cpu work itself fills it" in verdict.reason
+
+
+def test_a_contended_cpu_job_s_verdict_says_other_processes_take_its_cores() -> None:
+    contended = cpu_job(
+        contender_cores=1.6,
+        other_cores_used=1.7,
+        contenders="pid 4242 (python -c while True: pass): 0.81 cores",
+        runqueue_wait_share=0.52,
+    )
+    verdict = diagnose(SHIPPED, contended)
+    assert verdict.bottleneck == "cpu"
+    assert "itself fills it" not in verdict.reason
+    assert "other processes take the cores the job runs on" in verdict.reason
+    assert "cpu-contention: 52% of its time lost" in verdict.reason

@@ -75,6 +75,8 @@ def diagnose(tree: RuleTree, metrics: Metrics, units: Sequence[StepCost] = ()) -
     )
     gain = gain_bound(shares.get(bottleneck))
     left, note = _unexplained(tree, bottleneck, work, findings, shares, metrics)
+    if bottleneck == work:
+        reason = _work_held_back(reason, findings, work, tree.settings.min_recoverable_share)
     return Verdict(
         bottleneck,
         confidence,
@@ -110,6 +112,30 @@ def _unexplained(
     root = next((r for r in tree.roots if r.bottleneck_class == verdict), None)
     text = root.unexplained if root is not None and root.unexplained else _UNEXPLAINED
     return round(left, 4), render(text, {**metrics, "unexplained_share": left})
+
+
+def _work_held_back(
+    reason: str, findings: list[Finding], work: str | None, threshold: float
+) -> str:
+    """A work verdict's reason, unless a finding of the work's own class recovers a share of
+    its own past the threshold (other processes taking the job's cores): then the work does
+    not fill the step by itself, and the reason names what takes part of it."""
+    held = next(
+        (
+            f
+            for f in findings
+            if f.bottleneck_class == work
+            and f.recoverable_share is not None
+            and f.recoverable_share >= threshold
+        ),
+        None,
+    )
+    said = f": the {work} work itself fills it"
+    if held is None or said not in reason:
+        return reason
+    what = held.title[:1].lower() + held.title[1:]
+    lost = f"{held.recoverable_share:.0%} of its time lost"
+    return reason.replace(said, f": the {work} work fills it, but {what} ({held.rule}: {lost})")
 
 
 def _has_fired_child(tree: RuleTree, rule_id: str, fired: list[str]) -> bool:
