@@ -9,13 +9,18 @@ load between rounds cancels. Two jobs:
 
 * ``cpu_decode``: tests/workloads/cpu_decode.py, a Dataset that decodes on the CPU (~5% of
   the step), num_workers=0, 2 intra-op threads: the ImageNet trainer's `-j 0` in miniature;
-* ``demo``: `python -m torchtop.demo.train`, whose Dataset sleeps 5 ms a sample.
+* ``demo``: `python -m torchtop.demo.train`, whose Dataset sleeps 5 ms a sample;
+* ``starved``: tests/workloads/starved_options.py with `--sample-sleep-ms 10` (batches of 8,
+  64 a pass, workers restarted every pass: no persistent_workers), its rate timed from the
+  first batch asked for, so each pass's worker start counts.
 
 Configurations: ``wN`` (N workers) and ``bind`` (OMP_PROC_BIND=close, no workers); the first
 is the baseline. Run it under the exclusive lock on a quiet machine::
 
     flock -x /tmp/torchtop-quiet.lock python benchmarks/loader_fit.py cpu_decode w0 w1 w2 w4 bind
     flock -x /tmp/torchtop-quiet.lock python benchmarks/loader_fit.py demo w0 w2 w4 w8 w16 w32
+    flock -x /tmp/torchtop-quiet.lock python benchmarks/loader_fit.py starved w16 w8 w32 w64 \\
+        --steps 256
 """
 
 from __future__ import annotations
@@ -32,6 +37,15 @@ ROOT = Path(__file__).resolve().parents[1]
 JOBS = {
     "cpu_decode": ([sys.executable, str(ROOT / "tests/workloads/cpu_decode.py")], "--workers"),
     "demo": ([sys.executable, "-m", "torchtop.demo.train"], "--num-workers"),
+    "starved": (
+        [
+            sys.executable,
+            str(ROOT / "tests/workloads/starved_options.py"),
+            "--sample-sleep-ms",
+            "10",
+        ],
+        "--num-workers",
+    ),
 }
 _RATE = re.compile(r"([0-9.]+) steps/s")
 

@@ -22,11 +22,14 @@ from tests.conftest import RULES_DIR, WORKLOADS
 from tests.live.test_live_verdicts import run_headless
 from torchtop.advice.loader_model import Cores, fit_workers, free_cores
 from torchtop.advice.machine import Machine
+from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.diagnosis.engine import diagnose
 from torchtop.diagnosis.rules import load_rules
 from torchtop.model.analysis import Metrics
-from torchtop.model.findings import OFFER_MIN_GAIN, severity_for_gain
+from torchtop.model.findings import OFFER_MIN_GAIN, Fix, severity_for_gain
+from torchtop.model.knobs import ALLOW_GROUPS
+from torchtop.model.plan import NotApplicable
 from torchtop.runs.records import LoaderSettings, Settings, ThreadSettings
 
 TREE = load_rules(RULES_DIR)
@@ -171,3 +174,49 @@ def test_the_demo_is_offered_the_worker_count_that_measures_fastest_above_the_co
     best = {count: max(values) for count, values in rates.items()}
     print(f"offered {workers} workers; bare steps/s: {rates}")
     assert best[workers] >= 0.9 * max(best.values()), rates
+
+
+RUNS_64: Metrics = {"has_gpu": False, "steps_count": 40, "dataloader_share": 0.3,
+                    "loader_workers": 64, "dataloader_num_workers": 64, "rank_cores": 2,
+                    "local_ranks": 1, "torch_num_threads": 1, "loader_cpu_share": None}  # fmt: skip
+"""starved_options after `tune` kept 0 -> 64 workers: still waiting on its loader, its
+workers not yet sampled (no loader CPU share), which once sized them 64 -> 8."""
+
+
+def starved_fixes(job: Metrics, workers: int) -> list[tuple[str, object]]:
+    settings = Settings(
+        dataloader=LoaderSettings(num_workers=workers),
+        threads=ThreadSettings(torch_num_threads=1, usable_cores=2),
+    )
+    verdict = resolve_verdict(diagnose(TREE, job), settings, TWO_CORES, job)
+    starved = next(f for f in verdict.findings if f.rule == "dataloader-starved")
+    return [(fix.knob, fix.value) for fix in starved.fixes]
+
+
+def test_a_worker_fix_never_offers_fewer_workers_than_the_job_runs() -> None:
+    offered = starved_fixes(RUNS_64, 64)
+    assert "dataloader.num_workers" not in dict(offered), offered
+    measured = {**RUNS_64, "loader_cpu_share": 0.0}
+    assert "dataloader.num_workers" not in dict(starved_fixes(measured, 64))
+    two = {**RUNS_64, "loader_workers": 2, "dataloader_num_workers": 2}
+    assert dict(starved_fixes(two, 2))["dataloader.num_workers"] == 4  # the rule's floor
+
+
+def test_a_worker_count_sized_at_or_below_the_current_says_why_it_is_not_tried() -> None:
+    fix = Fix(knob="dataloader.num_workers", value=4, apply="override", description="More.")
+    settings = Settings(dataloader=LoaderSettings(num_workers=64))
+    base = initial_plan(["python", "train.py"], {}, "/w")
+    planned = plan_fix(fix, base, settings, TWO_CORES, allow=ALLOW_GROUPS, metrics=RUNS_64)
+    assert isinstance(planned, NotApplicable) and planned.in_effect, planned
+    assert "sized at 8" in planned.reason and "below the 64 the job runs" in planned.reason
+    assert "never lowers the count" in planned.reason
+
+
+def test_a_loader_that_only_sleeps_gets_at_most_eight_workers_a_free_core() -> None:
+    asleep = {"dataloader_share": 0.99, "loader_cpu_share": 0.0, "torch_num_threads": 1}
+    fit = fit_workers(0, asleep, Cores(free=2.0, compute=1.0))
+    assert fit is not None and fit.workers == 16  # bare: 16 ran 70 steps/s, 32 48, 64 29
+    many = fit_workers(0, asleep, Cores(free=16.0, compute=1.0))
+    assert many is not None and many.workers == 64
+    busy = fit_workers(0, asleep, Cores(free=0.5, compute=0.5))
+    assert busy is not None and busy.workers == 8

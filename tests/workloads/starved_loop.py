@@ -6,6 +6,7 @@ same whatever the number of DataLoader workers: only the speed differs.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import torch
@@ -27,6 +28,7 @@ def train(steps: int, num_workers: int, sleep_ms: float, out: Path | None) -> No
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     print(f"training {steps} steps", flush=True)
     losses: list[float] = []
+    started_s = time.perf_counter()
     while len(losses) < steps:
         for inputs, labels in loader:
             optimizer.zero_grad()
@@ -39,3 +41,4 @@ def train(steps: int, num_workers: int, sleep_ms: float, out: Path | None) -> No
     if out is not None:
         out.write_text("\n".join(map(str, losses)) + "\n")
     print(f"final loss {losses[-1]:.4f}", flush=True)
+    print(f"rate: {steps / (time.perf_counter() - started_s):.2f} steps/s", flush=True)

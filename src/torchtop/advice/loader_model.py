@@ -31,12 +31,36 @@ The count: workers enough that each, loading a batch in `L` (`D` with none now, 
 batches in order, so one worker's late batch stalls it while the others' wait in the queue.
 Under torchtop the demo measured `D` 0.905 and `c` 0.057, a mean need of 6.2 workers; bare, 8
 workers ran 43 steps/s, 12-16 the fastest (61-64), 24 slower again (56): the fastest is about
-twice the mean need, so 13 are offered (an idle worker costs memory, not CPU). No more of
-them busy on the CPU at once than the free cores can run (`W * c <= F`); not a fixed cap: the
-knob's own maximum (64) only. Where fewer workers hide only part of the wait, the step is at
-least `L / W`. Where the loader's CPU share is not measured (a recorded trace, workers not yet
-sampled) there is no model: `None`, and the caller keeps the rule's floor and sizes the
-workers from the wait alone.
+twice the mean need, so 13 are offered. No more of them busy on the CPU at once than the free
+cores can run (`W * c <= F`).
+
+Nor more than `WORKERS_PER_CORE` (8) a free core, whatever the loader's CPU share reads: a
+worker is a forked process, and without persistent_workers every pass over the data forks
+them all again and waits for each one's first batch, so a loader whose CPU share reads ~0
+(it sleeps) was offered the knob's maximum, 64 workers, where the wait alone asks for more
+than any count hides. Measured bare on this 2-core machine (docs/benchmarks.md):
+tests/workloads/starved_options.py at `--sample-sleep-ms 10` (80 ms a batch of 8, 64
+batches a pass), 256 steps, 3 alternating rounds: 8 workers 67.6 steps/s, 16 70.0, 32 48.0
+(0.62-0.78x of 16), 64 28.7 (0.39-0.41x). The start costs about 33 ms a worker a pass
+there (64 workers: a pass of 2.2 s for 80 ms of loading each), so the best count grows
+only as the root of a pass's loading over that cost (`sqrt(64 * 80 / 33)`, about 12); the
+demo was fastest at 12-16 and slower at 24. 8 a core keeps both at their fastest counts on
+2 cores and lets a machine with more cores run more of them in parallel (workers start in
+parallel across cores, wake on the cores, and their batches are unpickled by the one loop).
+
+Memory is not bounded here: the process samples give no worker's own resident set, and the
+main process's is no estimate of it (a fork shares its parent's pages until written; a
+worker's unique pages are its Dataset's touched objects and its batches in flight, often a
+small fraction of the parent's), so counting the main RSS a worker would refuse counts a
+machine runs easily. `prefetch_factor * W` batches in flight is the part that grows with
+`W`; at the bound's 16 workers on 2 cores that is 32 batches.
+
+Where fewer workers hide only part of the wait, the step is at least `L / W`. The count the
+model lands on may be at or below the workers the job runs (it ran 64 before this bound): the
+caller then offers no change (`advice.values.size_workers`: a fix never lowers the count).
+Where the loader's CPU share is not measured (a recorded trace, workers not yet sampled) there
+is no model: `None`, and the caller keeps the rule's floor and sizes the workers from the wait
+alone.
 
 Limits: `c` is the stepping thread's CPU only (a Dataset whose decode runs torch ops on the
 intra-op pool reads lower than it is), and on a loaded machine the wait holds run-queue time,
@@ -52,6 +76,10 @@ from dataclasses import dataclass
 HIDE_MARGIN = 2.0
 """Workers over the mean need: the in-order loop waits on the latest batch (the demo: a mean
 need of 6.2 under torchtop, fastest bare at 12-16)."""
+WORKERS_PER_CORE = 8
+"""Workers at most a free core: each is a process forked again every pass over the data (no
+persistent_workers); starved_options (10 ms a sample) ran 16 workers 70 steps/s on 2 cores,
+32 48 and 64 29."""
 WORKERS_MAX = 64
 """`dataloader.num_workers`'s maximum in the knob catalogue."""
 
@@ -81,7 +109,7 @@ def free_cores(metrics: Mapping[str, object], rank_cores: int, local_ranks: int)
 
 def fit_workers(current: int, metrics: Mapping[str, object], cores: Cores) -> LoaderFit | None:
     """The workers to run and the net gain they are predicted to give; None where the wait or
-    the loader's CPU share is not measured."""
+    the loader's CPU share is not measured. The count may be at or below `current`."""
     wait = _number(metrics.get("loader_wait_share"))
     if wait is None:
         wait = _number(metrics.get("dataloader_share"))
@@ -96,8 +124,10 @@ def fit_workers(current: int, metrics: Mapping[str, object], cores: Cores) -> Lo
     step = compute + max(moved - idle, 0.0)
     load = wait if current == 0 else float(current)
     hide = math.ceil(HIDE_MARGIN * load / step - 1e-9)
-    room = WORKERS_MAX if cpu <= 0.0 else math.floor(max(cores.free, 1.0) / cpu + 1e-9)
-    workers = max(current + 1, min(hide, room, WORKERS_MAX))
+    free = max(cores.free, 1.0)
+    room = WORKERS_MAX if cpu <= 0.0 else math.floor(free / cpu + 1e-9)
+    bound = math.floor(WORKERS_PER_CORE * free + 1e-9)
+    workers = max(min(hide, room, bound, WORKERS_MAX), 1)
     step = max(step, load / workers)
     return LoaderFit(workers, round(1.0 / step, 2))
 

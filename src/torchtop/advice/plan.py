@@ -18,7 +18,7 @@ from torchtop.advice.args import ScriptOption, find_option, set_option
 from torchtop.advice.job import JobView
 from torchtop.advice.machine import Machine
 from torchtop.advice.patches import code_patch
-from torchtop.advice.values import Unresolvable, resolve_value, same_value
+from torchtop.advice.values import InEffect, Unresolvable, resolve_value, same_value
 from torchtop.model.findings import Fix, format_value
 from torchtop.model.knobs import Knob, env_variable, find_knob
 from torchtop.model.plan import AppliedFix, LaunchPlan, NotApplicable
@@ -59,6 +59,8 @@ def plan_fix(
     current = _current(knob, fix.knob, route, option, job)
     try:
         value = resolve_value(knob, fix.value, current, job, machine, metrics or {})
+    except InEffect as exc:
+        return NotApplicable(fix, f"{fix.knob}: {exc}", in_effect=True)
     except Unresolvable as exc:
         return NotApplicable(fix, f"{fix.knob} = {fix.value}: {exc}")
     if same_value(value, current):

@@ -6,9 +6,13 @@ the relaunch needs a number. The number of DataLoader workers is sized from what
 against the cores free to the rank, so a loader that sleeps on storage gets more workers than
 cores (the demo job on 2 cores: 4 workers 12 steps/s, 8 workers 30 steps/s) and one that
 decodes on cores the compute already fills gets none worth offering. Where the loader's CPU is
-not measured (a recorded trace), the wait alone sizes them: with a share `s` of each step
-waiting and `n` workers, loading one batch takes about `s/(1-s)` compute steps in process
-(`n/(1-s)` with workers), at least the rule's value and at most `max(8, cores)`.
+not measured (a recorded trace, workers not yet sampled), the wait alone sizes them: with a
+share `s` of each step waiting and `n` workers, loading one batch takes about `s/(1-s)` compute
+steps in process (`n/(1-s)` with workers), at least the rule's value and at most
+`max(8, cores)`. A worker fix never lowers the count: where either sizing lands below the
+workers the job runs, the fix is as good as in effect (`InEffect`; at them, it is), not
+offered, and the reason is what `tune` lists among the fixes it did not try (tune of
+starved_options once kept 0 -> 64 workers, then offered 64 -> 8: its workers not yet sampled).
 """
 
 from __future__ import annotations
@@ -27,6 +31,11 @@ WORKERS_CAP_FLOOR = 8
 
 class Unresolvable(ValueError):
     """The value cannot be made concrete (or is out of bounds): the fix does not apply."""
+
+
+class InEffect(Unresolvable):
+    """The job already runs with as much as the fix would set (8 workers sized for a job that
+    runs 64): not a change to offer, as if the value were in effect."""
 
 
 def resolve_value(
@@ -91,15 +100,23 @@ def size_workers(
     """The workers `worker_fit` sizes; where it cannot, enough to hide the measured wait,
     within [floor, max(8, the rank's cores)]."""
     fit = worker_fit(current, metrics, machine, job.usable_cores if job is not None else None)
-    if fit is not None:
-        return fit.workers
+    sized = fit.workers if fit is not None else _by_wait(floor, current or 0, metrics, machine)
+    if current is not None and sized < current:  # at `current`: "already N" (`plan_fix`)
+        raise InEffect(
+            f"sized at {sized} for this job and machine, below the {current} the job runs: "
+            "a worker fix never lowers the count"
+        )
+    return sized
+
+
+def _by_wait(floor: int, workers: int, metrics: Mapping[str, object], machine: Machine) -> int:
+    """Enough workers to hide the measured wait, within [floor, max(8, the rank's cores)]."""
     cap = max(WORKERS_CAP_FLOOR, rank_share(machine).cores)
-    workers = current or 0
     share = metrics.get("dataloader_share")
     if not isinstance(share, float) or not 0.0 < share < 1.0:
-        return min(max(floor, workers), cap)
+        return min(floor, cap)
     hide = share / (1.0 - share) if workers == 0 else workers / (1.0 - share)
-    return min(max(floor, math.ceil(hide - 1e-9), workers + 1), cap)
+    return min(max(floor, math.ceil(hide - 1e-9)), cap)
 
 
 def fit_batch(batch: int, current: int | None, metrics: Mapping[str, object]) -> int:

@@ -28,7 +28,7 @@ from torchtop.diagnosis.rules import RuleTree
 from torchtop.model.findings import Fix
 from torchtop.model.plan import LaunchPlan, NotApplicable
 from torchtop.model.report import Report
-from torchtop.model.rounds import INCONCLUSIVE
+from torchtop.model.rounds import INCONCLUSIVE, estimate_claim
 from torchtop.model.trials import Trial
 from torchtop.runs.layout import RunLayout
 from torchtop.trials.measure import Measurement, measure
@@ -47,6 +47,7 @@ PLANNED_ROUNDS = 3
 spread."""
 PROFILED_FOLDER = "profiled"
 """Under RUN: the run profiled early when the baseline ended before its window."""
+NO_UNTRIED = "no untried fix applies"
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def tune(
                 break
             candidate = next_fix(report, progress, options, machine)
             if candidate is None:
-                stopped = _nothing_left(report, options) + _undecided(progress.trials)
+                stopped = _undecided(report, progress.trials, options)
                 break
             budget = _budget(progress, options, time.monotonic() - started)
             if budget.size is None:  # said before any of the budget is spent on it
@@ -235,18 +236,32 @@ def _nothing_left(report: Report | None, options: TuneOptions) -> str:
         # there read as if fixes had been tried.
         named = ", ".join(finding.rule for finding in findings)
         return f"the diagnosis ({named}) offers no fix for this job"
-    return f"no untried fix applies (a kept fix must gain at least {options.min_gain:.0%})"
+    return f"{NO_UNTRIED} (a kept fix must gain at least {options.min_gain:.0%})"
 
 
-def _undecided(trials: Sequence[Trial]) -> str:
-    """`; trial 1 was inconclusive (about 1 more round ...: a --for 130 s longer)`: a fix
-    left untried again is no fix that gained too little."""
-    said = [
-        f"; trial {t.number} was inconclusive ({t.decides_with})"
-        for t in trials
-        if t.effect == INCONCLUSIVE and t.decides_with
-    ]
-    return "".join(said)
+def _undecided(report: Report | None, trials: Sequence[Trial], options: TuneOptions) -> str:
+    """Why tune stopped with no fix left to try; after an inconclusive trial that first, as
+    it was: `trial 1 (dataloader.num_workers 0 -> 13) was inconclusive: measured 3.18x (99%
+    ...), neither the 5% gain a kept fix needs nor its absence shown; reverted; about 1 more
+    round ... would decide it; no other fix is left to try`. It once began "no untried fix
+    applies (a kept fix must gain at least 5%)", which read as if the fix was measured without
+    that gain."""
+    left = _nothing_left(report, options)
+    said = [_inconclusive(t, options) for t in trials if t.effect == INCONCLUSIVE]
+    if not said:
+        return left
+    rest = "no other fix is left to try" if left.startswith(NO_UNTRIED) else left
+    return "; ".join([*said, rest])
+
+
+def _inconclusive(trial: Trial, options: TuneOptions) -> str:
+    changes = "; ".join(trial.plan_after.changes) or trial.plan_after.description
+    said = (
+        f"trial {trial.number} ({changes}) was inconclusive: "
+        f"{estimate_claim(trial.speedup, trial.estimate)}, which shows neither the "
+        f"{options.min_gain:.0%} gain a kept fix needs nor its absence; reverted"
+    )
+    return said + (f"; {trial.decides_with}" if trial.decides_with else "")
 
 
 def _stop_reason(progress: _Progress, options: TuneOptions) -> str | None:
