@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import RULES_DIR, WORKLOADS
 from tests.live.test_live_verdicts import run_headless
-from torchtop.advice.loader_model import Cores, fit_workers, free_cores
+from torchtop.advice.loader_model import Cores, cpu_demand, fit_workers, free_cores
 from torchtop.advice.machine import Machine
 from torchtop.advice.plan import initial_plan, plan_fix
 from torchtop.advice.resolve import resolve_verdict
@@ -74,6 +74,28 @@ def test_cores_other_processes_use_are_not_free_to_the_job() -> None:
     assert free_cores(busy, 2, 1) == Cores(0.5, 0.5)
     assert free_cores({**busy, "other_cores_used": None}, 2, 1) == Cores(2.0, 1.0)
     assert free_cores({"other_cores_used": 2.0}, 4, 2) == Cores(3.0, 3.0)
+
+
+def test_under_load_a_decoding_loader_s_run_queue_wait_counts_as_cpu_not_storage() -> None:
+    # cpu_decode beside two busy loops: its thread's CPU is half its wall time, the rest on
+    # the run queue, as the job's threads wait (runqueue_wait_share); read as storage wait,
+    # that half would make workers look free.
+    contended = {**DECODE, "dataloader_share": 0.2, "loader_cpu_share": 0.5}
+    cores = free_cores({**contended, "other_cores_used": 0.9}, 2, 1)
+    misread = fit_workers(0, contended, cores)
+    assert misread is not None and misread.predicted_gain > 1.1  # half the decode "free"
+    contended["runqueue_wait_share"] = 0.5
+    fit = fit_workers(0, contended, cores)
+    assert cpu_demand(0.5, 0.5) == pytest.approx(1.0)
+    assert fit is not None and fit.predicted_gain < OFFER_MIN_GAIN
+
+
+def test_under_load_a_loader_that_sleeps_still_gets_workers() -> None:
+    contended = {**SLEEPS, "loader_cpu_share": 0.06, "runqueue_wait_share": 0.5}
+    cores = free_cores({**contended, "other_cores_used": 1.7}, 2, 1)
+    fit = fit_workers(0, contended, cores)
+    assert cpu_demand(0.06, 0.5) == pytest.approx(0.12)
+    assert fit is not None and fit.workers >= 2 and fit.predicted_gain > 2.0
 
 
 def test_without_the_loaders_cpu_measured_there_is_no_model() -> None:

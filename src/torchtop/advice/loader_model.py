@@ -63,8 +63,9 @@ is no model: `None`, and the caller keeps the rule's floor and sizes the workers
 alone.
 
 Limits: `c` is the stepping thread's CPU only (a Dataset whose decode runs torch ops on the
-intra-op pool reads lower than it is), and on a loaded machine the wait holds run-queue time,
-which reads as waiting on storage; `other_cores_used` then takes those cores from `F`.
+intra-op pool reads lower than it is). On a loaded machine the wait holds run-queue time,
+which would read as waiting on storage: `c` is scaled by the job's run-queue wait
+(`cpu_demand`), and `other_cores_used` takes the others' cores from `F`.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def fit_workers(current: int, metrics: Mapping[str, object], cores: Cores) -> Lo
     cpu = _number(metrics.get("loader_cpu_share"))
     if wait is None or cpu is None or not 0.0 < wait < 1.0:
         return None
-    cpu = min(max(cpu, 0.0), 1.0)
+    cpu = cpu_demand(cpu, _number(metrics.get("runqueue_wait_share")))
     compute = 1.0 - wait
     busy_now = cpu * current  # workers' cores already beside the compute
     idle = max(cores.free - cores.compute - busy_now, 0.0) * compute
@@ -130,6 +131,21 @@ def fit_workers(current: int, metrics: Mapping[str, object], cores: Cores) -> Lo
     workers = max(min(hide, room, bound, WORKERS_MAX), 1)
     step = max(step, load / workers)
     return LoaderFit(workers, round(1.0 / step, 2))
+
+
+def cpu_demand(cpu_share: float, runqueue_wait_share: float | None) -> float:
+    """The loading's CPU share counting its time ready to run as CPU: under other processes'
+    load a thread that decodes waits on the run queue between its slices, and that wait reads
+    as waiting on storage (`cpu_share` is CPU time over wall time). The job's threads waited
+    `w` of the time they were ready to run (`runqueue_wait_share`); a loader as CPU-bound as
+    they are waits alike, so its CPU time is `1 - w` of what it needed cores for: `c / (1 - w)`,
+    at most 1. A loader that sleeps stays far below 1 (2 busy loops beside the demo, `w` 0.5:
+    its 6% reads 12%), one that decodes reads 1 again (cpu_decode's 99% under the same load
+    read about 50%)."""
+    share = min(max(cpu_share, 0.0), 1.0)
+    if runqueue_wait_share is None or not 0.0 < runqueue_wait_share < 1.0:
+        return share
+    return min(share / (1.0 - runqueue_wait_share), 1.0)
 
 
 def _number(value: object) -> float | None:
