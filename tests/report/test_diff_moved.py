@@ -16,7 +16,7 @@ def side(mean_ms: float, **shares: float) -> dict[str, Any]:
     return {"steps": {"mean_ms": mean_ms}, "breakdown": breakdown}
 
 
-WORKERS = [
+WORKERS: list[dict[str, Any]] = [
     {"what": "command", "name": "-j", "a": "0", "b": "2", "option": "workers"},
     {"what": "recorded", "name": "dataloader.num_workers", "a": 0, "b": 2},
 ]
@@ -73,7 +73,7 @@ def test_a_change_whose_reach_is_unknown_is_not_split() -> None:
 
 
 def test_thread_and_library_settings_touch_the_host_math_and_nccl_the_collectives() -> None:
-    threads = [
+    threads: list[dict[str, Any]] = [
         {"what": "environment", "name": "OMP_NUM_THREADS", "a": "2", "b": "1"},
         {"what": "recorded", "name": "threads.torch_num_threads", "a": 2, "b": 1},
         {"what": "override", "name": "env.NCCL_ALGO", "a": None, "b": "Ring"},
