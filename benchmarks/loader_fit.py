@@ -15,11 +15,11 @@ load between rounds cancels. Two jobs:
   first batch asked for, so each pass's worker start counts.
 
 Configurations: ``wN`` (N workers) and ``bind`` (OMP_PROC_BIND=close, no workers); the first
-is the baseline. Run it under the exclusive lock on a quiet machine::
+is the baseline. Run it on a quiet machine, nothing else busy::
 
-    flock -x /tmp/torchtop-quiet.lock python benchmarks/loader_fit.py cpu_decode w0 w1 w2 w4 bind
-    flock -x /tmp/torchtop-quiet.lock python benchmarks/loader_fit.py demo w0 w2 w4 w8 w16 w32
-    flock -x /tmp/torchtop-quiet.lock python benchmarks/loader_fit.py starved w16 w8 w32 w64 \\
+    python benchmarks/loader_fit.py cpu_decode w0 w1 w2 w4 bind
+    python benchmarks/loader_fit.py demo w0 w2 w4 w8 w16 w32
+    python benchmarks/loader_fit.py starved w16 w8 w32 w64 \\
         --steps 256
 """
 
