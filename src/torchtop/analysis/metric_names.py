@@ -48,6 +48,31 @@ METRICS: dict[str, str] = {
     "9.4 for an MI300)",
     "matrix_cores": "the GPU has Tensor Cores (NVIDIA 7.0+) or MFMA matrix cores (AMD Instinct "
     "MI100+); None where the name does not say",
+    # Kernel patterns a known change removes (`analysis.gpu_patterns`, `kernel_sequences`).
+    "attention_unfused_share": "kernels launched between the batched matmuls around a softmax "
+    "(attention computed by hand): share of step time",
+    "attention_fusion_share": "of those, the kernels other than the two products, which a fused "
+    "attention kernel does not run: share of step time",
+    "optimizer_kernels_per_step": "kernels launched inside `Optimizer.step` per step",
+    "optimizer_multi_tensor_fraction": "of those, the fraction that update many tensors at once "
+    "(multi_tensor_apply, fused optimizers)",
+    "optimizer_kernel_share": "kernel time launched inside `Optimizer.step`: share of step time",
+    "optimizer_wait_share": "device idle time between the first and last optimizer kernel of each "
+    "step: share of step time",
+    "conv_tc_share": "Tensor Core (matrix-core) kernel time launched by convolutions: share of "
+    "step time",
+    "conv_transpose_share": "NCHW/NHWC layout transposes launched by convolutions (cuDNN "
+    "nchwToNhwc, MIOpen batched_transpose): share of step time",
+    "elementwise_chain_share": "runs of 3 or more elementwise kernels back to back on a device: "
+    "share of step time",
+    "elementwise_chains_per_step": "such runs per step",
+    "elementwise_fusion_share": "those runs' time but for the longest kernel of each (what one "
+    "fused pass saves): share of step time",
+    "fusion_top_per_step": "repeats per step of the kernel sequence whose fusion saves the most",
+    "fusion_top_share": "the time fusing that sequence saves (its memory-bound kernels' time, but "
+    "for the longest where no GEMM or convolution takes them in): share of step time",
+    "fusion_candidates": "the top kernel sequences to fuse, each with its repeats per step and "
+    "saved share",
     "memory_peak_bytes": "peak device memory allocated, bytes",
     "memory_peak_share": "peak device memory allocated over the device's capacity (0-1)",
     "memory_batch_factor_max": "the largest multiple of the current batch predicted to fit in "
