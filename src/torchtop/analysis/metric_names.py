@@ -40,6 +40,14 @@ METRICS: dict[str, str] = {
     "launch_delay_median_us": "median time from launch call to kernel start, µs (small = the "
     "GPU waits for launches; large = the CPU runs ahead)",
     "gpu_gaps_per_step": "idle gaps between kernels per step",
+    # Why the GPU idles (`analysis.idle`, counted as Holistic Trace Analysis counts it): each
+    # gap with no kernel, copy or memset on the device, by what the work ending it waited for.
+    "idle_host_wait_share": "GPU idle because the host launched the next work only after the "
+    "device had drained (launch gaps, Python, syncs): share of the steps' span (0-1)",
+    "idle_kernel_wait_share": "GPU idle in gaps under 30 µs before work already queued (launch "
+    "latency between back-to-back kernels): share of the steps' span (0-1)",
+    "idle_other_share": "GPU idle with the next work queued but held back (waiting on another "
+    "stream's event, a collective): share of the steps' span (0-1)",
     "tc_used_share": "kernel time in Tensor Core (or AMD matrix-core) kernels over all kernel "
     "time (0-1)",
     "tc_eligible_share": "kernel time launched by Tensor-Core-eligible operators over all kernel "

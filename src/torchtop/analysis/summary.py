@@ -19,6 +19,7 @@ from msgspec.structs import replace
 from torchtop.analysis import comm_overlap, comm_sizes, comms, device, host, name_totals
 from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs
 from torchtop.analysis.gpu_patterns import gpu_pattern_metrics
+from torchtop.analysis.idle import idle_metrics
 from torchtop.analysis.memory import memory_metrics, memory_profile, pooled_memory
 from torchtop.analysis.modules import module_tree
 from torchtop.analysis.step_stats import step_stats
@@ -73,6 +74,7 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         "trace_truncated": trace.info.truncated,
     }
     metrics.update(gpu)
+    metrics.update(idle_metrics(trace, steps))
     metrics.update(device.copy_metrics(trace, steps, total_us))
     metrics.update(gpu_pattern_metrics(trace, steps, total_us))
     metrics.update(sync)
