@@ -157,3 +157,16 @@ def test_nchw_convolutions_on_tensor_cores_fire_and_channels_last_ones_do_not(
     nhwc = _planted_convs(tmp_path / "nhwc.json", [(FPROP, 40.0)])
     assert nhwc["metrics"]["conv_tc_share"] > 0
     assert _finding(nhwc, "conv-nchw-transposes") is None
+
+
+def test_the_amp_rule_predicts_its_gain_from_the_datasheet_peaks(shared: Path) -> None:
+    """ResNet-50 in float32 on a V100: the eligible kernels' time is taken to shrink to the
+    float32 over float16 Tensor Core peak, 15.7 / 125 TFLOP/s (the V100 SXM2 datasheet)."""
+    report = analyze_json(shared / RESNET_NW4)
+    metrics = report["metrics"]
+    assert metrics["amp_peak_ratio"] == pytest.approx(15.7 / 125)
+    share = metrics["kernel_share"] * metrics["tc_eligible_share"] * (1 - 15.7 / 125)
+    finding = _finding(report, "tensor-cores-unused")
+    assert finding is not None
+    assert finding["recoverable_share"] == pytest.approx(share, abs=1e-4)
+    assert finding["predicted_gain"] == pytest.approx(1 / (1 - share), abs=0.006)

@@ -18,6 +18,7 @@ import numpy as np
 from torchtop.analysis import kernel_sequences
 from torchtop.analysis.intervals import IntervalSet
 from torchtop.analysis.launches import Bools, Launches
+from torchtop.analysis.peaks import match_device_info
 from torchtop.analysis.steps import StepWindows
 from torchtop.analysis.vocabulary import codes_where, uses_tensor_cores
 from torchtop.model.analysis import Metrics
@@ -60,6 +61,7 @@ def gpu_pattern_metrics(trace: TraceData, steps: StepWindows, step_us: float) ->
     attention = launches.inside(*attention_windows(trace)) & in_steps
     order = kernel_sequences.in_order(trace, float(steps.start_us[0]), float(steps.end_us[-1]))
     metrics = _attention(trace, launches, attention, step_us)
+    metrics.update(amp_peak_ratio(trace))
     metrics.update(_optimizer(trace, launches, in_steps, steps, step_us))
     metrics.update(_conv_layout(trace, launches, in_steps, step_us))
     metrics.update(kernel_sequences.chain_metrics(trace, order, step_us, len(steps)))
@@ -201,3 +203,19 @@ def _between_products(
     first, second = by_end[before[found]], by_start[after[found]]
     keep = g_batched[first] & g_batched[second]
     return g_start[first][keep], g_end[second][keep], np.zeros(0, dtype=np.int64)
+
+
+def amp_peak_ratio(trace: TraceData) -> Metrics:
+    """The device's dense float32 peak over its half-precision Tensor Core peak (bfloat16 from
+    compute capability 8.0, float16 before: Volta and Turing have no bfloat16 Tensor Cores),
+    from the datasheet table (`analysis/peaks.toml`); absent where the device is not known.
+    A compute-bound float32 GEMM moved to Tensor Cores takes about this fraction of its time."""
+    for device in trace.devices:
+        peak = match_device_info(device)
+        if peak is None:
+            continue
+        half = "bf16" if (device.compute_major or 0) >= 8 else "fp16"
+        fp32, fast = peak.for_dtype("fp32"), peak.for_dtype(half)
+        if fp32 and fast:
+            return {"amp_peak_ratio": fp32 / fast}
+    return {}

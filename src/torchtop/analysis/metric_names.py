@@ -81,6 +81,8 @@ METRICS: dict[str, str] = {
     "for the longest where no GEMM or convolution takes them in): share of step time",
     "fusion_candidates": "the top kernel sequences to fuse, each with its repeats per step and "
     "saved share",
+    "amp_peak_ratio": "the GPU's dense float32 peak over its bfloat16 (compute capability 8.0 "
+    "and later) or float16 Tensor Core peak, from the datasheet table",
     "memory_peak_bytes": "peak device memory allocated, bytes",
     "memory_peak_share": "peak device memory allocated over the device's capacity (0-1)",
     "memory_batch_factor_max": "the largest multiple of the current batch predicted to fit in "
