@@ -119,3 +119,11 @@ def test_a_gap_is_host_wait_only_when_the_next_launch_came_after_the_device_drai
     launch = np.array([0.0, 105.0, 50.0, 60.0])  # late, early (short gap), early (long gap)
     host, kernel, other = _window_idle_us(start, end, launch, 0.0, 400.0).tolist()
     assert (host, kernel, other) == (10.0 + 90.0, 5.0, 100.0)
+
+
+def test_work_on_another_stream_that_overlaps_leaves_no_idle_gap() -> None:
+    start = np.array([0.0, 50.0, 150.0])
+    end = np.array([100.0, 140.0, 160.0])  # the second (another stream) ran past the first
+    launch = np.array([0.0, 10.0, 145.0])
+    host, kernel, other = _window_idle_us(start, end, launch, 0.0, 160.0).tolist()
+    assert (host, kernel, other) == (10.0, 0.0, 0.0)

@@ -50,6 +50,7 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
     # The metrics that need no role set, before the sets are made and held.
     gpu = device.gpu_metrics(trace, steps)
     _let_go(trace)
+    idle = idle_metrics(trace, steps)
     sync = host.sync_metrics(trace, steps)
     _let_go(trace)
     cpu = host.cpu_metrics(trace, steps)
@@ -74,7 +75,7 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         "trace_truncated": trace.info.truncated,
     }
     metrics.update(gpu)
-    metrics.update(idle_metrics(trace, steps))
+    metrics.update(idle)
     metrics.update(device.copy_metrics(trace, steps, total_us))
     metrics.update(gpu_pattern_metrics(trace, steps, total_us))
     metrics.update(sync)
