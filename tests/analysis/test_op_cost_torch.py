@@ -21,7 +21,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
-from torchtop.analysis.op_cost import op_cost
+from torchtop.analysis.op_cost import OpCost, modelled_operators, op_cost
 
 aten = torch.ops.aten
 
@@ -145,3 +145,56 @@ def test_flops_from_the_profilers_record_match_pytorchs_flop_counter(
     for name in names:
         ours = converted.get(name, lambda flops: flops)(_ours(events, name))
         assert ours == pytest.approx(theirs[name], rel=1e-9), name
+
+
+def _training_step() -> Callable[[], None]:
+    """One AdamW step of a small convolutional and dense model, with softmax, a bfloat16 copy
+    and a reduction over a dim: most operator families on the CPU, in float."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8 * 8 * 8, 32),
+        torch.nn.LayerNorm(32),
+        torch.nn.GELU(),
+        torch.nn.Linear(32, 10),
+    )
+    optimizer = torch.optim.AdamW(model.parameters())
+    x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
+
+    def step() -> None:
+        out = model(x)
+        softmax = torch.nn.functional.softmax(out, -1).sum()
+        peaks = out.to(torch.bfloat16).float().amax(dim=1).sum()
+        (torch.nn.functional.cross_entropy(out, y) + softmax + peaks).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    step()  # AdamW's state is made on the first step; the recorded one is a steady step
+    return step
+
+
+def test_every_modelled_operator_of_a_recorded_training_step_has_a_cost(tmp_path: Path) -> None:
+    events = _recorded(_training_step(), tmp_path)
+    modelled = modelled_operators()
+    costs: dict[str, OpCost] = {}
+    for event in events:
+        if event["name"] in modelled:
+            args = event["args"]
+            cost = op_cost(
+                event["name"], args["Input Dims"], args["Input type"], args["Concrete Inputs"]
+            )
+            assert cost is not None, f"{event['name']} {args}"
+            costs[event["name"]] = cost
+    assert len(costs) >= 40
+    # layer norm over 32 features of 4 rows, in float: x read and y written (1024 bytes), weight
+    # and bias read (256), a mean and an rstd written per row (32)
+    assert costs["aten::native_layer_norm"].bytes == 1024 + 256 + 32
+    # batch norm, training, 8 channels of 4x8x8: x and y (16384), weight, bias and the running
+    # mean and variance read (128), save_mean and save_invstd (64), running stats rewritten (64)
+    assert costs["aten::native_batch_norm"].bytes == 16384 + 128 + 64 + 64
+    # the first convolution's input takes no gradient: its backward computes grad_weight only
+    conv_backward = costs["aten::convolution_backward"]
+    assert conv_backward.flops == 2 * (4 * 8 * 8 * 8) * (3 * 3 * 3) + 4 * 8 * 8 * 8

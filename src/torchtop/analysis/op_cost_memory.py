@@ -29,7 +29,7 @@ _FP32_BYTES = 4  # the mean and rstd norms save are float for half and bfloat16 
 def elementwise(args: Args, name: str, arity: int) -> OpCost | None:
     """Reads every tensor operand once and writes one result: in place, into the first operand
     at its own dtype; otherwise at the operands' broadcast shape, in bool for comparisons, else
-    in the widest operand's dtype (TraceLens's BinaryElementwise takes the wider of two tensors).
+    in the promoted dtype (TraceLens's BinaryElementwise takes the wider of two tensors).
     A tensor past the schema's `arity` is out=: written, not read. One FLOP per result element
     (TraceLens's count)."""
     out = args.tensor(len(args.dims) - 1) if len(args.dims) > arity else None
@@ -46,14 +46,21 @@ def elementwise(args: Args, name: str, arity: int) -> OpCost | None:
         if shape is None:
             return None
         out_numel = math.prod(shape)
-        shaped = [tensor.itemsize for tensor in operands if tensor.shape] or [operands[0].itemsize]
-        out_itemsize = 1 if name in TABLE.elementwise.bool_result else max(shaped)
+        out_itemsize = 1 if name in TABLE.elementwise.bool_result else _promoted_itemsize(operands)
         if out is not None:
             out_itemsize = out.itemsize
     written = out_numel * out_itemsize
     return OpCost(
         float(out_numel), float(read + written), "elementwise", compute_dtype(operands[0])
     )
+
+
+def _promoted_itemsize(operands: list[Tensor]) -> int:
+    """The result's element size under PyTorch's type promotion, by size within a category: a
+    floating operand outranks integers, and 0-dim tensors count only when all are 0-dim."""
+    shaped = [tensor for tensor in operands if tensor.shape] or operands
+    floating = [tensor for tensor in shaped if compute_dtype(tensor) not in (None, "int8")]
+    return max(tensor.itemsize for tensor in floating or shaped)
 
 
 def write_only(args: Args) -> OpCost | None:
@@ -151,9 +158,10 @@ def _norm_backward(args: Args, spec: NormSpec, x: Tensor) -> OpCost | None:
 
 
 def softmax(args: Args, spec: SoftmaxSpec) -> OpCost | None:
-    """Forward: read x, write the result (in float where half_to_float is set); 5 FLOPs per
-    element (max, subtract, exp, sum, divide). Backward: read grad_output and the forward's
-    output, write grad_input; 3 FLOPs per element (multiply, sum, subtract)."""
+    """Forward: read x, write the result (in the dtype argument's type, or float where
+    half_to_float is set); 5 FLOPs per element (max, subtract, exp, sum, divide). Backward:
+    read grad_output and the forward's output, write grad_input; 3 FLOPs per element
+    (multiply, sum, subtract)."""
     x = args.tensor(spec.input)
     if x is None:
         return None
@@ -161,10 +169,10 @@ def softmax(args: Args, spec: SoftmaxSpec) -> OpCost | None:
         grad = args.tensor(spec.grad)
         if grad is None:
             return None
-        return OpCost(
-            3.0 * x.numel, float(grad.nbytes + x.nbytes + x.nbytes), "softmax", compute_dtype(x)
-        )
-    out_itemsize = _FP32_BYTES if args.flag(spec.half_to_float) else x.itemsize
+        return OpCost(3.0 * x.numel, float(grad.nbytes + 2 * x.nbytes), "softmax", compute_dtype(x))
+    out_itemsize = args.scalar_type_bytes(spec.dtype) or x.itemsize
+    if args.flag(spec.half_to_float):
+        out_itemsize = _FP32_BYTES
     return OpCost(
         5.0 * x.numel, float(x.nbytes + x.numel * out_itemsize), "softmax", compute_dtype(x)
     )

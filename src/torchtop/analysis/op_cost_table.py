@@ -74,6 +74,7 @@ class SoftmaxSpec(msgspec.Struct, frozen=True):
     input: int
     grad: int | None = None
     half_to_float: int | None = None
+    dtype: int | None = None
 
 
 class ReductionSpec(msgspec.Struct, frozen=True):
