@@ -51,17 +51,19 @@ def chain_metrics(trace: TraceData, order: list[Ints], step_us: float, steps: in
     """Runs of at least `MIN_CHAIN` elementwise kernels back to back on a device: their share
     of the step, how many a step, and the share a fusion of each run saves."""
     codes = codes_where(trace.names, lambda n: _ELEMENTWISE.search(n) is not None)
-    durations = trace.kernels.dur_us
     chained_us = saved_us = 0.0
     chains = 0
     for indices in order:
         flags = np.isin(trace.kernels.name[indices], codes)
-        for run in _runs(flags):
-            if len(run) >= MIN_CHAIN:
-                times = durations[indices[run]]
-                chains += 1
-                chained_us += float(times.sum())
-                saved_us += float(times.sum() - times.max())
+        starts, ends = _runs(flags)
+        long = (ends - starts) >= MIN_CHAIN
+        if not long.any():
+            continue
+        times = trace.kernels.dur_us[indices]
+        sums, longest = _run_sums(times, starts[long], ends[long])
+        chains += int(long.sum())
+        chained_us += float(sums.sum())
+        saved_us += float((sums - longest).sum())
     return {
         "elementwise_chain_share": chained_us / step_us,
         "elementwise_chains_per_step": chains / max(steps, 1),
@@ -69,11 +71,20 @@ def chain_metrics(trace: TraceData, order: list[Ints], step_us: float, steps: in
     }
 
 
-def _runs(flags: np.ndarray) -> list[Ints]:
-    """The positions of each run of true flags."""
+def _run_sums(times: Floats, starts: Ints, ends: Ints) -> tuple[Floats, Floats]:
+    """Each run's summed and longest time: `reduceat` over the runs' bounds, whose every other
+    segment is a run (runs never touch: a false flag lies between any two)."""
+    bounds = np.column_stack([starts, ends]).ravel()
+    if bounds[-1] == len(times):
+        bounds = bounds[:-1]  # the last run reaches the end: its segment does too
+    return np.add.reduceat(times, bounds)[::2], np.maximum.reduceat(times, bounds)[::2]
+
+
+def _runs(flags: Bools) -> tuple[Ints, Ints]:
+    """The first position and one past the last of each run of true flags."""
     padded = np.concatenate(([False], flags, [False])).astype(np.int8)
     edges = np.flatnonzero(np.diff(padded))
-    return [np.arange(a, b) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+    return edges[::2], edges[1::2]
 
 
 def sequence_metrics(
@@ -104,7 +115,7 @@ Candidate = tuple[tuple[int, ...], int, float]
 
 
 def _candidates(trace: TraceData, order: list[Ints], claimed: Bools) -> list[Candidate]:
-    comm = set(codes_where(trace.names, is_comm_kernel).tolist())
+    comm = set(codes_where(trace.names, _is_collective).tolist())
     compute = codes_where(trace.names, lambda n: _COMPUTE.search(n) is not None)
     totals: dict[tuple[int, ...], list[float]] = {}
     for indices in order:
@@ -145,21 +156,32 @@ def _count_grams(
         entry[1] += value
 
 
+_COLLECTIVE = re.compile(r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all", re.IGNORECASE)
+
+
+def _is_collective(name: str) -> bool:
+    """A communication kernel: the families `is_comm_kernel` knows, and the collectives other
+    libraries name by what they do (`multimem_all_reduce_kernel`, vLLM's custom all-reduce)."""
+    return is_comm_kernel(name) or _COLLECTIVE.search(name) is not None
+
+
 def _distinct(found: list[Candidate]) -> list[Candidate]:
     """The candidates, best first, leaving out one that lies inside a better one listed (a
     3-kernel part of a 5-kernel sequence) or holds one."""
     kept: list[Candidate] = []
     for candidate in found:
-        text = "," + ",".join(map(str, candidate[0])) + ","
-        if not any(
-            text in "," + ",".join(map(str, k[0])) + ","
-            or "," + ",".join(map(str, k[0])) + "," in text
-            for k in kept
-        ):
+        codes = candidate[0]
+        if not any(_holds(k[0], codes) or _holds(codes, k[0]) for k in kept):
             kept.append(candidate)
         if len(kept) == TOP:
             break
     return kept
+
+
+def _holds(outer: tuple[int, ...], inner: tuple[int, ...]) -> bool:
+    """Whether `inner` runs inside `outer`, in order and back to back."""
+    size = len(inner)
+    return any(outer[i : i + size] == inner for i in range(len(outer) - size + 1))
 
 
 _NOISE = frozenset(
