@@ -36,6 +36,7 @@ from torchtop.traces.schema import (
     MetadataEvent,
     SpanEvent,
 )
+from torchtop.traces.shapes import ShapeKey, ShapeTable
 
 ONE_DAY_US = 86_400e6
 CODE_DTYPE = np.int32
@@ -264,6 +265,7 @@ class ColumnBuilder:
         self.memory = SpanColumns()
         self.python = SpanColumns()
         self.python_names = Interner()
+        self.shapes = ShapeTable()
         self.messages = MessageColumns()
         self.profiler_span: tuple[float, float] | None = None
         self.profiler_span_piece = -1
@@ -349,6 +351,7 @@ class ColumnBuilder:
         if kind == OP:
             self.messages.add(args, start, dur, piece, floats)
             columns["sequence"] = ids(list(map(_SEQUENCE, args)))
+            columns["shape"] = self.shapes.code_all(args)
         if kind in (OP, ANNOTATION):
             self._split_steps(columns, kind, piece)
             return
@@ -433,6 +436,7 @@ class ColumnBuilder:
         remap = {
             "name": self.names.code_all(other.names.values_raw),
             "thread": self.threads.code_all(other.threads.values_raw),
+            "shape": self.shapes.codes_of(other.shapes.values),
         }
         for kind, columns in other.kinds.items():
             self.kinds[kind].extend(columns, remap)
@@ -475,6 +479,14 @@ class ColumnBuilder:
             interner.values = [interner.values[c] for c in order]
             interner.values_raw = [raw[c] for c in order]
             interner.codes = {value: code for code, value in enumerate(interner.values_raw)}
+
+    def op_shapes(self) -> tuple[list[ShapeKey], Ints]:
+        """The distinct argument triples, sorted, and each operator's code into them (NO_ID
+        where it recorded none), in the order of `spans(OP, ...)`."""
+        table, recode = self.shapes.canonical()
+        if OP not in self.kinds or not table:
+            return [], empty_ints()
+        return table, recode[self.kinds[OP].column("shape", ints=True)]
 
     def origin(self) -> float:
         return float(np.floor(self.min_ts)) if np.isfinite(self.min_ts) else 0.0

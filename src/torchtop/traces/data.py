@@ -147,6 +147,12 @@ class TraceData(msgspec.Struct):
     """`python_function` events (with_stack=True), for locating code fixes; None: none."""
     messages: Messages = msgspec.field(default_factory=Messages)
     """The collectives' calls with their sizes; empty where the trace records none."""
+    op_shape: Ints = msgspec.field(default_factory=empty_ints)
+    """Each operator's code into `shapes` (NO_ID where it recorded none), aligned with `ops`;
+    empty where no operator recorded its arguments (`record_shapes=False`)."""
+    shapes: list[bytes] = msgspec.field(default_factory=list)
+    """The distinct `Input Dims`, `Input type` and `Concrete Inputs` of the operators, as the
+    trace's JSON text (`traces.shapes.decoded` parses one)."""
 
     def name_of(self, code: int) -> str:
         return self.names[code]

@@ -121,6 +121,7 @@ def _assemble(path: Path, builder: ColumnBuilder, events: EventStream, cut: _Cut
         notes=tuple(stats.notes),
     )
     span = builder.profiler_span
+    shapes, op_shape = builder.op_shapes()
     return TraceData(
         info=info,
         names=builder.names.values,
@@ -140,6 +141,8 @@ def _assemble(path: Path, builder: ColumnBuilder, events: EventStream, cut: _Cut
         op_sequence=builder.op_sequence(),
         python=builder.python_calls(origin),
         messages=builder.messages.messages(origin),
+        op_shape=op_shape,
+        shapes=shapes,
     )
 
 

@@ -1,7 +1,8 @@
 """The typed shape of a Kineto trace event, as msgspec Structs naming only the fields we use.
 
 Decoding into Structs that name a handful of fields is several times faster than `json.loads`
-and skips everything else in the file (call stacks, input shapes) without building it.
+and skips everything else in the file (call stacks, strides) without building it; an
+operator's input shapes are kept unparsed (`msgspec.Raw`, see `traces.shapes`).
 Structs are created with `gc=False`: they hold no reference cycles, and keeping millions of
 them out of the cyclic garbage collector's sight saves its repeated full scans.
 Scalar fields are typed as loose unions because real files put strings, floats and
@@ -15,6 +16,9 @@ from typing import Any, Union
 import msgspec
 
 Scalar = int | float | str | None
+
+NO_RAW = msgspec.Raw()
+"""The value of an argument the event does not carry."""
 
 
 class EventArgs(msgspec.Struct, gc=False):
@@ -44,6 +48,11 @@ class EventArgs(msgspec.Struct, gc=False):
     python_parent_id: Scalar = msgspec.field(name="Python parent id", default=None)
     sequence: Scalar = msgspec.field(name="Sequence number", default=None)
     """An operator's autograd sequence number: a backward op carries its forward op's."""
+    # An operator's recorded arguments (`record_shapes=True`), left as JSON text: parsed only
+    # for the operators that need them (`traces.shapes`).
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=NO_RAW)
+    input_type: msgspec.Raw = msgspec.field(name="Input type", default=NO_RAW)
+    concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=NO_RAW)
 
 
 class SpanEvent(msgspec.Struct, gc=False, tag="X", tag_field="ph"):
