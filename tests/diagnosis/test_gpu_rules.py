@@ -170,3 +170,107 @@ def test_the_amp_rule_predicts_its_gain_from_the_datasheet_peaks(shared: Path) -
     assert finding is not None
     assert finding["recoverable_share"] == pytest.approx(share, abs=1e-4)
     assert finding["predicted_gain"] == pytest.approx(1 / (1 - share), abs=0.006)
+
+
+GEMM_KERNEL = (
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_"
+    "segment_k_off_kernel__5x_cublas"
+)
+
+
+def _memory_event(at: float, size: int, address: int, total: int) -> dict[str, Any]:
+    event = span("cpu_instant_event", "[memory]", at, 0)
+    del event["dur"]
+    event |= {"ph": "i", "s": "t"}
+    event["args"] = {
+        "Total Reserved": 1 << 30,
+        "Total Allocated": total,
+        "Bytes": size,
+        "Addr": address,
+        "Device Id": 0,
+        "Device Type": 1,
+    }
+    return event
+
+
+def _planted_linears(path: Path, rows: int, activation_bytes: int) -> dict[str, Any]:
+    """Five 100 µs steps on an H100, each a `linear` of `rows` x 1024 by 1024 x 1024 whose
+    GEMM kernel runs 30 µs; each step allocates `activation_bytes` over 100 MB of weights."""
+    loop = Loop()
+    dims = {
+        "Input Dims": [[1024], [rows, 1024], [1024, 1024], [], []],
+        "Input type": ["c10::BFloat16"] * 3 + ["Scalar", "Scalar"],
+        "Concrete Inputs": ["", "", "", "1", "1"],
+    }
+    weights = 100 << 20
+    for number in range(1, 6):
+        at = (number - 1) * 100.0
+        loop.step(number, at, 100)
+        loop.events.append(span("cpu_op", "aten::linear", at + 5, 40))
+        loop.events.append(span("cpu_op", "aten::addmm", at + 6, 38, **dims))
+        loop.launch(at + 10, 4, device_ts=at + 20, device_dur=30, name=GEMM_KERNEL)
+        total = weights + activation_bytes
+        loop.events.append(_memory_event(at + 7, activation_bytes, 4096 * number, total))
+        loop.events.append(_memory_event(at + 90, -activation_bytes, 4096 * number, weights))
+    write_json(path, document(loop.events, deviceProperties=[H100]))
+    return analyze_json(path)
+
+
+def test_gemms_that_cannot_fill_the_gpu_fire_where_memory_has_room_for_a_larger_batch(
+    tmp_path: Path,
+) -> None:
+    """32 rows x 1024 columns is 16 tiles of 64x64 on 132 SMs: 30% of each step in GEMMs
+    that would not fill the device at twice the batch; half of it per sample is the gain."""
+    small = _planted_linears(tmp_path / "small.json", rows=32, activation_bytes=1 << 20)
+    finding = _finding(small, "gemm-too-small")
+    assert finding is not None, [f["rule"] for f in small["findings"]]
+    assert small["metrics"]["small_gemm_share"] == pytest.approx(0.3, abs=0.01)
+    assert small["metrics"]["small_gemm_fill"] == pytest.approx(16 / 132, abs=1e-5)
+    assert finding["predicted_gain"] == pytest.approx(1 / (1 - 0.15), abs=0.01)
+    assert [fix["knob"] for fix in finding["fixes"]] == ["train.batch_size"]
+    large = _planted_linears(tmp_path / "large.json", rows=8192, activation_bytes=1 << 20)
+    assert large["metrics"]["small_gemm_share"] == 0.0
+    assert _finding(large, "gemm-too-small") is None
+    full = 80 << 30  # an activation that leaves no room for a second one
+    crowded = _planted_linears(tmp_path / "crowded.json", rows=32, activation_bytes=full)
+    assert crowded["metrics"]["memory_batch_factor_max"] < 2
+    assert _finding(crowded, "gemm-too-small") is None
+
+
+def test_every_gemm_counted_small_ran_under_one_block_per_sm(shared: Path) -> None:
+    """bert-small on an H100: the kernels Kineto records for the GEMMs counted small report
+    under one thread block per SM (`blocks per SM`, the profiler's own figure)."""
+    events = _events(shared / BERT)
+    small_ops = set()
+    for e in events:
+        if e.get("cat") == "cpu_op" and e["name"] in {"aten::addmm", "aten::mm"}:
+            dims = e["args"]["Input Dims"]
+            a, b = (dims[1], dims[2]) if e["name"] == "aten::addmm" else (dims[0], dims[1])
+            tiles = -(-a[-2] // 64) * -(-b[-1] // 64)
+            if 2 * tiles <= 132:
+                small_ops.add(e["args"]["External id"])
+    blocks = [
+        e["args"]["blocks per SM"]
+        for e in events
+        if e.get("cat") == "kernel" and e["args"].get("External id") in small_ops
+    ]
+    assert blocks and max(blocks) < 1.0
+    assert analyze_json(shared / BERT)["metrics"]["small_gemm_share"] > 0
+
+
+def test_the_roofline_bounds_what_fused_attention_could_save(shared: Path) -> None:
+    """TimeSformer's products, counted here from their recorded dims (2*B*M*N*K each), at the
+    H100 SXM5's dense bf16 peak (989.4 TFLOP/s, NVIDIA's Hopper architecture paper): the
+    unfused kernels' time beyond that is the bound, and the measured prediction lies under it."""
+    report = analyze_json(shared / TIMESFORMER)
+    metrics = report["metrics"]
+    flops = 0.0
+    for e in _events(shared / TIMESFORMER):
+        if e.get("cat") == "cpu_op" and e["name"] == "aten::bmm":
+            (b, m, k), (_, _, n) = e["args"]["Input Dims"][:2]
+            flops += 2.0 * b * m * n * k
+    step_us = report["steps"]["mean_ms"] * 1000
+    ideal_us = flops / 989.4e12 * 1e6
+    bound = metrics["attention_unfused_share"] - ideal_us / step_us
+    assert metrics["attention_roofline_share"] == pytest.approx(bound, abs=1e-4)
+    assert metrics["attention_fusion_share"] < metrics["attention_roofline_share"]

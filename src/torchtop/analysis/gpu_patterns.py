@@ -1,6 +1,6 @@
 """Patterns in a GPU job's kernels that a known code change removes: the metrics of the
 GPU-class rules (`rules/attention-unfused.toml`, `optimizer-for-loop`, `conv-nchw-transposes`,
-`gemm-too-small`).
+`gemm-too-small`, whose metrics `gemm_fill` makes).
 
 Each pattern is found from the trace's columns alone: operators and annotations by name and
 span, kernels by name, duration and the host range that launched them (`launches.Launches`).
@@ -16,6 +16,8 @@ from collections.abc import Callable
 import numpy as np
 
 from torchtop.analysis import kernel_sequences
+from torchtop.analysis.attention_roofline import attention_roofline
+from torchtop.analysis.gemm_fill import small_gemm_metrics
 from torchtop.analysis.intervals import IntervalSet
 from torchtop.analysis.launches import Bools, Launches
 from torchtop.analysis.peaks import match_device_info
@@ -58,12 +60,17 @@ def gpu_pattern_metrics(trace: TraceData, steps: StepWindows, step_us: float) ->
     kernels = trace.kernels
     in_steps = (kernels.start_us >= steps.start_us[0]) & (kernels.start_us <= steps.end_us[-1])
     launches = Launches(trace)
-    attention = launches.inside(*attention_windows(trace)) & in_steps
+    windows = attention_windows(trace)
+    attention = launches.inside(*windows) & in_steps
     order = kernel_sequences.in_order(trace, float(steps.start_us[0]), float(steps.end_us[-1]))
     metrics = _attention(trace, launches, attention, step_us)
+    if metrics["attention_unfused_share"]:
+        unfused_us = float(metrics["attention_unfused_share"] or 0.0) * step_us
+        metrics.update(attention_roofline(trace, windows, unfused_us, step_us))
     metrics.update(amp_peak_ratio(trace))
     metrics.update(_optimizer(trace, launches, in_steps, steps, step_us))
     metrics.update(_conv_layout(trace, launches, in_steps, step_us))
+    metrics.update(small_gemm_metrics(trace, launches, in_steps, step_us))
     metrics.update(kernel_sequences.chain_metrics(trace, order, step_us, len(steps)))
     metrics.update(kernel_sequences.sequence_metrics(trace, order, attention, step_us, len(steps)))
     return metrics

@@ -37,13 +37,19 @@ class Launches:
 
     def inside(self, start_us: Floats, end_us: Floats, thread: Ints) -> Bools:
         """Which kernels were launched inside one of the spans, on the span's own thread."""
-        known = self.thread >= 0
-        if len(start_us) == 0 or not known.any():
-            return np.zeros(len(self.at_us), dtype=bool)
-        # Threads are kept apart by placing each on its own stretch of one time line.
-        low = float(min(np.nanmin(self.at_us), start_us.min()))
-        high = float(max(np.nanmax(self.at_us), end_us.max()))
-        scale = (high - low) * 2.0 + 1.0
-        spans = IntervalSet.of(thread * scale + start_us - low, thread * scale + end_us - low)
-        points = np.where(known, self.thread * scale + self.at_us - low, -1.0)
-        return spans.contains(points) & known
+        return within(self.at_us, self.thread, start_us, end_us, thread)
+
+
+def within(at_us: Floats, at_thread: Ints, start_us: Floats, end_us: Floats, thread: Ints) -> Bools:
+    """Which instants (`at_us` on `at_thread`; NaN or thread -1: none) lie inside one of the
+    spans, on the span's own thread."""
+    known = (at_thread >= 0) & np.isfinite(at_us)
+    if len(start_us) == 0 or not known.any():
+        return np.zeros(len(at_us), dtype=bool)
+    # Threads are kept apart by placing each on its own stretch of one time line.
+    low = float(min(np.nanmin(at_us), start_us.min()))
+    high = float(max(np.nanmax(at_us), end_us.max()))
+    scale = (high - low) * 2.0 + 1.0
+    spans = IntervalSet.of(thread * scale + start_us - low, thread * scale + end_us - low)
+    points = np.where(known, at_thread * scale + at_us - low, -1.0)
+    return spans.contains(points) & known

@@ -61,6 +61,8 @@ METRICS: dict[str, str] = {
     "(attention computed by hand): share of step time",
     "attention_fusion_share": "of those, the kernels other than the two products, which a fused "
     "attention kernel does not run: share of step time",
+    "attention_roofline_share": "the unfused attention's kernel time beyond its products' FLOPs "
+    "at the device's peak (the most a fused kernel could save): share of step time",
     "optimizer_kernels_per_step": "kernels launched inside `Optimizer.step` per step",
     "optimizer_multi_tensor_fraction": "of those, the fraction that update many tensors at once "
     "(multi_tensor_apply, fused optimizers)",
@@ -83,6 +85,11 @@ METRICS: dict[str, str] = {
     "saved share",
     "amp_peak_ratio": "the GPU's dense float32 peak over its bfloat16 (compute capability 8.0 "
     "and later) or float16 Tensor Core peak, from the datasheet table",
+    "gemm_share": "kernel time launched by GEMM operators (mm, addmm, bmm, baddbmm, "
+    "_scaled_mm) with recorded shapes: share of step time",
+    "small_gemm_share": "of that, the GEMMs whose output, in 64x64 tiles, would not fill the "
+    "device's SMs even at twice its rows: share of step time",
+    "small_gemm_fill": "those small GEMMs' median output tiles over the device's SMs",
     "memory_peak_bytes": "peak device memory allocated, bytes",
     "memory_peak_share": "peak device memory allocated over the device's capacity (0-1)",
     "memory_batch_factor_max": "the largest multiple of the current batch predicted to fit in "
