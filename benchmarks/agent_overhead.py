@@ -1,13 +1,16 @@
 """What the in-job agent costs a training job, in steps per second.
 
 The same small CPU training job (in-memory data through a DataLoader, an MLP whose step takes
-a few tens of milliseconds, a fixed number of steps) runs in three ways:
+a few tens of milliseconds, a fixed number of steps) runs in four ways:
 
 * ``bare``        -- no agent;
 * ``steps only``  -- under the agent with profiler windows off (``TORCHTOP_WINDOW_EVERY_S=0``):
   step and DataLoader timing, settings, the event file;
 * ``windows``     -- under the agent with periodic profiler windows (every 30 s by default,
-  4 steps each, the first at step 5), as ``torchtop run`` does by default.
+  4 steps each, the first at step 5), as ``torchtop run`` does by default: the windows record
+  operators' shapes (``record_shapes``, for the report's FLOPs and MFU);
+* ``no shapes``   -- the same windows without shapes (``TORCHTOP_WINDOW_SHAPES=0``), so the
+  cost of recording shapes is the difference between the two.
 
 The job prints its own steps/s over its steady-state steps (all but the first few, so the
 first profiler window is inside the measurement), and the CPU time its process used per step
@@ -15,16 +18,16 @@ over the same steps (`time.process_time`, every thread of the process: the agent
 profiler's included). The second is the steadier measure on a shared machine: another
 process's load slows the wall clock but does not bill this one's CPU time. The harness runs
 each variant ``--runs`` times, interleaved and in rotating order so drift on the machine
-spreads over all three, and prints the medians and the overhead against ``bare``. Targets
+spreads over all four, and prints the medians and the overhead against ``bare``. Targets
 (DESIGN.md): under 1% with steps only, under 3% averaged with windows.
 
 On a small shared machine run-to-run noise (several %) can hide a 1% cost, so for the
 ``windows`` runs the harness also prints the agent's own account, read from the run folder:
 for each window, the time its profiled steps took beyond the median step plus the time from
 the end of its last step to its `window` record (stopping the profiler and writing the trace),
-summed over the run and divided by the run's duration; and the cost of the agent's hot path
-(one DataLoader batch and one optimizer step through the agent, on a real event file) timed
-in process, next to the bare job's median step.
+summed over the run and divided by the run's duration (for both window variants); and the
+cost of the agent's hot path (one DataLoader batch and one optimizer step through the agent,
+on a real event file) timed in process, next to the bare job's median step.
 
 Usage::
 
@@ -96,7 +99,8 @@ def measure(variant: str, steps: int, window_every_s: float, scratch: Path) -> d
     env = None
     if variant != "bare":
         every_s = 0.0 if variant == "steps only" else window_every_s
-        env = job_environment(run_dir, windows=Windows(every_s=every_s))
+        windows = Windows(every_s=every_s, shapes=variant != "no shapes")
+        env = job_environment(run_dir, windows=windows)
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     line = next(x for x in result.stdout.splitlines() if x.startswith("steps_per_s="))
     measured = {k: float(v) for k, v in (pair.split("=") for pair in line.split())}
@@ -173,11 +177,13 @@ def print_table(results: dict[str, list[dict[str, float]]]) -> None:
             f" {100 * (cpu - bare_cpu) / bare_cpu:>6.2f}%"
             f" {statistics.median(r['windows'] for r in runs):>8.0f}"
         )
-    accounts = [r["window_cost_pct"] for r in results["windows"]]
-    print(
-        f"agent's own account of its windows: median {statistics.median(accounts):.2f}% of the run"
-        f" (min {min(accounts):.2f}%, max {max(accounts):.2f}%)"
-    )
+    for variant in ("windows", "no shapes"):
+        accounts = [r["window_cost_pct"] for r in results[variant]]
+        print(
+            f"agent's own account of its windows ({variant}): median"
+            f" {statistics.median(accounts):.2f}% of the run"
+            f" (min {min(accounts):.2f}%, max {max(accounts):.2f}%)"
+        )
 
 
 def main() -> int:
@@ -191,11 +197,12 @@ def main() -> int:
     if args.job:
         run_job(args.steps)
         return 0
-    variants = ["bare", "steps only", "windows"]
+    variants = ["bare", "steps only", "windows", "no shapes"]
     results: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="torchtop-overhead-") as scratch:
         for run in range(args.runs):
-            order = variants[run % 3 :] + variants[: run % 3]
+            turn = run % len(variants)
+            order = variants[turn:] + variants[:turn]
             for variant in order:
                 outcome = measure(variant, args.steps, args.window_every_s, Path(scratch))
                 results[variant].append(outcome)

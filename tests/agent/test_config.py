@@ -33,3 +33,13 @@ def test_a_modules_request_times_twenty_steps_unless_told_otherwise() -> None:
     config, problems = read_config({"TORCHTOP_RUN_DIR": "/r", "TORCHTOP_MODULE_STEPS": "0"})
     assert config is not None and config.module_steps == 20
     assert problems == ["TORCHTOP_MODULE_STEPS='0' is not a number >= 1; using 20"]
+
+
+def test_windows_record_shapes_unless_told_not_to() -> None:
+    config, _ = read_config({"TORCHTOP_RUN_DIR": "/r"})
+    assert config is not None and config.window_shapes
+    config, problems = read_config({"TORCHTOP_RUN_DIR": "/r", "TORCHTOP_WINDOW_SHAPES": "0"})
+    assert config is not None and not config.window_shapes and problems == []
+    config, problems = read_config({"TORCHTOP_RUN_DIR": "/r", "TORCHTOP_WINDOW_SHAPES": "yes"})
+    assert config is not None and config.window_shapes
+    assert problems == ["TORCHTOP_WINDOW_SHAPES='yes' is not 0 or 1; using 1"]

@@ -302,6 +302,7 @@ class Agent:
             self.identity.worker,
             first_step=self.steps.count,
             steps=self.config.window_steps,
+            shapes=self.config.window_shapes,
         )
         self.plan.opened()
         self.opening_window = True

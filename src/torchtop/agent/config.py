@@ -17,6 +17,7 @@ WINDOW_EVERY_ENV = "TORCHTOP_WINDOW_EVERY_S"
 WINDOW_STEPS_ENV = "TORCHTOP_WINDOW_STEPS"
 WINDOW_FIRST_STEP_ENV = "TORCHTOP_WINDOW_FIRST_STEP"
 MODULE_STEPS_ENV = "TORCHTOP_MODULE_STEPS"
+WINDOW_SHAPES_ENV = "TORCHTOP_WINDOW_SHAPES"
 
 DEFAULT_WINDOW_EVERY_S = 30.0
 DEFAULT_WINDOW_STEPS = 4
@@ -34,6 +35,10 @@ class AgentConfig:
     window_first_step: int = DEFAULT_WINDOW_FIRST_STEP
     module_steps: int = DEFAULT_MODULE_STEPS
     """How many steps a module timing request (`RUN/requests/modules`) times."""
+    window_shapes: bool = True
+    """Windows record operators' shapes (`record_shapes`): the FLOPs, roofline and MFU of the
+    report's `efficiency` come from them. `TORCHTOP_WINDOW_SHAPES=0` turns it off (the
+    overhead benchmark compares the two)."""
 
 
 def read_config(env: Mapping[str, str]) -> tuple[AgentConfig | None, list[str]]:
@@ -46,8 +51,21 @@ def read_config(env: Mapping[str, str]) -> tuple[AgentConfig | None, list[str]]:
     steps = _number(env, WINDOW_STEPS_ENV, DEFAULT_WINDOW_STEPS, problems, minimum=1)
     first = _number(env, WINDOW_FIRST_STEP_ENV, DEFAULT_WINDOW_FIRST_STEP, problems)
     module_steps = _number(env, MODULE_STEPS_ENV, DEFAULT_MODULE_STEPS, problems, minimum=1)
-    config = AgentConfig(Path(run_dir), every_s, int(steps), int(first), int(module_steps))
+    shapes = _switch(env, WINDOW_SHAPES_ENV, True, problems)
+    config = AgentConfig(
+        Path(run_dir), every_s, int(steps), int(first), int(module_steps), window_shapes=shapes
+    )
     return config, problems
+
+
+def _switch(env: Mapping[str, str], name: str, default: bool, problems: list[str]) -> bool:
+    text = env.get(name, "").strip().lower()
+    if not text:
+        return default
+    if text in ("0", "1"):
+        return text == "1"
+    problems.append(f"{name}={text!r} is not 0 or 1; using {int(default)}")
+    return default
 
 
 def _number(

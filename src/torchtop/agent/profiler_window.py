@@ -7,6 +7,9 @@ step records; after `steps` steps it stops. `save()` writes
 files, so `torchtop analyze` and the live view read it like any other trace. The file appears
 complete or not at all: it is written under a name that is not a trace name, then renamed.
 
+Shapes are recorded (`record_shapes`), so each operator's FLOPs and bytes, and the job's MFU,
+can be counted from the trace; `benchmarks/agent_overhead.py` measures what that adds to a window.
+
 The always-RECORD schedule is there only because `torch.profiler.profile` records step
 markers only when given a schedule; it never changes what is recorded. Every call into the
 profiler goes through `ProfilerOutput`, so what Kineto prints lands in the run folder's
@@ -53,8 +56,12 @@ def profiler_activities() -> list[ProfilerActivity]:
 
 
 class ProfilerWindow:
-    def __init__(self, traces_dir: Path, worker: str, first_step: int, steps: int) -> None:
+    def __init__(
+        self, traces_dir: Path, worker: str, first_step: int, steps: int, shapes: bool = True
+    ) -> None:
         self.traces_dir = traces_dir
+        self.shapes = shapes
+        """Record operators' input shapes and types (the report's FLOPs and MFU need them)."""
         self.worker = worker
         self.first_step = first_step
         self.steps = steps
@@ -76,7 +83,7 @@ class ProfilerWindow:
         prof = profile(
             activities=profiler_activities(),
             schedule=_always_record,
-            record_shapes=False,
+            record_shapes=self.shapes,
             with_stack=False,
         )
         prof.step_num = self.first_step

@@ -23,6 +23,7 @@ from torchtop.agent.config import (
     RUN_DIR_ENV,
     WINDOW_EVERY_ENV,
     WINDOW_FIRST_STEP_ENV,
+    WINDOW_SHAPES_ENV,
     WINDOW_STEPS_ENV,
 )
 from torchtop.agent.overrides import OVERRIDES_ENV
@@ -38,12 +39,15 @@ class Windows:
     """Seconds between periodic windows; 0 takes them only on request (`RUN/requests/window`)."""
     steps: int | None = None
     first_step: int | None = None
+    shapes: bool | None = None
+    """Whether windows record operators' shapes (the agent's default: they do)."""
 
     def variables(self) -> dict[str, str]:
         settings = {
             WINDOW_EVERY_ENV: None if self.every_s is None else f"{self.every_s:g}",
             WINDOW_STEPS_ENV: None if self.steps is None else str(self.steps),
             WINDOW_FIRST_STEP_ENV: None if self.first_step is None else str(self.first_step),
+            WINDOW_SHAPES_ENV: None if self.shapes is None else str(int(self.shapes)),
         }
         return {name: value for name, value in settings.items() if value is not None}
 
