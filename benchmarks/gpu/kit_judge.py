@@ -13,6 +13,7 @@ from typing import Any
 
 import kit_checks as checks
 from kit_checks import Check
+from kit_efficiency import efficiency_checks
 from kit_plan import JOBS
 from kit_steps import StepResult
 from smi import MIB, Reading, window_means
@@ -72,8 +73,9 @@ def run_checks(result: StepResult, smi: Sequence[Reading]) -> list[Check]:
     if job.gap and verdict.passed is False:
         verdict = Check(verdict.name, name, False, f"{verdict.figure} ({job.gap})")
     found = [verdict]
-    found += [checks.fix_offered(name, report, job.rule, knob) for knob in job.fix_knobs]
-    if job.name == "item-sync":
+    if job.rule is not None:
+        found += [checks.fix_offered(name, report, job.rule, knob) for knob in job.fix_knobs]
+    if job.name == "item-sync" and job.rule is not None:
         found.append(checks.fix_located(name, report, job.rule, "item_sync.py", sync_line()))
     steps = (report or {}).get("steps") or {}
     found.append(
@@ -101,6 +103,9 @@ def run_checks(result: StepResult, smi: Sequence[Reading]) -> list[Check]:
         )
     if "--compile" in job.args:
         found.append(checks.compile_steps(name, report, own.get("steps_per_s")))
+    if job.efficiency is not None:
+        truth = result.extra.get("truth") or {}
+        found += efficiency_checks(job.efficiency, name, report, truth, own.get("steps_per_s"))
     run_dir = Path(result.extra.get("run_dir", "/nonexistent"))
     return found + nvml_checks(name, nvml_readings(run_dir), smi)
 

@@ -4,6 +4,9 @@ The order puts the checks that tell most first, so a run cut short by its deadli
 answers them: the float32 job under `run` (verdict, NVML against nvidia-smi, kernel share,
 steps/s), the other planted jobs, the agent's cost, `tune --allow precision`, `attach`, the
 dashboard, and `torch.compile` last (its compile time is the least predictable).
+
+The efficiency steps (a GEMM of known size, a small GPT) are a group of their own, run with
+`--only efficiency` in a budget of their own, so the default kit keeps its eight minutes.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ class PlantedJob:
     """A file of benchmarks/gpu/jobs."""
     bottleneck: str | None
     """The class `run` must name (None: any; the planted rule is the truth)."""
-    rule: str
-    """The rule `run` must report."""
+    rule: str | None
+    """The rule `run` must report (None: none is planted)."""
     fix_knobs: tuple[str, ...] = ()
     """Knobs the planted rule's finding must offer (on a GPU of compute capability >= 8)."""
     kernel_truth: bool = False
@@ -29,6 +32,8 @@ class PlantedJob:
     args: tuple[str, ...] = ()
     gap: str | None = None
     """A gap known before any GPU run, named beside the verdict when it fails."""
+    efficiency: str | None = None
+    """The efficiency truth the job prints (`KIT-GEMM` or `KIT-GPT`): "gemm", "gpt" or None."""
 
 
 MEMORY_GAP = (
@@ -56,6 +61,8 @@ JOBS = {
         PlantedJob("memory-full", "memory_full.py", None, "memory-near-capacity", gap=MEMORY_GAP),
         PlantedJob("fp32-compile", "fp32_matmul.py", "gpu", "tensor-cores-unused",
                    args=("--compile",)),
+        PlantedJob("gemm", "gemm.py", "gpu", None, efficiency="gemm"),
+        PlantedJob("small-gpt", "small_gpt.py", None, None, efficiency="gpt"),
     )
 }  # fmt: skip
 
@@ -89,15 +96,25 @@ STEPS = (
     Step("dashboard", "fp32-matmul", 20, 12),
     Step("run", "fp32-compile", 40, 20),
 )
+EFFICIENCY = "efficiency"
+"""The name `--only` selects the efficiency steps by."""
+EFFICIENCY_STEPS = (
+    Step("run", "gemm", 25, 15),
+    Step("run", "small-gpt", 30, 20),
+)
 
 
 def selected(only: str | None) -> tuple[Step, ...]:
-    """The steps named in `only` (comma-separated keys like `run:fp32-matmul` or kinds like
-    `attach`), in the kit's order; all of them when `only` is None."""
+    """The steps named in `only` (comma-separated keys like `run:fp32-matmul`, kinds like
+    `attach`, or `efficiency`), in the kit's order; the default kit when `only` is None. A kind
+    selects among the default kit's steps; the efficiency steps go by key or by the group."""
     if not only:
         return STEPS
     wanted = {name.strip() for name in only.split(",") if name.strip()}
-    unknown = wanted - {s.key for s in STEPS} - {s.kind for s in STEPS}
+    every = STEPS + EFFICIENCY_STEPS
+    unknown = wanted - {s.key for s in every} - {s.kind for s in every} - {EFFICIENCY}
     if unknown:
         raise ValueError(f"--only: unknown step {sorted(unknown)[0]!r}")
-    return tuple(s for s in STEPS if s.key in wanted or s.kind in wanted)
+    chosen = [s for s in STEPS if s.key in wanted or s.kind in wanted]
+    group = [s for s in EFFICIENCY_STEPS if s.key in wanted or EFFICIENCY in wanted]
+    return tuple(chosen + group)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kit_efficiency import truths
 from kit_lines import figures, parse_lines
 from kit_plan import CPU_ARGS, JOBS, Step
 
@@ -106,6 +107,8 @@ def timed(result: StepResult, command: list[str], box_s: float, log: Path) -> in
     )
     found = figures(parse_lines(text))
     result.figures = None if found is None else found.__dict__
+    if planted := truths(text):
+        result.extra["truth"] = planted
     return code
 
 
