@@ -121,3 +121,9 @@ def test_the_real_35_mb_trace_keeps_a_shape_for_every_operator_that_recorded_one
     conv = trace.names.index("aten::cudnn_convolution")
     dims, types, _ = decoded(trace.shapes[int(trace.op_shape[trace.ops.name == conv][0])])
     assert dims[0] == [32, 3, 224, 224] and types[0] == "float"
+
+
+def test_the_dims_of_pytorch_1_8_traces_are_read_in_their_own_spelling(tmp_path: Path) -> None:
+    events = [op("aten::mm", 10, {"Input dims": MM_DIMS, "Input type": MM_TYPES})]
+    trace = read_trace(write(tmp_path / "t.json", events))
+    assert shape_of(trace, 0) == (MM_DIMS, MM_TYPES, [])

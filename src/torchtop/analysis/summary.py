@@ -18,6 +18,8 @@ from msgspec.structs import replace
 
 from torchtop.analysis import comm_overlap, comm_sizes, comms, device, host, name_totals
 from torchtop.analysis.breakdown import CATEGORIES, Roles, role_sets, step_costs
+from torchtop.analysis.efficiency import pooled as pooled_efficiency
+from torchtop.analysis.efficiency import trace_efficiency
 from torchtop.analysis.gpu_patterns import gpu_pattern_metrics
 from torchtop.analysis.idle import idle_metrics
 from torchtop.analysis.memory import memory_metrics, memory_profile, pooled_memory
@@ -54,6 +56,10 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
     sync = host.sync_metrics(trace, steps)
     _let_go(trace)
     cpu = host.cpu_metrics(trace, steps)
+    _let_go(trace)
+    # Step time is each kept window's span (`step_costs`' total), known before the roles.
+    step_mean_us = float(np.mean(steps.end_us - steps.start_us)) if len(steps) else None
+    efficiency = trace_efficiency(trace, steps, step_mean_us)
     _let_go(trace)
     roles = role_sets(trace)
     _let_go(trace)
@@ -109,6 +115,7 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         totals=totals,
         memory=memory,
         modules=module_tree(trace, steps),
+        efficiency=efficiency,
     )
 
 
@@ -234,6 +241,7 @@ def merge_rank(
         totals=name_totals.pooled([p.totals for p in parts]),
         memory=pooled_memory([d for p in parts for d in p.memory]),
         modules=max(parts, key=lambda p: len(p.steps)).modules,
+        efficiency=pooled_efficiency([p.efficiency for p in parts]),
     )
 
 
@@ -270,6 +278,7 @@ def job_analysis(
         breakdown=breakdown,
         metrics=metrics,
         communication=comms.pooled([r.communication for r in ranks], [1.0] * len(ranks)),
+        efficiency=pooled_efficiency([r.efficiency for r in ranks]),
     )
     if pool_sources:
         job = replace(

@@ -8,6 +8,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from torchtop.model.efficiency import Efficiency
 from torchtop.model.memory import DeviceMemory, ModuleTree
 from torchtop.model.trace import DeviceInfo, TraceInfo
 
@@ -145,3 +146,5 @@ class RankAnalysis(msgspec.Struct, frozen=True):
     """Per device and rank, from `[memory]` events; () where the traces have none."""
     modules: ModuleTree | None = None
     """Time per `nn.Module`; None where the traces record no module calls."""
+    efficiency: Efficiency | None = None
+    """FLOPs, roofline and MFU; None where no operator recorded its shapes."""

@@ -23,6 +23,7 @@ from torchtop.model.report import (
 from torchtop.model.trace import TraceInfo
 from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
+from torchtop.report.efficiency import efficiency_json
 from torchtop.report.memory import memory_json, modules_json, out_of_memory_json
 from torchtop.report.relaunch import relaunch_json
 from torchtop.report.settings import settings_json
@@ -69,6 +70,8 @@ def report_to_json(report: Report) -> Document:
         document["memory"] = memory_json(job.memory)
     if job.modules is not None:
         document["modules"] = modules_json(job.modules)
+    if job.efficiency is not None:
+        document["efficiency"] = efficiency_json(job.efficiency)
     if report.ranks:
         document["ranks"] = [
             {
@@ -89,6 +92,11 @@ def report_to_json(report: Report) -> Document:
                 else {}
             )
             | overlap_json(r.analysis)
+            | (
+                {"efficiency": efficiency_json(r.analysis.efficiency)}
+                if r.analysis.efficiency is not None
+                else {}
+            )
             for r in report.ranks
         ]
     if report.trials:

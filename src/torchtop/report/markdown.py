@@ -5,6 +5,7 @@ from __future__ import annotations
 from torchtop.model.findings import gain_text
 from torchtop.model.report import Report
 from torchtop.report.contract import BREAKDOWN_KEYS, breakdown_steps, steps_per_s
+from torchtop.report.efficiency import efficiency_markdown
 from torchtop.report.memory import memory_markdown, modules_markdown
 from torchtop.report.nodes import node_fields
 from torchtop.report.relaunch import relaunch_markdown
@@ -74,6 +75,7 @@ def render_markdown(report: Report) -> str:
         lines += ["## Nodes", "", "| node | ranks | host | cpu | memory | gpu | ended |"]
         lines.append("|---|---|---|---:|---:|---:|---|")
         lines += ["| " + " | ".join(node_fields(n)) + " |" for n in report.nodes] + [""]
+    lines += efficiency_markdown(job)
     lines += memory_markdown(job)
     lines += modules_markdown(job)
     notes = list(dict.fromkeys((*report.notes, *job.notes)))

@@ -15,6 +15,7 @@ from torchtop.model.rounds import claim_text, outcome_words, predicted_text
 from torchtop.model.trial_entry import TrialEntry
 from torchtop.report import communication
 from torchtop.report.contract import breakdown_steps, steps_per_s
+from torchtop.report.efficiency import efficiency_text
 from torchtop.report.ending import before_first_step, exit_lines, memory_line
 from torchtop.report.memory import memory_text, modules_text
 from torchtop.report.nodes import node_lines, stack_summary
@@ -62,6 +63,7 @@ def render_text(report: Report, colour: bool = False) -> str:
     if report.nodes:
         lines += ["NODES", *(f"  {line}" for line in node_lines(report.nodes)), ""]
     lines += _tops(report.job)
+    lines += efficiency_text(report.job)
     lines += memory_text(report.job)
     lines += modules_text(report.job, report.source_kind)
     if report.trials:

@@ -366,7 +366,7 @@ class PieceDecoder:
         return events
 
 
-_RAW_ARGUMENTS = ("Input Dims", "Input type", "Concrete Inputs")
+_RAW_ARGUMENTS = ("Input Dims", "Input dims", "Input type", "Concrete Inputs")
 
 
 def _raw_arguments(item: object) -> object:

@@ -51,6 +51,8 @@ class EventArgs(msgspec.Struct, gc=False):
     # An operator's recorded arguments (`record_shapes=True`), left as JSON text: parsed only
     # for the operators that need them (`traces.shapes`).
     input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=NO_RAW)
+    input_dims_lower: msgspec.Raw = msgspec.field(name="Input dims", default=NO_RAW)
+    """The spelling of PyTorch 1.8 and 1.9's traces."""
     input_type: msgspec.Raw = msgspec.field(name="Input type", default=NO_RAW)
     concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=NO_RAW)
 

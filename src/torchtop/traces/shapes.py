@@ -28,12 +28,13 @@ from torchtop.traces.data import NO_ID, Ints
 from torchtop.traces.schema import EventArgs
 
 ShapeKey = bytes
-"""An operator's `Input Dims`, `Input type` and `Concrete Inputs`, each as its JSON text
-(empty where the event has none), joined by `SEPARATOR`."""
+"""An operator's `Input Dims` (in either spelling: PyTorch 1.8 and 1.9 wrote `Input dims`),
+`Input type` and `Concrete Inputs`, each as its JSON text (empty where the event has none),
+joined by `SEPARATOR`: four parts, the two spellings of the dims first (one of them empty)."""
 
 SEPARATOR = b"\0"
-NO_SHAPE: ShapeKey = SEPARATOR * 2
-_ARGUMENTS = attrgetter("input_dims", "input_type", "concrete_inputs")
+NO_SHAPE: ShapeKey = SEPARATOR * 3
+_ARGUMENTS = attrgetter("input_dims", "input_dims_lower", "input_type", "concrete_inputs")
 
 
 class ShapeTable:
@@ -68,8 +69,14 @@ class ShapeTable:
 
 def decoded(key: ShapeKey) -> tuple[list[Any], list[Any], list[Any]]:
     """The triple as the trace's JSON values (lists; empty where not recorded or not lists)."""
-    dims, types, concrete = key.split(SEPARATOR)
+    dims, types, concrete = parts(key)
     return _as_list(dims), _as_list(types), _as_list(concrete)
+
+
+def parts(key: ShapeKey) -> tuple[bytes, bytes, bytes]:
+    """The key's dims (whichever spelling was written), types and concrete inputs, as JSON text."""
+    dims, dims_lower, types, concrete = key.split(SEPARATOR)
+    return dims or dims_lower, types, concrete
 
 
 def _as_list(text: bytes) -> list[Any]:
