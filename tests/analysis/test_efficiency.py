@@ -54,6 +54,17 @@ def test_mfu_is_the_reports_flops_per_step_over_its_step_time_and_the_table_peak
     assert section["mfu"] == pytest.approx(mfu, rel=1e-4)
     assert 0 < section["mfu"] <= 1
     assert section["peak"]["tflops"][dtype] == peak.tflops[dtype]
+    assert set(section["idle"]) == {"host_wait", "kernel_wait", "other"}
+    assert 0 < sum(section["idle"].values()) < 1
+
+
+def test_a_gpu_the_peak_table_cannot_name_gets_the_operators_but_no_mfu(shared: Path) -> None:
+    """HTA's sampled ranks write no deviceProperties: the figures stand, MFU and bounds do not."""
+    section = analyze_json(shared / "hta/trace_filter/sampled_rank-0.json.gz")["efficiency"]
+    assert section["device"] == "unknown GPU" and section["peak"] is None
+    assert section["mfu"] is None and section["flops_per_step"] > 0
+    assert all(o["bound"] is None and o["roofline_fraction"] is None for o in section["ops"])
+    assert any(o["tflops_s"] for o in section["ops"])
 
 
 def _shape_key(dims: object) -> str:
