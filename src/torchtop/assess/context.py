@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from torchtop.advice.machine import Machine, cached_machine
+from torchtop.model.peak import Peak
 
 if TYPE_CHECKING:  # read only where a job is seen through its stacks: not imported for a run
     from torchtop.diagnosis.frames import FramePatterns
@@ -37,6 +38,9 @@ class Context:
     stacks (`attach`); None where the caller assesses no such job (a run with an agent)."""
     no_step_hint_s: float = NO_STEP_HINT_S
     """How long a job may run without a step before the verdict says how to mark them."""
+    cpu_peak: Peak | None = None
+    """This machine's measured CPU peak, read by the launcher before the job started (never
+    measured while it runs): a CPU-only job's MFU is counted against it; None: no MFU."""
 
 
 def read_context(environ: Mapping[str, str] = os.environ, frames: bool = False) -> Context:

@@ -26,6 +26,7 @@ from msgspec.structs import replace
 from torchtop.advice.locate import dump_stacks
 from torchtop.advice.resolve import resolve_verdict
 from torchtop.analysis.breakdown import CATEGORIES
+from torchtop.analysis.measured_peak import analysis_with_cpu_peak
 from torchtop.analysis.step_stats import step_stats
 from torchtop.analysis.summary import job_analysis
 from torchtop.assess.contention import contention_metrics
@@ -216,7 +217,8 @@ def assess(
     entries = (cache or RankCache()).analyses(
         processes, windows, tree, cpu_count, analysed_rank, refresh_all
     )
-    ranks = [entry.analysis for entry in entries]
+    # A CPU-only job's efficiency is held against the machine's measured peak (the job's).
+    ranks = [analysis_with_cpu_peak(entry.analysis, context.cpu_peak) for entry in entries]
     job = _empty_job()
     if ranks:
         # A rank's shares are measured once it has a profiler window (the window's trace info).
@@ -387,6 +389,7 @@ def _rank_analysis(
         communication=window.communication if window else (),
         totals=window.totals if window else None,
         memory=window.memory if window else (),
+        efficiency=window.efficiency if window else None,
     )
 
 

@@ -72,6 +72,12 @@ METRICS: dict[str, MetricSpec] = {
     "torchtop_dataloader_wait_ratio": MetricSpec(
         "gauge", RANK_LABELS, "Share of the recent steps' time spent waiting on the DataLoader."
     ),
+    "torchtop_mfu": MetricSpec(
+        "gauge",
+        RANK_LABELS,
+        "Model FLOPs utilisation (0-1): the modelled FLOPs per step of the newest profiler "
+        "windows over the step time and the device's peak (a CPU's measured peak).",
+    ),
     "torchtop_rank_info": MetricSpec(
         "info",
         (*RANK_LABELS, "pid"),
@@ -223,6 +229,9 @@ def _add_rank(families: Mapping[str, Metric], analysis: RankAnalysis, labels: li
     wait = metrics.get("dataloader_share")
     if isinstance(wait, float):
         _gauge(families, "torchtop_dataloader_wait_ratio").add_metric(labels, wait)
+    mfu = analysis.efficiency.mfu if analysis.efficiency is not None else None
+    if mfu is not None:
+        _gauge(families, "torchtop_mfu").add_metric(labels, mfu)
 
 
 def _new_families() -> dict[str, Metric]:

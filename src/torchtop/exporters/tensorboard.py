@@ -6,7 +6,8 @@ the job follows it. TensorBoard calls each folder holding event files a run, so 
 
 - `rank<N>/` per rank (a job of one process is `rank0`): every step's wall time and DataLoader
   wait as the agent recorded them (`step/wall_ms`, `step/dataloader_wait_ms`), and each tick the
-  report's figures for the rank (`steps_per_s`, `breakdown/<category>`, `dataloader_wait_share`);
+  report's figures for the rank (`steps_per_s`, `breakdown/<category>`, `dataloader_wait_share`,
+  and `efficiency/mfu` once a profiler window with shapes and a peak gives one);
 - `job/`: the verdict shown and each change of it (text `verdict`, scalar `verdict/confidence`),
   each GPU's utilization, memory and power where NVML gave them (`gpu<i>/...`), and each
   trial's before and after (`trial/*` at step = the trial's number, and a text `trial`), read
@@ -230,7 +231,8 @@ def rank_run_name(process: ProcessState, count: int) -> str:
 
 
 def rank_values(analysis: RankAnalysis) -> list[bytes]:
-    """The report's figures for one rank: the rate, the breakdown's shares, the DataLoader's."""
+    """The report's figures for one rank: the rate, the breakdown's shares, the DataLoader's,
+    the MFU."""
     values: list[bytes] = []
     rate = steps_per_s(analysis.metrics)
     if rate is not None:
@@ -243,6 +245,9 @@ def rank_values(analysis: RankAnalysis) -> list[bytes]:
     wait = analysis.metrics.get("dataloader_share")
     if isinstance(wait, float):
         values.append(scalar_value("dataloader_wait_share", wait))
+    mfu = analysis.efficiency.mfu if analysis.efficiency is not None else None
+    if mfu is not None:
+        values.append(scalar_value("efficiency/mfu", mfu))
     return values
 
 

@@ -9,6 +9,7 @@ own rounded figures, so a reader dividing the two reports' numbers gets the same
 from __future__ import annotations
 
 from torchtop.model.diff import DiffSide, Document
+from torchtop.report.diff_efficiency import efficiency_change
 from torchtop.report.diff_moved import moved_change
 from torchtop.report.diff_names import names_change
 from torchtop.report.diff_noise import noise_judgement
@@ -41,6 +42,7 @@ def changes(a: DiffSide, b: DiffSide) -> Document:
         "kernels": names_change(a, b, "kernels"),
         "memory": memory_change(ra, rb),
         "communication": communication_change(ra, rb),
+        "efficiency": efficiency_change(ra, rb),
     }
 
 

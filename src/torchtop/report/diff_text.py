@@ -7,6 +7,7 @@ from pathlib import PurePath
 
 from torchtop.model.diff import DiffSection, Document
 from torchtop.report.diff_cause_text import moved_section, noise_note, settings_section
+from torchtop.report.diff_efficiency import efficiency_section
 
 TOP_ROWS = 10
 NAME_WIDTH = 48
@@ -25,6 +26,7 @@ def diff_sections(changes: Document, top: int = TOP_ROWS) -> list[DiffSection]:
         names_section(changes["kernels"], "kernels", top),
         memory_section(changes["memory"]),
         communication_section(changes["communication"]),
+        efficiency_section(changes["efficiency"]),
     ]
 
 

@@ -10,6 +10,7 @@ as it ran in the end, with the trials.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import shlex
@@ -39,6 +40,7 @@ from torchtop.runs.identity import NodeIdentity, launch_dir, safe_name
 from torchtop.runs.layout import RunLayout
 from torchtop.runs.node import node_name
 from torchtop.runs.nodes import run_has_ended
+from torchtop.sessions.cpu_peak_use import cached_peak, measure_after
 from torchtop.sessions.run_config import RunConfig
 from torchtop.sessions.watch_options import WatchOptions
 from torchtop.sessions.watched import WatchedJob
@@ -99,6 +101,8 @@ def _run(
     job_log = None if to_terminal else RunLayout(run_dir).job_log
     env = {**os.environ, **config.tuned.env}
     output = TERMINAL if job_log is None else Output.log(job_log)
+    # Read before the job starts: never measured while it runs (`sessions.cpu_peak_use`).
+    context = dataclasses.replace(read_context(), cpu_peak=cached_peak(command, env))
     try:
         job = start(
             command,
@@ -117,8 +121,9 @@ def _run(
     collectors = start_collectors(job.layout, job.pid, with_agent=True)
     with tensorboard_log(options.tensorboard, run_dir, on_tick) as on_tick:
         monitor = LiveMonitor(
-            run_dir, tree, job=job, for_s=options.for_s, kind=kind, on_tick=on_tick
-        )
+            run_dir, tree, job=job, for_s=options.for_s, kind=kind, on_tick=on_tick,
+            context=context,
+        )  # fmt: skip
         watched = WatchedJob(monitor, job, collectors, command, run_dir, kind)
         watched.plan = config.plan(watched.plan)  # a relaunch keeps what the file applied
         try:
@@ -144,6 +149,7 @@ def _run(
         for line in exit_lines(report.exit, "torchtop: "):
             print(line, file=sys.stderr)
     say_where(run_dir)
+    measure_after(report.job.efficiency, command, env)
     final = watched.job
     return 0 if final.stopped_by_us else final.shell_status()
 
