@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import analyze_json
-from torchtop.analysis.efficiency import pooled, trace_efficiency
+from torchtop.analysis.efficiency import pooled, trace_efficiency, with_peak
 from torchtop.analysis.op_cost import op_cost
 from torchtop.analysis.peaks import match_device_info
 from torchtop.analysis.steps import find_steps
+from torchtop.model.peak import MEASURED, Peak
 from torchtop.traces import read_trace
 
 SHAPED = [
@@ -173,3 +174,17 @@ def test_a_job_pools_its_ranks_calls_and_time_and_keeps_flops_per_step_per_rank(
     report = analyze_json(tmp_path)
     assert [r["efficiency"]["ops"][0]["time_us"] for r in report["ranks"]] == [40.0, 60.0]
     assert report["efficiency"]["ops"][0]["calls"] == 2
+
+
+def test_another_peak_gives_the_same_operators_new_bounds_and_mfu(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(linear_step(0, 40.0)))
+    trace = read_trace(path)
+    section = trace_efficiency(trace, find_steps(trace), 500.0)
+    assert section is not None
+    peak = Peak(device="a CPU", tflops={"fp32": 1e-6}, tb_s=1e-6, source=MEASURED)
+    held = with_peak(section, peak)
+    assert held.peak == peak and held.ops[0].calls == section.ops[0].calls
+    assert held.mfu == pytest.approx(section.flops_per_step / 500e-6 / 1e6)
+    intensity = section.ops[0].flops / section.ops[0].bytes
+    assert held.ops[0].bound == ("compute" if intensity >= 1.0 else "memory")

@@ -230,11 +230,9 @@ def pooled(parts: Sequence[Efficiency | None]) -> Efficiency | None:
         return present[0] if present else None
     merged: dict[tuple[str, bytes], tuple[OpCost, int, float]] = {}
     for part in present:
-        for row in part.ops:
-            key = (row.name, _key_of(row))
-            cost = OpCost(row.flops, row.bytes, row.family, row.dtype)
-            _, calls, time_us = merged.get(key, (cost, 0, 0.0))
-            merged[key] = (cost, calls + row.calls, time_us + row.time_us)
+        for name, key, cost, calls, time_us in facts_of(part):
+            _, calls_before, time_before = merged.get((name, key), (cost, 0, 0.0))
+            merged[name, key] = (cost, calls_before + calls, time_before + time_us)
     first = present[0]
     return assemble(
         device=first.device,
@@ -245,6 +243,30 @@ def pooled(parts: Sequence[Efficiency | None]) -> Efficiency | None:
         time_source=first.time_source,
         idle=_pooled_idle(present),
     )
+
+
+def with_peak(efficiency: Efficiency, peak: Peak) -> Efficiency:
+    """The same operators and steps held against another peak (a CPU's, measured)."""
+    return assemble(
+        device=efficiency.device,
+        peak=peak,
+        steps=efficiency.steps,
+        step_mean_us=efficiency.step_mean_us,
+        facts=facts_of(efficiency),
+        time_source=efficiency.time_source,
+        idle=efficiency.idle,
+    )
+
+
+def facts_of(efficiency: Efficiency) -> list[Facts]:
+    """What `assemble` made the section's rows from, back from the rows."""
+    return [
+        (row.name, _key_of(row), _cost_of(row), row.calls, row.time_us) for row in efficiency.ops
+    ]
+
+
+def _cost_of(row: OpEfficiency) -> OpCost:
+    return OpCost(row.flops, row.bytes, row.family, row.dtype)
 
 
 def _key_of(row: OpEfficiency) -> bytes:
