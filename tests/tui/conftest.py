@@ -8,6 +8,7 @@ import inspect
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,10 @@ from tests.tui.replay import (
     SyntheticRun,
     communication_bound,
     dataloader_bound,
+    known_matmuls,
 )
+from torchtop.assess.context import read_context
+from torchtop.model.peak import MEASURED, Peak
 from torchtop.model.report import Report
 from torchtop.sessions.offline import analyze_paths
 from torchtop.tui.app import Dashboard
@@ -29,6 +33,7 @@ from torchtop.tui.frame import offline_frame
 from torchtop.tui.widgets.panel import Panel
 
 RESNET_NW0 = "kineto-tb-plugin/resnet50_num_workers_0"
+MATMUL_PEAK = Peak("AMD EPYC (test)", {"fp32": 0.08}, 0.012, MEASURED)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -140,8 +145,12 @@ def live_app(tmp_path: Path) -> Iterator[LiveApp]:
     replays: list[Replay] = []
 
     def make(name: str = "loader", ticks: int | None = None, **options: object) -> Dashboard:
-        scenario = dataloader_bound() if name == "loader" else communication_bound()
-        replay = scenario_replay(tmp_path, scenario, ticks)
+        scenarios = {"loader": dataloader_bound, "comm": communication_bound,
+                     "matmul": known_matmuls}  # fmt: skip
+        scenario = scenarios[name]()
+        # The matmul job's CPU peak, as `run` would have read it from the cache: a fixed figure.
+        context = replace(read_context(), cpu_peak=MATMUL_PEAK) if name == "matmul" else None
+        replay = Replay(SyntheticRun(tmp_path / "run", scenario), ticks=ticks, context=context)
         replays.append(replay)
         pacer = ManualPacer(replay.elapse)
         return Dashboard(replay.monitor, pacer=pacer, **options)  # type: ignore[arg-type]

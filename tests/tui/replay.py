@@ -18,6 +18,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
+from torchtop.assess.context import Context
 from torchtop.assess.snapshot import Snapshot
 from torchtop.diagnosis.rules import RuleTree, load_rules
 from torchtop.live.watch import LiveMonitor
@@ -45,6 +48,7 @@ from torchtop.runs.records import (
 )
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
+MATMUL_WINDOW = Path(__file__).resolve().parent / "data" / "matmul"
 START_T = 1_700_000_000.0
 SITE = "/usr/lib/python3.11/site-packages"
 
@@ -153,6 +157,19 @@ def communication_bound() -> Scenario:
         gpus=2,
         stacks=DDP_STACKS,
         cpu_count=8,
+    )
+
+
+def known_matmuls() -> Scenario:
+    """`workloads/matmul_job.py` under `run`: 6 fixed-size matmuls a step, no DataLoader, its
+    window a real one of that job with shapes (`data/make_matmul_window.py`)."""
+    return Scenario(
+        kind="run",
+        command=("python", "matmul_job.py"),
+        ranks=(Rank(6006, None, MATMUL_WINDOW),),
+        step_s=0.011,
+        data_wait_s=0.0,
+        settings=msgspec.structs.replace(settings(1, 0, options=False), dataloader=None),
     )
 
 
@@ -330,13 +347,20 @@ class Replay:
     With `ticks`, the monitor is asked to watch for that many ticks' worth of simulated time
     (`for_s`), as `torchtop run --for` asks, and its tick says when that has passed."""
 
-    def __init__(self, run: SyntheticRun, tick_s: float = 1.0, ticks: int | None = None) -> None:
+    def __init__(
+        self,
+        run: SyntheticRun,
+        tick_s: float = 1.0,
+        ticks: int | None = None,
+        context: Context | None = None,
+    ) -> None:
         self.run = run
         self.tick_s = tick_s
         for_s = None if ticks is None else ticks * tick_s
         self.monitor = LiveMonitor(
-            run.root, rules(), for_s=for_s, kind=run.scenario.kind, clock=self.clock
-        )
+            run.root, rules(), for_s=for_s, kind=run.scenario.kind, clock=self.clock,
+            context=context,
+        )  # fmt: skip
 
     def clock(self) -> float:
         return self.run.now_s

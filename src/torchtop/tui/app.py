@@ -59,6 +59,7 @@ from torchtop.tui.ticking import (
     SnapshotSource,
 )
 from torchtop.tui.widgets.devices import DevicesPanel
+from torchtop.tui.widgets.efficiency import EfficiencyPanel
 from torchtop.tui.widgets.filterbar import FilterBar
 from torchtop.tui.widgets.fixlist import FixChosen, FixList
 from torchtop.tui.widgets.header import JobHeader
@@ -177,6 +178,7 @@ class Dashboard(App[Report | None]):
             yield NodesPanel(id="nodes", classes="panel")  # a shared run's nodes, else hidden
             if self.recorded:
                 yield TopsPanel(beside_ranks=True, classes="panel")
+            yield EfficiencyPanel(id="efficiency", classes="panel")  # hidden without shapes
             yield MemoryPanel(id="memory", classes="panel")  # hidden without a memory section
             yield ModulesPanel(id="modules", classes="panel")  # hidden without module calls
         yield TrialPanel(id="trial")
