@@ -27,14 +27,21 @@ from collections.abc import Sequence
 import msgspec
 import numpy as np
 
+from torchtop.analysis.coverage import (
+    FLOOR_SHARE,
+    modelled_share,
+    pooled_unmodelled,
+    unmodelled_work,
+)
 from torchtop.analysis.idle import idle_breakdown
 from torchtop.analysis.intervals import IntervalSet
 from torchtop.analysis.op_cost import OpCost, modelled_operators, op_cost
 from torchtop.analysis.op_time import has_device_work, operator_time_us
 from torchtop.analysis.peaks import match_device_info
+from torchtop.analysis.roofline import above_roofline, roofline_fraction
 from torchtop.analysis.steps import StepWindows, host_steps
 from torchtop.analysis.vocabulary import codes_where
-from torchtop.model.efficiency import Efficiency, OpEfficiency
+from torchtop.model.efficiency import Efficiency, OpEfficiency, Unmodelled
 from torchtop.model.peak import Peak
 from torchtop.traces.data import NO_ID, Ints, TraceData
 from torchtop.traces.shapes import SEPARATOR, decoded, parts
@@ -53,6 +60,7 @@ def trace_efficiency(
     index, group = _counted(trace, steps, index, group)
     time_us = operator_time_us(trace, index)
     on_device = has_device_work(trace)
+    unmodelled = unmodelled_work(trace, steps, index) if on_device else None
     if on_device:
         launched = time_us > 0
         group, time_us = group[launched], time_us[launched]
@@ -74,6 +82,7 @@ def trace_efficiency(
         facts=facts,
         time_source="device" if on_device else "host",
         idle=(idle_breakdown(trace, steps) or None) if on_device else None,
+        unmodelled=unmodelled,
     )
 
 
@@ -135,14 +144,19 @@ def assemble(
     facts: Sequence[Facts],
     time_source: str,
     idle: dict[str, float] | None,
+    unmodelled: Sequence[Unmodelled] | None = None,
 ) -> Efficiency:
-    """The section from its operator groups' facts: rates, roofline, FLOPs per step, MFU."""
+    """The section from its operator groups' facts: rates, roofline, FLOPs per step, MFU, and
+    the share of the device time they cover where `unmodelled` (the rest) is known."""
     rows = sorted((_row(f, peak) for f in facts), key=lambda r: (-r.time_us, r.name))
     by_dtype: dict[str | None, float] = {}
     for row in rows:
         by_dtype[row.dtype] = by_dtype.get(row.dtype, 0.0) + row.flops * row.calls
     flops_per_step = sum(by_dtype.values()) / steps if steps else 0.0
     dtype = max(by_dtype, key=lambda d: by_dtype[d]) if by_dtype else None
+    share = None
+    if unmodelled is not None:
+        share = modelled_share(sum(row.time_us for row in rows), unmodelled)
     return Efficiency(
         device=device,
         peak=peak,
@@ -154,6 +168,9 @@ def assemble(
         time_source=time_source,
         ops=tuple(rows),
         idle=idle,
+        modelled_share=share,
+        mfu_is_floor=share is not None and share < FLOOR_SHARE,
+        unmodelled=tuple(unmodelled or ()),
     )
 
 
@@ -173,6 +190,8 @@ def _row(facts: Facts, peak: Peak | None) -> OpEfficiency:
     intensity = cost.flops / cost.bytes if cost.bytes > 0 else None
     peak_tflops = peak.for_dtype(cost.dtype) if peak is not None and cost.dtype else None
     bandwidth = peak.tb_s if peak is not None else None
+    tflops_s = cost.flops * calls / seconds / 1e12 if seconds > 0 else None
+    tb_s = cost.bytes * calls / seconds / 1e12 if seconds > 0 else None
     bound = None
     if intensity is not None and peak_tflops and bandwidth:
         bound = "compute" if intensity >= peak_tflops / bandwidth else "memory"
@@ -187,11 +206,12 @@ def _row(facts: Facts, peak: Peak | None) -> OpEfficiency:
         flops=cost.flops,
         bytes=cost.bytes,
         time_us=time_us,
-        tflops_s=cost.flops * calls / seconds / 1e12 if seconds > 0 else None,
-        tb_s=cost.bytes * calls / seconds / 1e12 if seconds > 0 else None,
+        tflops_s=tflops_s,
+        tb_s=tb_s,
         intensity=intensity,
         bound=bound,
-        roofline_fraction=_roofline_fraction(cost, calls, seconds, peak_tflops, bandwidth),
+        roofline_fraction=roofline_fraction(cost, calls, seconds, peak_tflops, bandwidth),
+        above_roofline=above_roofline(cost, tflops_s, tb_s, peak),
     )
 
 
@@ -202,23 +222,6 @@ def _compact(text: bytes) -> str:
         return msgspec.json.encode(msgspec.json.decode(text)).decode()
     except msgspec.DecodeError:
         return text.decode("utf-8", "replace")
-
-
-def _roofline_fraction(
-    cost: OpCost, calls: int, seconds: float, peak_tflops: float | None, bandwidth: float | None
-) -> float | None:
-    """The roofline's time for the work over the time it took: max(FLOPs / peak, bytes /
-    bandwidth) / time, which is achieved TFLOP/s over min(peak, intensity x bandwidth) and,
-    for work of no FLOPs (a copy), achieved TB/s over the bandwidth. Only the limits known
-    count; None where neither is."""
-    limits = []
-    if peak_tflops:
-        limits.append(cost.flops * calls / (peak_tflops * 1e12))
-    if bandwidth:
-        limits.append(cost.bytes * calls / (bandwidth * 1e12))
-    if not limits or seconds <= 0:
-        return None
-    return max(limits) / seconds
 
 
 def pooled(parts: Sequence[Efficiency | None]) -> Efficiency | None:
@@ -242,6 +245,9 @@ def pooled(parts: Sequence[Efficiency | None]) -> Efficiency | None:
         facts=[(name, key, *rest) for (name, key), rest in merged.items()],
         time_source=first.time_source,
         idle=_pooled_idle(present),
+        unmodelled=pooled_unmodelled([p.unmodelled for p in present])
+        if all(p.modelled_share is not None for p in present)
+        else None,
     )
 
 
@@ -255,6 +261,7 @@ def with_peak(efficiency: Efficiency, peak: Peak) -> Efficiency:
         facts=facts_of(efficiency),
         time_source=efficiency.time_source,
         idle=efficiency.idle,
+        unmodelled=efficiency.unmodelled if efficiency.modelled_share is not None else None,
     )
 
 
@@ -270,8 +277,8 @@ def _cost_of(row: OpEfficiency) -> OpCost:
 
 
 def _key_of(row: OpEfficiency) -> bytes:
-    texts = (row.input_dims, b"", row.input_type, row.concrete_inputs)
-    return SEPARATOR.join(t.encode() if isinstance(t, str) else t for t in texts)
+    texts = (row.input_dims, "", row.input_type, row.concrete_inputs)
+    return SEPARATOR.join(text.encode() for text in texts)
 
 
 def _weighted(values: Sequence[tuple[float | None, int]]) -> float | None:

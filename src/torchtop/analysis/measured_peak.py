@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
-# `_key_of` rebuilds a row's argument key as the trace reader wrote it; with_cpu_peak would be
-# better beside it in analysis.efficiency (asked of its owner).
-from torchtop.analysis.efficiency import CPU_DEVICE, _key_of, assemble
-from torchtop.analysis.op_cost import OpCost
+from torchtop.analysis.efficiency import CPU_DEVICE, with_peak
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.efficiency import Efficiency
 from torchtop.model.peak import Peak
@@ -26,25 +23,7 @@ def with_cpu_peak(efficiency: Efficiency, peak: Peak | None) -> Efficiency:
     otherwise as it is (a GPU's datasheet peak is never replaced by a CPU's)."""
     if peak is None or efficiency.peak is not None or efficiency.device != CPU_DEVICE:
         return efficiency
-    facts = [
-        (
-            row.name,
-            _key_of(row),
-            OpCost(row.flops, row.bytes, row.family, row.dtype),
-            row.calls,
-            row.time_us,
-        )
-        for row in efficiency.ops
-    ]
-    return assemble(
-        device=efficiency.device,
-        peak=peak,
-        steps=efficiency.steps,
-        step_mean_us=efficiency.step_mean_us,
-        facts=facts,
-        time_source=efficiency.time_source,
-        idle=efficiency.idle,
-    )
+    return with_peak(efficiency, peak)
 
 
 def analysis_with_cpu_peak(analysis: RankAnalysis, peak: Peak | None) -> RankAnalysis:

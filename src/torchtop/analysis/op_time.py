@@ -38,7 +38,7 @@ def operator_time_us(trace: TraceData, chosen: Ints) -> Floats:
     )
     total = np.zeros(len(chosen), dtype=np.float64)
     for work in (trace.kernels, trace.copies.spans, trace.memsets):
-        launcher = _launcher(runtime.correlation, work.correlation)
+        launcher = launchers(runtime.correlation, work.correlation)
         launched = launcher >= 0
         operator = owner[launcher[launched]]
         mine = operator >= 0
@@ -47,7 +47,7 @@ def operator_time_us(trace: TraceData, chosen: Ints) -> Floats:
     return total
 
 
-def _launcher(runtime_correlation: Ints, correlation: Ints) -> Ints:
+def launchers(runtime_correlation: Ints, correlation: Ints) -> Ints:
     """The index of the runtime call with each correlation id, or -1."""
     result = np.full(len(correlation), -1, dtype=np.int64)
     if len(runtime_correlation) == 0 or len(correlation) == 0:

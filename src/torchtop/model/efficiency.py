@@ -41,6 +41,22 @@ class OpEfficiency(msgspec.Struct, frozen=True):
     "memory"; None without a peak to place it."""
     roofline_fraction: float | None = None
     """Achieved TFLOP/s over the roofline at its intensity: min(peak, intensity x bandwidth)."""
+    above_roofline: str | None = None
+    """Why `roofline_fraction` is over 1, where it is: "tf32" (an fp32 operator faster than the
+    fp32 peak, so TF32 ran) or "cache" (more bytes a second than device memory gives, so its
+    operands were served from cache); None where it is not over 1."""
+
+
+class Unmodelled(msgspec.Struct, frozen=True):
+    """Device time in the counted steps that no modelled operator accounts for, by the innermost
+    operator that launched it and why its FLOPs are not counted."""
+
+    name: str
+    reason: str
+    """"no Concrete Inputs recorded", "no shapes recorded", "arguments not modelled",
+    "not a modelled operator", "outside the modelled operator inside it" or "launched outside
+    any operator"."""
+    time_us: float
 
 
 class Efficiency(msgspec.Struct, frozen=True):
@@ -64,3 +80,11 @@ class Efficiency(msgspec.Struct, frozen=True):
     idle: dict[str, float] | None = None
     """The device's idle time in the steps as shares of their span: host_wait, kernel_wait,
     other (`analysis.idle`); None on a CPU-only trace."""
+    modelled_share: float | None = None
+    """The modelled operators' device time over all device work launched in the counted steps
+    (theirs plus `unmodelled`'s); None on a CPU-only trace, where it is not measured."""
+    mfu_is_floor: bool = False
+    """`modelled_share` is under `analysis.coverage.FLOOR_SHARE`: the FLOPs of most of the work
+    are not counted, so `mfu` is a lower bound and no more."""
+    unmodelled: tuple[Unmodelled, ...] = ()
+    """The device time not modelled, by operator and reason, the longest first."""

@@ -7,11 +7,13 @@ import math
 import msgspec
 
 from torchtop.model.analysis import RankAnalysis
-from torchtop.model.efficiency import Efficiency, OpEfficiency
+from torchtop.model.efficiency import Efficiency, OpEfficiency, Unmodelled
 from torchtop.model.peak import Peak
 
 TEXT_OPS = 8
 """Operator shapes shown in the text and Markdown reports, the longest first."""
+UNMODELLED = 10
+"""Unmodelled operators listed in JSON, the longest first."""
 
 
 def efficiency_json(efficiency: Efficiency) -> dict[str, object]:
@@ -33,7 +35,29 @@ def efficiency_json(efficiency: Efficiency) -> dict[str, object]:
         "idle": None
         if efficiency.idle is None
         else {k: round(v, 6) for k, v in efficiency.idle.items()},
+        "modelled_share": _number(efficiency.modelled_share),
+        "mfu_is_floor": efficiency.mfu_is_floor,
+        "unmodelled": [_unmodelled_json(row, efficiency) for row in efficiency.unmodelled][
+            :UNMODELLED
+        ],
     }
+
+
+def _unmodelled_json(row: Unmodelled, efficiency: Efficiency) -> dict[str, object]:
+    """One operator's device time left out of the FLOPs; `share` is of all the device time
+    launched in the steps, as `modelled_share` is."""
+    return {
+        "name": row.name,
+        "reason": row.reason,
+        "time_us": round(row.time_us, 3),
+        "share": _number(_device_share(row.time_us, efficiency)),
+    }
+
+
+def _device_share(time_us: float, efficiency: Efficiency) -> float | None:
+    modelled = sum(op.time_us for op in efficiency.ops)
+    total = modelled + sum(row.time_us for row in efficiency.unmodelled)
+    return time_us / total if total > 0 else None
 
 
 def peak_json(peak: Peak) -> dict[str, object]:
@@ -63,6 +87,7 @@ def op_json(op: OpEfficiency) -> dict[str, object]:
         "intensity": _number(op.intensity),
         "bound": op.bound,
         "roofline_fraction": _number(op.roofline_fraction),
+        "above_roofline": op.above_roofline,
     }
 
 
@@ -73,11 +98,11 @@ def efficiency_text(job: RankAnalysis) -> list[str]:
         return []
     lines = ["", f"EFFICIENCY {efficiency.device}", f"  {_headline(efficiency)}"]
     if efficiency.ops:
-        lines.append(f"  {'time ms':>9} {'calls':>6} {'TFLOP/s':>8} {'TB/s':>6} {'roof':>5}  op")
+        lines.append(f"  {'time ms':>9} {'calls':>6} {'TFLOP/s':>8} {'TB/s':>6} {'roof':>6}  op")
     for op in efficiency.ops[:TEXT_OPS]:
         lines.append(
             f"  {op.time_us / 1000.0:9.2f} {op.calls:6d} {_figure(op.tflops_s, 8)} "
-            f"{_figure(op.tb_s, 6)} {_share(op.roofline_fraction):>5}  {_label(op)}"
+            f"{_figure(op.tb_s, 6)} {_roof(op):>6}  {_label(op)}"
         )
     return lines
 
@@ -97,7 +122,7 @@ def efficiency_markdown(job: RankAnalysis) -> list[str]:
                 f"| `{op.name}` | `{_short(op.input_dims, 60)}` | {op.calls} | "
                 f"{op.time_us / 1000.0:.2f} | {_figure(op.tflops_s, 0).strip()} | "
                 f"{_figure(op.tb_s, 0).strip()} | {op.bound or 'n/a'} | "
-                f"{_share(op.roofline_fraction)} |"
+                f"{_roof(op)} |"
             )
         lines.append("")
     return lines
@@ -111,9 +136,36 @@ def _headline(efficiency: Efficiency) -> str:
             why += f" {efficiency.mfu_dtype or 'its dtype'}"
         return f"MFU n/a ({why}); {flops}"
     peak = efficiency.peak.for_dtype(efficiency.mfu_dtype or "") if efficiency.peak else None
-    return (
-        f"MFU {efficiency.mfu:.1%} of the {efficiency.mfu_dtype} peak ({peak:g} TFLOP/s); {flops}"
-    )
+    against = f"of the {efficiency.mfu_dtype} peak ({peak:g} TFLOP/s)"
+    if efficiency.mfu_is_floor and efficiency.modelled_share is not None:
+        return (
+            f"MFU at least {efficiency.mfu:.1%} {against} (FLOPs modelled for "
+            f"{efficiency.modelled_share:.0%} of device time{_most_unmodelled(efficiency)}); "
+            f"{flops}"
+        )
+    covered = ""
+    if efficiency.modelled_share is not None:
+        covered = f" ({efficiency.modelled_share:.0%} of device time)"
+    return f"MFU {efficiency.mfu:.1%} {against}; {flops}{covered}"
+
+
+def _most_unmodelled(efficiency: Efficiency) -> str:
+    """The reason that leaves out the most time, and the operators it leaves out most of."""
+    by_reason: dict[str, list[Unmodelled]] = {}
+    for row in efficiency.unmodelled:
+        by_reason.setdefault(row.reason, []).append(row)
+    if not by_reason:
+        return ""
+    reason, rows = max(by_reason.items(), key=lambda kv: sum(r.time_us for r in kv[1]))
+    names = ", ".join(row.name for row in rows[:3])
+    return f"; left out most: {names} ({reason})"
+
+
+def _roof(op: OpEfficiency) -> str:
+    """The roofline fraction, or what put the operator above it (TF32 ran; cache served)."""
+    if op.above_roofline is not None:
+        return f">{op.above_roofline}"
+    return _share(op.roofline_fraction)
 
 
 def _label(op: OpEfficiency) -> str:
