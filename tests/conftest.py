@@ -22,6 +22,9 @@ from torchtop.assess.context import read_context
 
 # Parsed rule trees go to a cache folder of the test session's own, never the user's.
 os.environ.setdefault("TORCHTOP_CACHE_DIR", tempfile.mkdtemp(prefix="torchtop-test-cache-"))
+# No CPU peak measured after the suite's CPU jobs (sessions/cpu_peak_use.py): a detached matmul
+# benchmark would load the machine beside the next test's job. Tests that want it say so.
+os.environ.setdefault("TORCHTOP_CPU_PEAK", "0")
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 RULES_DIR = Path(__file__).resolve().parents[1] / "rules"

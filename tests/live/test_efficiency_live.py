@@ -36,7 +36,8 @@ def measured_cache(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict
 
 def run_matmuls(tmp_path: Path, cache: Path) -> dict[str, Any]:
     report = tmp_path / "report.json"
-    env = {**os.environ, "TORCHTOP_CACHE_DIR": str(cache), "TORCHTOP_WINDOW_FIRST_STEP": "3"}
+    env = {**os.environ, "TORCHTOP_CACHE_DIR": str(cache), "TORCHTOP_WINDOW_FIRST_STEP": "3",
+           "TORCHTOP_CPU_PEAK": "1"}  # fmt: skip
     done = subprocess.run(
         [
             *(sys.executable, "-m", "torchtop", "run", "--headless", "--for", str(WATCH_S)),
