@@ -56,8 +56,9 @@ def signal_once_there(
             process.kill()
 
 
-# tests.machine_lock: the `alone` marker, for load-sensitive tests under `pytest -n 2`.
-pytest_plugins = ["tests.fake_run", "tests.machine_lock"]
+# tests.machine_lock: the `alone` marker, for load-sensitive tests under `pytest -n 2`;
+# tests.fixture_groups: the tests that share a module fixture go to one worker.
+pytest_plugins = ["tests.fake_run", "tests.machine_lock", "tests.fixture_groups"]
 
 RESNET_NW0 = "kineto-tb-plugin/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 RESNET_NW4 = "kineto-tb-plugin/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz"

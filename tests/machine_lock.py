@@ -30,6 +30,14 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `alone` tests first, in their order, the others after in theirs: each `alone` test
+    then starts at once, instead of waiting for the test beside it (a real job, up to two
+    minutes) to end while its own worker idles. Every worker sorts the same way, as xdist
+    needs."""
+    items.sort(key=lambda item: item.get_closest_marker("alone") is None)
+
+
 @contextlib.contextmanager
 def machine_lock(alone: bool, run_id: str | None) -> Iterator[None]:
     """Held for one test: exclusively where `alone`, else shared with the other tests."""

@@ -55,8 +55,8 @@ def test_the_readme_is_a_first_five_minutes_not_a_manual() -> None:
 def test_the_readmes_test_command_is_the_one_ci_runs() -> None:
     development = README[README.index("## Development") :]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert "python -m pytest -n 2 tests" in development
-    assert "python -m pytest -n 2 tests" in ci
+    assert "python -m pytest -n 2 --dist loadgroup --durations=30 tests" in development
+    assert "python -m pytest -n 2 --dist loadgroup --durations=30 tests" in ci
     assert 'pip install -e ".[test,frameworks,cluster]" "torch==2.13.0"' in development
     assert 'pip install -e ".[test,frameworks,cluster]" "torch==2.13.0"' in ci
 

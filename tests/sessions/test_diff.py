@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RESNET_NW0, RESNET_NW4, RULES_DIR, analyze_json
-from tests.tuning.running import QUICK, job
+from tests.conftest import RESNET_NW0, RESNET_NW4, analyze_json
+from tests.sessions.conftest import TUNED, Tuned
 from torchtop.cli import main
-from torchtop.diagnosis.rules import load_rules
-from torchtop.sessions.tune import TuneCommand, tune_session
 
 EXIT_BAD_INPUT = 2
 
@@ -112,19 +110,14 @@ def test_a_json_report_with_no_steps_compares_with_dashes_not_a_crash(
 
 
 @pytest.mark.slow
+@TUNED
 def test_a_tune_trials_before_and_after_run_folders_diff_like_their_reports(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tuned_starved: Tuned
 ) -> None:
     """A planted DataLoader-starved job, before and after tune's `--num-workers` fix: each run
     folder of the trial is a side. The ratio is the two run reports' own, and the fix shows
     whether or not the trial kept it (on a busy machine more workers can measure slower)."""
-    options = TuneCommand(
-        write=tmp_path / "torchtop.toml", run_dir=tmp_path / "run", steps=QUICK.steps,
-        warmup_steps=QUICK.warmup_steps, min_duration_s=QUICK.min_duration_s, max_trials=1,
-        output_format="json",
-    )  # fmt: skip
-    assert tune_session(job("starved_options"), options, load_rules(RULES_DIR)) == 0
-    capsys.readouterr()
+    tmp_path = tuned_starved.run_dir.parent
     trial = json.loads((tmp_path / "run" / "trials" / "01.json").read_text())
     assert [fix["knob"] for fix in trial["fixes"]] == ["dataloader.num_workers"]
     before = trial["runs"]["before"][0]["run_dir"]  # the baseline stands for before-1

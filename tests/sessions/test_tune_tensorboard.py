@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import (
@@ -13,25 +12,18 @@ from tensorboard.backend.event_processing.event_accumulator import (
     EventAccumulator,
 )
 
-from tests.conftest import RULES_DIR
-from tests.tuning.running import QUICK, job
+from tests.sessions.conftest import TUNED, Tuned
 from torchtop.cli import main
-from torchtop.diagnosis.rules import load_rules
 from torchtop.sessions import tune as session
-from torchtop.sessions.tune import TuneCommand, tune_session
+from torchtop.sessions.tune import TuneCommand
 
 
 @pytest.mark.slow
+@TUNED
 def test_tune_writes_each_trials_before_and_after_and_the_outcome_as_its_report_says(
-    tmp_path: Path,
+    tuned_starved: Tuned,
 ) -> None:
-    report_path = tmp_path / "report.json"
-    options = TuneCommand(
-        write=tmp_path / "torchtop.toml", run_dir=tmp_path / "run", report=str(report_path),
-        steps=QUICK.steps, warmup_steps=QUICK.warmup_steps, min_duration_s=QUICK.min_duration_s,
-        max_trials=1, tensorboard="",
-    )  # fmt: skip
-    assert tune_session(job("starved_options"), options, load_rules(RULES_DIR)) == 0
+    report_path, tmp_path = tuned_starved.report, tuned_starved.run_dir.parent
     report = json.loads(report_path.read_text())
     (trial,) = report["trials"]
     board = EventAccumulator(

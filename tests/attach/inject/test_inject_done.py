@@ -4,7 +4,8 @@ The same planted job (input-bound: each sample waits on slow storage) runs twice
 both share the machine's load: once under `torchtop run`, once bare with `attach --inject` on
 it, started once `run`'s job is training, so that neither watches the other's start-up. The
 attach must take profiler windows and give the same verdict and step figures (median
-step wall, steps/s, DataLoader wait share) as `run`, within 10%, and leave the job running.
+step wall, steps/s) as `run`, within 10%, a DataLoader share within 0.15, and leave the job
+running.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ def test_attach_inject_gives_run_s_verdict_step_figures_and_profiler_windows(
     figures = [
         (attach["steps"]["p50_ms"], run["steps"]["p50_ms"]),
         (attach["steps"]["steps_per_s"], run["steps"]["steps_per_s"]),
-        (attach["breakdown"]["dataloader"], run["breakdown"]["dataloader"]),
     ]
     assert all(close(a, r) for a, r in figures), figures
+    # The DataLoader share comes from one profiler window each: 4 steps, under 2 s. A quarter
+    # second of CPU taken from the job inside it (the other worker's test, py-spy, a second
+    # torchtop starting) moves the share by 0.13, either way: CI read 0.94 (attach) against
+    # 0.83 (run), a rerun 0.86 against 0.98. Within 0.15 of each other, both mostly waiting.
+    shares = attach["breakdown"]["dataloader"], run["breakdown"]["dataloader"]
+    assert abs(shares[0] - shares[1]) <= 0.15 and min(shares) > 0.6, shares
