@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED, analyze_json
+from tests.conftest import RULES_DIR, SHARED, analyze_json
+from torchtop.diagnosis.engine import diagnose
+from torchtop.diagnosis.rules import load_rules
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((REPO / "sample_traces").rglob("*.json.gz"))
@@ -34,19 +36,25 @@ def test_every_verdict_has_a_finding_of_its_class_or_says_its_share_is_unexplain
         assert own or report["verdict"]["unexplained_share"] > 0
 
 
-def test_a_gpu_job_bound_by_host_work_no_rule_names_says_so_and_what_to_record(
-    shared: Path, capsys: pytest.CaptureFixture[str]
+def test_a_gpu_job_bound_by_host_work_is_named_by_its_host_wait_and_without_it_says_what_to_record(
+    shared: Path,
 ) -> None:
     # ResNet-50 with 4 workers, oldest schema: the GPU idles 14% of the step while the host
-    # works, yet no launch, sync or Python rule reaches its bar (kernels are long, Other small).
+    # works, and no launch, sync or Python rule reaches its bar (kernels are long, Other small).
+    # The idle split names it: the GPU waits on the host between kernels.
     report = analyze_json(shared / NW4_EARLY)
     assert report["bottleneck"] == "cpu"
-    assert not [f for f in report["findings"] if f["class"] == "cpu"]
-    verdict = report["verdict"]
-    assert verdict["unexplained_share"] == pytest.approx(verdict["recoverable"]["cpu"], abs=1e-3)
-    assert f"{verdict['unexplained_share']:.0%} of the step in host work" in verdict["unexplained"]
-    assert "with_stack=True" in verdict["unexplained"]
-    from torchtop.cli import main
-
-    assert main(["analyze", str(shared / NW4_EARLY)]) == 0
-    assert "No finding names the cause of" in capsys.readouterr().out
+    own = [f["rule"] for f in report["findings"] if f["class"] == "cpu"]
+    assert "gpu-waits-on-host" in own, own
+    assert report["metrics"]["idle_host_wait_share"] > 0.1
+    assert report["verdict"]["unexplained"] is None
+    # Without the idle split (a trace whose launches were not recorded), no rule reaches its
+    # bar: the verdict says the share is unexplained, and what to record.
+    metrics = {k: v for k, v in report["metrics"].items() if not k.startswith("idle_")}
+    verdict = diagnose(load_rules(RULES_DIR), metrics)
+    assert verdict.bottleneck == "cpu"
+    assert not [f for f in verdict.findings if f.bottleneck_class == "cpu"]
+    assert verdict.unexplained_share == pytest.approx(verdict.recoverable["cpu"], abs=1e-3)
+    assert verdict.unexplained is not None
+    assert f"{verdict.unexplained_share:.0%} of the step in host work" in verdict.unexplained
+    assert "with_stack=True" in verdict.unexplained

@@ -26,7 +26,7 @@ from torchtop.analysis.nesting import enclosing_top_level, top_level
 from torchtop.analysis.op_cost import modelled_operators, op_cost
 from torchtop.analysis.op_time import launchers
 from torchtop.analysis.steps import StepWindows, host_steps
-from torchtop.analysis.vocabulary import codes_where, is_comm_kernel
+from torchtop.analysis.vocabulary import codes_where, distinct, is_comm_kernel
 from torchtop.model.efficiency import Unmodelled
 from torchtop.traces.data import NO_ID, Floats, Ints, TraceData
 from torchtop.traces.shapes import decoded
@@ -125,7 +125,7 @@ def innermost(
         hit = found >= 0
         result[hit] = remaining[found[hit]]
         tops = top_level(s, e, t)
-        enclosing = np.unique(found[hit])
+        enclosing = distinct(found[hit])
         below = np.ones(len(remaining), dtype=np.bool_)
         below[tops] = False
         # Keep the spans inside a top-level span that enclosed an instant.

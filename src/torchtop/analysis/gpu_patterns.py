@@ -22,7 +22,7 @@ from torchtop.analysis.intervals import IntervalSet
 from torchtop.analysis.launches import Bools, Launches
 from torchtop.analysis.peaks import match_device_info
 from torchtop.analysis.steps import StepWindows
-from torchtop.analysis.vocabulary import codes_where, uses_tensor_cores
+from torchtop.analysis.vocabulary import codes_where, distinct, uses_tensor_cores
 from torchtop.model.analysis import Metrics
 from torchtop.traces.data import Floats, Ints, Spans, TraceData
 
@@ -182,7 +182,7 @@ def attention_windows(trace: TraceData) -> tuple[Floats, Floats, Ints]:
     gemm = np.isin(ops.name, codes_where(trace.names, GEMM_OPS.__contains__))
     batched = np.isin(ops.name, codes_where(trace.names, BATCHED_GEMM_OPS.__contains__))
     parts: list[tuple[Floats, Floats, Ints]] = []
-    for thread in np.unique(soft_thread):
+    for thread in distinct(soft_thread):
         on = gemm & (ops.thread == thread)
         mine = soft_thread == thread
         parts.append(

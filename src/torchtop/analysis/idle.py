@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from torchtop.analysis.steps import StepWindows
+from torchtop.analysis.vocabulary import distinct
 from torchtop.traces.data import NO_ID, Floats, Ints, TraceData
 
 KERNEL_WAIT_BELOW_US = 30.0
@@ -93,7 +94,7 @@ def idle_breakdown(trace: TraceData, steps: StepWindows) -> dict[str, float]:
             lo,
             hi,
         )
-        for device in np.unique(work.device[inside]).tolist()
+        for device in distinct(work.device[inside]).tolist()
         for mine in [inside & (work.device == device)]
     ]
     mean = np.mean(per_device, axis=0) / (hi - lo)
@@ -106,7 +107,7 @@ def stream_idle_us(trace: TraceData, lo: float, hi: float) -> dict[str, dict[str
     work = device_work(trace)
     inside = (work.start_us >= lo) & (work.end_us <= hi)
     result = {}
-    for stream in np.unique(work.stream[inside]).tolist():
+    for stream in distinct(work.stream[inside]).tolist():
         mine = inside & (work.stream == stream)
         start, end = work.start_us[mine], work.end_us[mine]
         first, last = float(start.min()), float(end.max())
