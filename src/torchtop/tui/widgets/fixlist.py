@@ -87,7 +87,7 @@ class FixList(Vertical):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.fixes: tuple[RankedFix, ...] = ()
-        self._keys: tuple[tuple[str, str, str, bool, int | None], ...] | None = None
+        self._keys: tuple[tuple[object, ...], ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield FixOptions(id="fix-options")
@@ -115,11 +115,13 @@ class FixList(Vertical):
         options = self.query_one(OptionList)
         # Room for a scrollbar, which shows once the prompts outgrow the list.
         width = options.size.width - options.styles.scrollbar_size_vertical or None
-        keys = tuple(
+        keys: tuple[tuple[object, ...], ...] = tuple(
             (*r.key, repr(value), refused, width)
             for r in frame.fixes
             for value, refused in [shown_value(r.fix, frame.proposals.get(r.key))]
         )
+        if not frame.fixes:  # the empty list's words change with the verdict
+            keys = ((empty_reason(frame), width),)
         if keys == self._keys:
             return
         self._keys, self.fixes = keys, frame.fixes
