@@ -24,8 +24,8 @@ IDLE_WORDS = (("host_wait", "host"), ("kernel_wait", "launch"), ("other", "other
 
 
 def mfu_line(efficiency: Efficiency) -> Text:
-    """`MFU 21.2% fp32 of 0.08 TFLOP/s, 0.20 GFLOP/step`, or why there is no MFU: the figure
-    first, so a narrow panel still shows it."""
+    """`MFU 21.2% fp32 of 0.0812 TFLOP/s, 0.20 GFLOP/step` (`MFU ≥0.2%` where it is a floor),
+    or why there is no MFU: the figure first, so a narrow panel still shows it."""
     work = f"{efficiency.flops_per_step / 1e9:,.2f} GFLOP/step"
     peak = efficiency.peak.for_dtype(efficiency.mfu_dtype or "") if efficiency.peak else None
     if efficiency.mfu is None or peak is None:
@@ -33,9 +33,18 @@ def mfu_line(efficiency: Efficiency) -> Text:
         line = Text("MFU n/a ", style="bold")
         line.append(f"({why}), {work}", style=MUTED)
         return line
-    line = Text(f"MFU {efficiency.mfu:.1%} ", style="bold")
-    line.append(f"{efficiency.mfu_dtype} of {peak:.3g} TFLOP/s, {work}", style=MUTED)
+    # A floor where most of the device time ran in operators whose FLOPs are not counted.
+    at_least = "≥" if efficiency.mfu_is_floor else ""
+    line = Text(f"MFU {at_least}{efficiency.mfu:.1%} ", style="bold")
+    line.append(f"{efficiency.mfu_dtype} of {_tflops(peak)} TFLOP/s, {work}", style=MUTED)
     return line
+
+
+def _tflops(value: float) -> str:
+    """989 or 1,307 (a datasheet's figure), 19.5, 0.0812 (a CPU's)."""
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.1f}" if value >= 1 else f"{value:.3g}"
 
 
 def idle_line(idle: dict[str, float]) -> Text:
