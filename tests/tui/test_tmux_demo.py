@@ -162,7 +162,9 @@ def test_a_new_users_demo_shows_the_verdict_tries_the_fix_and_ends_only_on_q(
     # The claim with its interval over the rounds, which may wrap at the panel's edge.
     flat = " ".join(re.sub("[│┃╭╮╰╯]", " ", shown).split())
     assert f"kept: measured {trial['speedup']:.2f}x (99% interval" in flat, shown
-    assert f"{trial['rounds']} rounds); the job now runs with the fix" in flat, shown
+    # A note of the machine's other load moving under a round may stand between the two.
+    assert f"{trial['rounds']} rounds);" in flat, shown
+    assert "the job now runs with the fix" in flat, shown
 
     while time.monotonic() - terminal.started_s < STAYS_S:
         time.sleep(POLL_S)

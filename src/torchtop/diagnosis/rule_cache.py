@@ -30,6 +30,8 @@ BUILDERS = (
     "model/findings.py",
     "model/analysis.py",
     "model/memory.py",
+    "model/efficiency.py",
+    "model/peak.py",
     "model/trace.py",
     "model/knobs.py",
     "model/fix_values.py",

@@ -194,15 +194,15 @@ class ListPanel(Panel, can_focus=True):
             self.border_subtitle = text
 
     def caption_text(self) -> str:
-        parts = []
+        """`/filter · 3/12 · share ↓`: an active filter first, as it decides which rows show,
+        so a narrow panel that cuts its caption still says it is filtered."""
+        parts = [f"/{self.filter_text}"] if self.filter_text else []
         if self.CURSOR and self.count:
             parts.append(f"{self.cursor + 1}/{self.count}")
         if self.sort_index is not None and self.sort_index < len(self.SORTS):
             sort = self.SORTS[self.sort_index]
             arrow = "↓" if sort.descending != self.reversed_order else "↑"
             parts.append(f"{sort.name} {arrow}")
-        if self.filter_text:
-            parts.append(f"/{self.filter_text}")
         return " · ".join(parts)
 
     def moved(self) -> None:
