@@ -31,18 +31,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The `alone` tests first, then the modules with a `slow` test (real training jobs, up to
-    three minutes each), then the rest, each in its own order. An `alone` test then starts at
-    once, instead of waiting with its worker idle for a long job beside it to end; and the long
-    tests are spread over both workers early, while the many short ones fill the end (the
-    suite's last 3% took nine minutes with a tmux demo test among them). A module's tests stay
-    together, so a module fixture is built once. Every worker sorts the same way, as xdist
-    needs."""
+    """The modules with a `slow` test first (real training jobs, up to three minutes each),
+    then the rest, then the `alone` tests, each in its own order. The long tests spread over
+    both workers early and the many short ones fill the end (the suite's last 3% took nine
+    minutes with a tmux demo test among them). The `alone` tests come last: then the test
+    beside one is short, so its worker waits little, and its own wait falls in the suite's
+    tail, where the other worker runs out of tests anyway. Run first, they met the other
+    worker still collecting the suite, which no lock covers, and a contention test failed on
+    it twice. A module's tests stay together, so a module fixture is built once. Every worker
+    sorts the same way, as xdist needs."""
     slow_modules = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
 
     def order(item: pytest.Item) -> tuple[bool, bool]:
         alone = item.get_closest_marker("alone") is not None
-        return not alone, item.nodeid.split("::")[0] not in slow_modules
+        return alone, item.nodeid.split("::")[0] not in slow_modules
 
     items.sort(key=order)
 
