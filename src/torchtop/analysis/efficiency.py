@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from torchtop.analysis.coverage import (
     FLOOR_SHARE,
@@ -57,7 +58,7 @@ def trace_efficiency(
     if not trace.shapes or len(steps) == 0:
         return None
     index, group, keys, costs = _costed(trace)
-    index, group = _counted(trace, steps, index, group)
+    index, group = _counted(trace, steps, index, group, costs)
     time_us = operator_time_us(trace, index)
     on_device = has_device_work(trace)
     unmodelled = unmodelled_work(trace, steps, index) if on_device else None
@@ -86,6 +87,11 @@ def trace_efficiency(
     )
 
 
+MATRIX_FAMILIES = frozenset({"gemm", "conv", "attention"})
+"""The families whose FLOPs make MFU: an operator of these is counted even where it runs
+copies of its own."""
+
+
 def _costed(trace: TraceData) -> tuple[Ints, Ints, Ints, list[OpCost | None]]:
     """The operators `op_cost` gives a cost for: their indices, each one's group (a distinct
     name and argument triple), the groups' keys and costs. Each group is costed once."""
@@ -107,9 +113,29 @@ def _cost(trace: TraceData, key: int, width: int) -> OpCost | None:
     return op_cost(trace.names[key // width], dims, types, concrete)
 
 
-def _counted(trace: TraceData, steps: StepWindows, index: Ints, group: Ints) -> tuple[Ints, Ints]:
-    """Of the costed operators, the innermost ones (no costed operator inside them on their
-    thread) that start in a kept step."""
+def _counted(
+    trace: TraceData, steps: StepWindows, index: Ints, group: Ints, costs: list[OpCost | None]
+) -> tuple[Ints, Ints]:
+    """Of the costed operators, the innermost ones that start in a kept step. A matrix
+    operator (GEMM, convolution, attention) gives way only to a matrix operator inside it
+    (`aten::linear` to its `aten::addmm`), never to the copies and fills it runs itself (the
+    CPU flash attention's backward zeroes and copies its gradients: counted as a copy, its
+    2.5x of the forward's FLOPs were lost on nanoGPT); any other operator gives way to any
+    costed one inside it (`aten::to` to its `aten::copy_`)."""
+    families = np.array([c.family if c is not None else "" for c in costs], dtype=object)
+    matrix = np.isin(families[group], list(MATRIX_FAMILIES)) if len(group) else group == 0
+    outer = _outer(trace, index) & ~matrix
+    outer[matrix] = _outer(trace, index[matrix])
+    step_start, step_end, _, _ = host_steps(trace)
+    kept = IntervalSet(step_start[: len(steps)], step_end[: len(steps)]).contains(
+        trace.ops.start_us[index]
+    )
+    chosen = ~outer & kept
+    return index[chosen], group[chosen]
+
+
+def _outer(trace: TraceData, index: Ints) -> npt.NDArray[np.bool_]:
+    """Which of the operators `index` hold another of them on their thread."""
     ops = trace.ops
     start, end, thread = ops.start_us[index], ops.end_us[index], ops.thread[index]
     order = np.lexsort((-end, start, thread))
@@ -120,10 +146,7 @@ def _counted(trace: TraceData, steps: StepWindows, index: Ints, group: Ints) -> 
     outer[order[:-1]] = (thread[following] == thread[order[:-1]]) & (
         start[following] < end[order[:-1]]
     )
-    step_start, step_end, _, _ = host_steps(trace)
-    kept = IntervalSet(step_start[: len(steps)], step_end[: len(steps)]).contains(start)
-    chosen = ~outer & kept
-    return index[chosen], group[chosen]
+    return outer
 
 
 Facts = tuple[str, bytes, OpCost, int, float]
