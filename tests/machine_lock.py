@@ -31,22 +31,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules with a `slow` test first (real training jobs, up to three minutes each),
-    then the rest, then the `alone` tests, each in its own order. The long tests spread over
-    both workers early and the many short ones fill the end (the suite's last 3% took nine
-    minutes with a tmux demo test among them). The `alone` tests come last: then the test
-    beside one is short, so its worker waits little, and its own wait falls in the suite's
-    tail, where the other worker runs out of tests anyway. Run first, they met the other
-    worker still collecting the suite, which no lock covers, and a contention test failed on
-    it twice. A module's tests stay together, so a module fixture is built once. Every worker
-    sorts the same way, as xdist needs."""
-    slow_modules = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
-
-    def order(item: pytest.Item) -> tuple[bool, bool]:
-        alone = item.get_closest_marker("alone") is not None
-        return alone, item.nodeid.split("::")[0] not in slow_modules
-
-    items.sort(key=order)
+    """The `alone` tests last, the others in their own order. There the test beside each is
+    a short one, so its worker waits little, and the wait falls in the suite's tail, where the
+    other worker runs out of tests anyway. Run first, they met the other worker still
+    collecting the suite, which no lock covers, and a contention test failed on it twice. (The
+    real-job modules first, to even out the tail, ran both workers' real jobs side by side for
+    the suite's first half; not kept.) Every worker sorts the same way, as xdist needs."""
+    items.sort(key=lambda item: item.get_closest_marker("alone") is not None)
 
 
 @contextlib.contextmanager
