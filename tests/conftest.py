@@ -5,6 +5,7 @@ training jobs the tests run (`WORKLOADS`); `fake_run`, a run folder written reco
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -35,6 +36,18 @@ CONTEXT = read_context(frames=True)
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
 CLEANS_UP = WORKLOADS / "cleans_up.py"
 """A job that touches `ready` beside its argument, sleeps, and writes `cleaned up` as it ends."""
+
+
+@functools.cache
+def bare_torch_threads() -> int:
+    """How many intra-op threads torch picks in a bare process on this machine: the truth for
+    a job's `torch_num_threads`, which is not always the usable cores (torch counts physical
+    cores, so two SMT siblings give one thread)."""
+    code = "import torch; print(torch.get_num_threads())"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    return int(result.stdout)
 
 
 def signal_once_there(
