@@ -18,12 +18,12 @@ from __future__ import annotations
 import functools
 import math
 import re
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
+from torchtop.analysis.datafile import compile_pattern, read_toml
 from torchtop.model.peak import DTYPES, MEASURED, Peak
 from torchtop.model.trace import DeviceInfo
 
@@ -116,12 +116,7 @@ def load_peak_table(path: Path = PEAKS_FILE) -> tuple[PeakEntry, ...]:
 
 @functools.cache
 def _load(path: Path) -> tuple[PeakEntry, ...]:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PeakTableError(f"{path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise PeakTableError(f"{path}: not valid TOML ({exc})") from None
+    data = read_toml(path, PeakTableError)
     try:
         tables = msgspec.convert(data, _PeaksFile).device
     except msgspec.ValidationError as exc:
@@ -155,11 +150,7 @@ def _entry(path: Path, index: int, table: _DeviceTable) -> PeakEntry:
 
 
 def _regex(where: str, pattern: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
-        problem = f"pattern {pattern!r} is not a regular expression ({exc})"
-        raise PeakTableError(f"{where}: {problem}") from None
+    return compile_pattern(where, pattern, PeakTableError, re.IGNORECASE)
 
 
 def _check_whole(path: Path, entries: Sequence[PeakEntry]) -> None:

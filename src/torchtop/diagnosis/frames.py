@@ -17,6 +17,7 @@ from pathlib import Path
 
 import msgspec
 
+from torchtop.analysis.datafile import compile_pattern, read_toml
 from torchtop.diagnosis.rules import default_rules_dir, shipped_rules_dir
 from torchtop.diagnosis.schema import RuleError, decode
 
@@ -113,14 +114,7 @@ def load_frame_patterns(directory: Path | None = None) -> FramePatterns:
 
 @functools.cache
 def _load(path: Path) -> FramePatterns:
-    import tomllib
-
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RuleError(f"{path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise RuleError(f"{path}: not valid TOML ({exc})") from None
+    data = read_toml(path, RuleError)
     entry = decode(path, data, FramesFile)
     patterns = tuple(
         _pattern(path, index, p, entry.places) for index, p in enumerate(entry.patterns)
@@ -161,7 +155,4 @@ def _pattern(path: Path, index: int, entry: PatternEntry, places: list[str]) -> 
 
 
 def _regex(path: Path, where: str, text: str) -> re.Pattern[str]:
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise RuleError(f"{path}: {where}: not a regular expression ({exc})") from None
+    return compile_pattern(f"{path}: {where}", text, RuleError)

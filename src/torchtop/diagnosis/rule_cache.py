@@ -36,6 +36,7 @@ BUILDERS = (
     "model/knobs.py",
     "model/fix_values.py",
     "analysis/metric_names.py",
+    "analysis/datafile.py",
 )
 """Every module that building the tree imports, relative to the package (a changed field
 order would otherwise unpickle into the wrong fields; a changed vocabulary would skip the

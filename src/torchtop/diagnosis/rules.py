@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from torchtop.analysis.datafile import parse_toml
 from torchtop.analysis.metric_names import CLASSES, METRICS
 from torchtop.diagnosis import rule_cache
 from torchtop.diagnosis.expressions import Expression, ExpressionError
@@ -193,14 +194,7 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _parse_toml(path: Path, source: bytes) -> dict[str, object]:
-    import tomllib  # only when the tree is built, not when the cached one is used
-
-    try:
-        return tomllib.loads(source.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise RuleError(f"{path}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RuleError(f"{path}: not valid TOML ({exc})") from None
+    return parse_toml(path, source, RuleError)
 
 
 def _expression(path: Path, text: object, what: str) -> Expression:
