@@ -216,7 +216,8 @@ def test_run_headless_watches_a_tiny_training_script_with_the_agent_inside(
         "run", "--headless", "--run-dir", str(run_dir), "--", "python", "tiny.py"
     )
     assert result.returncode == 0, result.stderr
-    assert f"steps {TINY_STEPS}" in result.stdout  # the job's own output, on the terminal
+    # The job's own output, on the terminal's stderr: stdout is the report.
+    assert f"steps {TINY_STEPS}" in result.stderr and f"steps {TINY_STEPS}" not in result.stdout
     report = json.loads((run_dir / "report.json").read_text())
     assert report["notes"].count("steps marked by optimizer.step() calls") == 1
     assert 0 < report["steps"]["count"] <= TINY_STEPS

@@ -27,7 +27,9 @@ def test_the_jobs_own_output_and_failing_exit_status_pass_through(tmp_path: Path
         ["run", "--headless", "--run-dir", str(tmp_path / "r"), "--", sys.executable, "-c", job]
     )
     assert result.returncode == 3
-    assert "hello from the job" in result.stdout
+    # On stderr, so that stdout is the report alone (`> report.txt`).
+    assert "hello from the job" in result.stderr.splitlines()
+    assert "hello from the job" not in result.stdout
     ending = read_record(tmp_path / "r" / "exit.json", ExitRecord)
     assert ending is not None and (ending.how, ending.exit_status) == ("crashed", 3)
     report = json.loads((tmp_path / "r" / "report.json").read_text())

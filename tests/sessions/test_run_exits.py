@@ -43,7 +43,11 @@ def test_a_job_that_crashes_shows_its_traceback_and_torchtop_exits_with_its_stat
     )
     assert result.returncode == 1, result.stderr[-2000:]
     assert LAST_LINE in result.stderr  # the job's own stderr, copied on as it came
+    # Its stdout too goes to stderr, said once: stdout is the report alone (`> report.txt`).
+    assert "trained" in result.stderr.splitlines() and "trained" not in result.stdout
+    assert "the job's output on stderr, the report on stdout" in result.stderr
     text = result.stdout
+    assert text.startswith("torchtop run · ")
     exit_at = text.index("EXIT  the job crashed with exit status 1")
     assert text.index(LAST_LINE) > exit_at and text.index("VERDICT") > exit_at  # cause first
     assert f"{tmp_path / 'run' / 'stderr.log'}" in text or "run/stderr.log" in text

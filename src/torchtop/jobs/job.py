@@ -53,12 +53,14 @@ Stream = IO[bytes] | int | None
 @dataclass(frozen=True)
 class Output:
     """Where the job's stdout and stderr go (appended). Stdout: a file, or the user's terminal
-    when None. Stderr: the file given, or else the run folder's `stderr.log`, copied on as it
-    is written to where stdout goes (the terminal's stderr, or the same file), so the last
-    lines of a failure can always be read back."""
+    when None (its stderr with `stdout_on_stderr`, where torchtop's own stdout holds the
+    report). Stderr: the file given, or else the run folder's `stderr.log`, copied on as it is
+    written to where stdout goes (the terminal's stderr, or the same file), so the last lines
+    of a failure can always be read back."""
 
     stdout: Path | None = None
     stderr: Path | None = None
+    stdout_on_stderr: bool = False
 
     @classmethod
     def log(cls, path: Path) -> Output:
@@ -75,7 +77,10 @@ class Output:
         """What `Popen` takes as stdout and stderr, open while `files` is; and how stderr is
         copied on."""
         stderr_path = self.stderr or layout.stderr_log
-        stdout, stderr = _append(files, self.stdout), _append(files, stderr_path)
+        stdout: Stream = _append(files, self.stdout)
+        if stdout is None and self.stdout_on_stderr:
+            stdout = 2  # the descriptor itself, as `copier` dups it: never a replaced sys.stderr
+        stderr = _append(files, stderr_path)
         if self.stderr is not None:
             return Streams(stdout, stderr, stderr_path, log=stderr_path, echo=False)
         return Streams(stdout, stderr, stderr_path, log=self.stdout or stderr_path, echo=True)
@@ -104,6 +109,8 @@ class Streams:
 
 
 TERMINAL = Output()
+BESIDE_REPORT = Output(stdout_on_stderr=True)
+"""The job's whole output on the terminal's stderr: `run --headless`, whose stdout is the report."""
 
 
 def _append(files: contextlib.ExitStack, path: Path | None) -> IO[bytes] | None:
@@ -222,7 +229,7 @@ def start(
     layout.create()
     base = dict(env) if env is not None else None
     job_env = job_environment(run_dir, base, overrides, windows) if agent else base
-    if output.stdout is not None:
+    if output.stdout is not None or output.stdout_on_stderr:
         job_env = line_by_line(job_env)
     with contextlib.ExitStack() as files:
         streams = output.open(files, layout)

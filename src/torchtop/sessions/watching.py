@@ -24,7 +24,7 @@ from torchtop.assess.snapshot import Snapshot
 from torchtop.attach.attach import check_target, naming, resolve
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
-from torchtop.jobs.job import TERMINAL, Output, start
+from torchtop.jobs.job import BESIDE_REPORT, Output, start
 from torchtop.jobs.records import (
     default_run_dir,
     environment_of,
@@ -95,12 +95,13 @@ def _run(
     on_tick: TickSink | None,
 ) -> int:
     run_dir, node = launched
-    # The job's own output goes to the terminal only where nothing else needs stdout: not
-    # under the dashboard, nor where stdout is the JSON report.
+    # The job's own output goes to the terminal only where nothing else needs it: not under the
+    # dashboard, nor where stdout is the JSON report; and there on stderr, as stdout ends with
+    # the text report, which a `> report.txt` must catch alone.
     to_terminal = options.headless and options.output_format != "json"
     job_log = None if to_terminal else RunLayout(run_dir).job_log
     env = {**os.environ, **config.tuned.env}
-    output = TERMINAL if job_log is None else Output.log(job_log)
+    output = BESIDE_REPORT if job_log is None else Output.log(job_log)
     # Read before the job starts: never measured while it runs (`sessions.cpu_peak_use`).
     context = dataclasses.replace(read_context(), cpu_peak=cached_peak(command, env))
     try:
@@ -118,6 +119,8 @@ def _run(
     except PermissionError:
         raise InputError(command[0], "not executable") from None
     print(f"torchtop: recording to {run_dir}", file=sys.stderr)
+    if job_log is None:
+        print("torchtop: the job's output on stderr, the report on stdout", file=sys.stderr)
     collectors = start_collectors(job.layout, job.pid, with_agent=True)
     with tensorboard_log(options.tensorboard, run_dir, on_tick) as on_tick:
         monitor = LiveMonitor(
