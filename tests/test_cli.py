@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gzip
 import json
@@ -19,7 +20,7 @@ import pytest
 from tests.conftest import RESNET_NW0, RULES_DIR, python_run
 from tests.synthetic import document, two_step_loop, write_json
 from torchtop import __version__
-from torchtop.cli import BLAS_THREAD_VARIABLES, main
+from torchtop.cli import BLAS_THREAD_VARIABLES, build_parser, main
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -422,6 +423,18 @@ def test_every_verbs_help_ends_with_an_example_of_that_verb(
     examples = shown.split("examples:", 1)
     assert len(examples) == 2, shown
     assert f"torchtop {verb} " in examples[1]
+
+
+def test_every_option_of_every_verb_says_what_it_does() -> None:
+    # `analyze --format` was once listed in its help with no word on what it did.
+    verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [
+        f"{verb} {action.option_strings[-1]}"
+        for verb, parser in verbs.choices.items()
+        for action in parser._actions
+        if action.option_strings and not action.help
+    ]
+    assert "analyze" in verbs.choices and silent == []
 
 
 @pytest.mark.parametrize("verb", [["attach", "1"], ["watch", "x"]])
