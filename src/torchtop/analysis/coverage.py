@@ -22,11 +22,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from torchtop.analysis.intervals import IntervalSet
-from torchtop.analysis.nesting import enclosing_top_level, top_level
+from torchtop.analysis.nesting import enclosing_top_level, innermost
 from torchtop.analysis.op_cost import modelled_operators, op_cost
 from torchtop.analysis.op_time import launchers
 from torchtop.analysis.steps import StepWindows, host_steps
-from torchtop.analysis.vocabulary import codes_where, distinct, is_comm_kernel
+from torchtop.analysis.vocabulary import codes_where, is_comm_kernel
 from torchtop.model.efficiency import Unmodelled
 from torchtop.traces.data import NO_ID, Floats, Ints, TraceData
 from torchtop.traces.shapes import decoded
@@ -109,26 +109,3 @@ def _why(trace: TraceData, op: int) -> tuple[str, str]:
     if op_cost(name, dims, types, concrete) is not None:
         return name, "outside the modelled operator inside it"
     return name, "arguments not modelled" if concrete else "no Concrete Inputs recorded"
-
-
-def innermost(
-    start_us: Floats, end_us: Floats, thread: Ints, at_us: Floats, at_thread: Ints
-) -> Ints:
-    """For each instant, the index of the innermost span of its thread that encloses it, or -1.
-    Level by level: the top-level spans, then the top-level spans of those left, and so on;
-    only spans inside one that enclosed an instant go on to the next level."""
-    result = np.full(len(at_us), -1, dtype=np.int64)
-    remaining = np.arange(len(start_us))
-    while len(remaining) and len(at_us):
-        s, e, t = start_us[remaining], end_us[remaining], thread[remaining]
-        found = enclosing_top_level(s, e, t, at_us, at_thread)
-        hit = found >= 0
-        result[hit] = remaining[found[hit]]
-        tops = top_level(s, e, t)
-        enclosing = distinct(found[hit])
-        below = np.ones(len(remaining), dtype=np.bool_)
-        below[tops] = False
-        # Keep the spans inside a top-level span that enclosed an instant.
-        parent = enclosing_top_level(s[enclosing], e[enclosing], t[enclosing], s, t)
-        remaining = remaining[below & (parent >= 0)]
-    return result

@@ -36,6 +36,7 @@ from torchtop.analysis.coverage import (
 )
 from torchtop.analysis.idle import idle_breakdown
 from torchtop.analysis.intervals import IntervalSet
+from torchtop.analysis.nesting import holds_another
 from torchtop.analysis.op_cost import OpCost, modelled_operators, op_cost
 from torchtop.analysis.op_time import has_device_work, operator_time_us
 from torchtop.analysis.peaks import match_device_info
@@ -124,8 +125,8 @@ def _counted(
     costed one inside it (`aten::to` to its `aten::copy_`)."""
     families = np.array([c.family if c is not None else "" for c in costs], dtype=object)
     matrix = np.isin(families[group], list(MATRIX_FAMILIES)) if len(group) else group == 0
-    outer = _outer(trace, index) & ~matrix
-    outer[matrix] = _outer(trace, index[matrix])
+    outer = _holds_another(trace, index) & ~matrix
+    outer[matrix] = _holds_another(trace, index[matrix])
     step_start, step_end, _, _ = host_steps(trace)
     kept = IntervalSet(step_start[: len(steps)], step_end[: len(steps)]).contains(
         trace.ops.start_us[index]
@@ -134,19 +135,9 @@ def _counted(
     return index[chosen], group[chosen]
 
 
-def _outer(trace: TraceData, index: Ints) -> npt.NDArray[np.bool_]:
-    """Which of the operators `index` hold another of them on their thread."""
+def _holds_another(trace: TraceData, index: Ints) -> npt.NDArray[np.bool_]:
     ops = trace.ops
-    start, end, thread = ops.start_us[index], ops.end_us[index], ops.thread[index]
-    order = np.lexsort((-end, start, thread))
-    # Operators nest properly: the next one in (thread, start, longest first) order is inside
-    # this one exactly when it starts before this one ends.
-    outer = np.zeros(len(order), dtype=np.bool_)
-    following = order[1:]
-    outer[order[:-1]] = (thread[following] == thread[order[:-1]]) & (
-        start[following] < end[order[:-1]]
-    )
-    return outer
+    return holds_another(ops.start_us[index], ops.end_us[index], ops.thread[index])
 
 
 Facts = tuple[str, bytes, OpCost, int, float]

@@ -9,7 +9,9 @@ Everything is a sort and a `searchsorted`: no Python statement per span or insta
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
+from torchtop.analysis.vocabulary import distinct
 from torchtop.traces.data import Floats, Ints
 
 
@@ -57,3 +59,39 @@ def enclosing_top_level(
     )  # fmt: skip
     result[inside] = candidate[inside]
     return result
+
+
+def innermost(
+    start_us: Floats, end_us: Floats, thread: Ints, at_us: Floats, at_thread: Ints
+) -> Ints:
+    """For each instant, the index of the innermost span of its thread that encloses it, or -1.
+    Level by level: the top-level spans, then the top-level spans of those left, and so on;
+    only spans inside one that enclosed an instant go on to the next level."""
+    result = np.full(len(at_us), -1, dtype=np.int64)
+    remaining = np.arange(len(start_us))
+    while len(remaining) and len(at_us):
+        s, e, t = start_us[remaining], end_us[remaining], thread[remaining]
+        found = enclosing_top_level(s, e, t, at_us, at_thread)
+        hit = found >= 0
+        result[hit] = remaining[found[hit]]
+        tops = top_level(s, e, t)
+        enclosing = distinct(found[hit])
+        below = np.ones(len(remaining), dtype=np.bool_)
+        below[tops] = False
+        # Keep the spans inside a top-level span that enclosed an instant.
+        parent = enclosing_top_level(s[enclosing], e[enclosing], t[enclosing], s, t)
+        remaining = remaining[below & (parent >= 0)]
+    return result
+
+
+def holds_another(start: Floats, end: Floats, thread: Ints) -> npt.NDArray[np.bool_]:
+    """Which of the spans hold another of them on their thread."""
+    order = np.lexsort((-end, start, thread))
+    # Spans nest properly: the next one in (thread, start, longest first) order is inside
+    # this one exactly when it starts before this one ends.
+    outer = np.zeros(len(order), dtype=np.bool_)
+    following = order[1:]
+    outer[order[:-1]] = (thread[following] == thread[order[:-1]]) & (
+        start[following] < end[order[:-1]]
+    )
+    return outer
