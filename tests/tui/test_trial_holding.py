@@ -31,9 +31,8 @@ def test_a_fix_that_holds_shows_what_the_trial_said_beside_the_job_since() -> No
     view = judged([0.1] * 30 + [0.105] * 10)  # 40 steps in 4.05 s: 9.88 steps/s, 1.98x
     lines = trial_text(view).plain.splitlines()
     assert len(lines) == 4 and lines[2].startswith("faster: kept: measured 2.00x")
-    assert (
-        lines[3]
-        == "trial said 2.00x (10.0 steps/s), since relaunch 1.98x (9.9 steps/s over 40 steps)"
+    assert lines[3] == (
+        "holds · trial said 2.00x (10.0 steps/s), since relaunch 1.98x (9.9 steps/s over 40 steps)"
     )
     assert not view.falls_short
 
@@ -42,7 +41,7 @@ def test_a_fix_that_falls_short_warns_first_and_offers_r() -> None:
     view = judged([0.1] * 20 + [0.14] * 20)  # 7.1 steps/s: short of 10, above the 5 before
     last = trial_text(view).plain.splitlines()[-1]
     assert view.falls_short and not view.gain_gone
-    assert last.startswith("⚠ falls short beyond noise · r: revert · trial said 2.00x")
+    assert last.startswith("⚠ no longer holds · r: revert · trial said 2.00x")
 
 
 def test_a_fix_whose_gain_has_gone_says_so_first_and_offers_r() -> None:
@@ -50,7 +49,7 @@ def test_a_fix_whose_gain_has_gone_says_so_first_and_offers_r() -> None:
     last = trial_text(view).plain.splitlines()[-1]
     assert view.falls_short and view.gain_gone
     assert last.startswith(
-        "⚠ the fix's gain has gone: no faster than before it · r: revert · trial said 2.00x"
+        "⚠ no longer holds: no faster than before the fix · r: revert · trial said 2.00x"
     )
 
 

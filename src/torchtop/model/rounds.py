@@ -26,6 +26,25 @@ FAILED = "failed"
 """A run of the trial failed: reverted, undecided."""
 CANCELLED = "cancelled"
 
+HOLDS = "holds"
+NO_LONGER_HOLDS = "no longer holds"
+NOT_JUDGED = "not judged yet"
+GAIN_GONE = "no faster than before the fix"
+"""A kept fix's later check, worded alike on the dashboard, in its revert dialog and in the
+report: it `holds` (the relaunched job runs as its trial said), it `no longer holds` (slower
+beyond noise and beyond what the trial's own runs allow; `GAIN_GONE` where it runs back at the
+rate before the fix), or it is `not judged yet` (too few steps)."""
+
+
+def holding_words(holds: bool | None, gain_gone: bool | None = None) -> str:
+    """`holds`, `no longer holds`, `no longer holds: no faster than before the fix`, or `not
+    judged yet`: the check's outcome as every surface names it."""
+    if holds is None:
+        return NOT_JUDGED
+    if holds:
+        return HOLDS
+    return f"{NO_LONGER_HOLDS}: {GAIN_GONE}" if gain_gone else NO_LONGER_HOLDS
+
 
 def outcome_words(outcome: str | None, kept: bool) -> str:
     """`faster: kept`, `slower: reverted`, `inconclusive: reverted`: the outcome as named on

@@ -291,7 +291,8 @@ class Holding:
     claimed_speedup: float | None
     claimed_steps_per_s: float | None
     holds: bool | None
-    """False: the recent span falls short of the trial beyond noise; None: too few steps yet."""
+    """False: no longer holds (the recent spans fall short of the trial beyond noise, or run
+    back at the rate before the fix); None: too few steps yet."""
     reason: str
     recent_steps: int = 0
     recent_steps_per_s: float | None = None

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding, format_value, gain_text
 from torchtop.model.report import RankReport, RankStanding, Report
-from torchtop.model.rounds import claim_text, outcome_words, predicted_text
+from torchtop.model.rounds import claim_text, holding_words, outcome_words, predicted_text
 from torchtop.model.trial_entry import TrialEntry
 from torchtop.report import communication
 from torchtop.report.contract import breakdown_steps, steps_per_s
@@ -296,8 +296,8 @@ def _since_relaunch(trial: TrialEntry, style: _Style) -> list[str]:
             else "no steady-state step"
         )
         said = f"trial said {claimed:.2f}x, " if claimed is not None else ""
-        word = {True: "holds", False: style("FALLS SHORT", "1;31"), None: "not judged"}
-        judged = style("GAIN GONE", "1;31") if since.gain_gone else word[since.holds]
+        judged = holding_words(since.holds, since.gain_gone)
+        judged = style(judged, "1;31") if since.holds is False else judged
         lines.append(f"     {said}since relaunch {figures}: {judged}")
         if since.holds is False and since.reason:
             lines.append(f"     {since.reason}")

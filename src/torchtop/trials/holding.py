@@ -13,10 +13,13 @@ long again to show in the whole-relaunch figure. A *span* is the newest steps th
 `recent_steps` steps and `recent_s` seconds; the fix *falls short* when, over each of the two
 newest spans (back to back, no step in both),
 
-1. its rate is below the trial's pooled "after" rate by more than `margin`: the larger of
-   `min_margin` and the spread of the trial's own "after" runs (max - min over their mean;
-   two variants measured a minute apart have differed by 25% on this machine, see
-   `trials.trial`). `min_margin` is 15%, the issue's own bar
+1. its rate is below the trial's pooled "after" rate by more than `margin`: `min_margin`
+   below the pooled rate, or below the trial's slowest "after" run where its runs differed
+   (two variants measured a minute apart have differed by 25% on this machine, see
+   `trials.trial`): what the trial itself saw at its slowest is not a shortfall. It was the
+   runs' spread (max - min over their mean), which has no bound: runs of 31 and 9 steps/s
+   spread 112%, and "holds" was said of a job 69% below its trial. `min_margin` is 15%, the
+   issue's own bar
    for a trial's claim to count as honest; the relaunched job pays for what the trial's runs
    did not (the collectors, the dashboard's own ticks and trace analysis on the same cores):
    a planted starved job at 185 steps/s in its trial ran at 163 under the dashboard, 12% less,
@@ -25,8 +28,9 @@ newest spans (back to back, no step in both),
    U at `alpha` (the trial's own test and alpha), so a burst of slow batches that leaves the
    typical step alone is not a shortfall.
 
-The fix's *gain has gone* when it falls short so, and over both spans the job runs within that
-margin of the trial's "before" rate: it is back where it was before the fix (a kept
+The fix's *gain has gone* when, over both spans, the job runs slower than the trial's "after"
+steps beyond noise and within `min_margin` of the trial's "before" rate: it is back where it was
+before the fix, whatever the trial's spread allows (a kept
 `OMP_PROC_BIND=close` measured 1.53x in its trial read 1.09x since relaunch, back at the
 pre-trial rate). The dashboard then offers the revert (`r`) and says why; it never restarts the
 user's job on its own.
@@ -38,7 +42,8 @@ span falls short by chance now and then (in noise with no shortfall, 2 s spans o
 job: 22 of 7,600 checks for one span, none for two; 10 s spans, the default: none of 17,100), while
 a real shortfall lasts. The price is the delay: a fix that stops paying is named once two spans
 of slow steps were seen. Until two spans were
-recorded there is no judgement (`holds` is None), never a guess.
+recorded there is no judgement (`holds` is None), never a guess. The words are
+`model.rounds.holding_words`: "holds", "no longer holds", the same on every surface.
 Pure: step times and the trial's numbers in, a `Holding` (`model.trials`: the dashboard shows
 it) out; `trials.tracked` feeds it.
 """
@@ -48,6 +53,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from torchtop.model.rounds import GAIN_GONE, HOLDS, NO_LONGER_HOLDS
 from torchtop.model.trials import Holding, steps_per_s
 from torchtop.trials.stats import mann_whitney_p
 
@@ -100,6 +106,15 @@ class TrialClaim:
             return 0.0
         return (max(rates) - min(rates)) / (sum(rates) / len(rates))
 
+    def allowed_shortfall(self, min_margin: float) -> float:
+        """How far below the pooled "after" rate a relaunch may run and still hold: `min_margin`
+        below the slowest "after" run (the pooled rate itself with one run), as a share."""
+        pooled = self.after_steps_per_s
+        rates = [r for r in (steps_per_s(run) for run in self.after_runs_wall_s) if r is not None]
+        if pooled is None or len(rates) < 2 or min(rates) >= pooled:
+            return min_margin
+        return 1.0 - min(rates) / pooled * (1.0 - min_margin)
+
 
 def check_holding(
     walls_s: Sequence[float],
@@ -133,37 +148,46 @@ def check_holding(
     claimed = claim.after_steps_per_s
     if spans is None or claimed is None:
         return _too_few(head, test)
-    margin = max(test.min_margin, claim.spread)
+    margin = claim.allowed_shortfall(test.min_margin)
     judged = [_judge(span, claim.after_wall_s, claimed) for span in spans]
     both = all(below > margin and p < test.alpha for _, below, p in judged)
     short = both or (was_short and judged[0][1] > margin)
+    # Back at the rate before the fix, beyond noise: gone, however wide the trial's runs were.
+    gone = all(r < base * (1.0 + test.min_margin) and p < test.alpha for r, _, p in judged)
     rate, below, p_value = judged[0]
-    gone = short and all(_rate(span) < base * (1.0 + margin) for span in spans)
     said = (
         f"the last {len(spans[0])} steps ran at {rate:.2f} steps/s, "
         f"{_below(below)} the trial's {claimed:.2f}"
     )
     if gone:
         why = (
-            f"the fix's gain has gone: {said} and within {margin:.0%} of the "
-            f"{base:.2f} before the fix, as did the {len(spans[1])} before"
+            f"{NO_LONGER_HOLDS}: {GAIN_GONE}: {said}, within {test.min_margin:.0%} of the "
+            f"{base:.2f} before it, as did the {len(spans[1])} before"
         )
     elif both:
-        why = f"falls short of the trial beyond noise: {said}, as did the {len(spans[1])} before"
+        why = f"{NO_LONGER_HOLDS}: {said}, as did the {len(spans[1])} before"
     elif short:
-        why = f"still falls short of the trial: {said}"
+        why = f"{NO_LONGER_HOLDS} (as at the last check): {said}"
     else:
-        why = f"holds: {said}"
+        why = f"{HOLDS}: {said}"
+    failing = short or gone
     return replace(
         head,
-        holds=not short,
-        gain_gone=gone if short else False,
-        reason=f"{why} (margin {margin:.0%}, p={p_value:.2g})",
+        holds=not failing,
+        gain_gone=gone,
+        reason=f"{why} ({_allowed(margin, test.min_margin)}; p={p_value:.2g})",
         recent_steps=len(spans[0]),
         recent_steps_per_s=rate,
-        p_value=max(p for _, _, p in judged) if short else p_value,
+        p_value=max(p for _, _, p in judged) if failing else p_value,
         margin=margin,
     )
+
+
+def _allowed(margin: float, min_margin: float) -> str:
+    """`15% below it is allowed`, and where the trial's slowest run set it, so."""
+    if margin > min_margin:
+        return f"{margin:.0%} below it is allowed: its slowest run, less {min_margin:.0%}"
+    return f"{margin:.0%} below it is allowed"
 
 
 def _judge(

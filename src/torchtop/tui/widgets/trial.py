@@ -6,9 +6,9 @@ in two columns (the job as it ran, and with the fix); at the end the pooled rate
 with the finding's predicted bound beside it, and whether the fix was kept (the job now runs
 with it) or reverted (the job runs as before), with the rounds' interval. After a kept fix a
 fourth line follows the relaunched job: what the trial said against what the job has done since
-(a `Holding`), in the warning colour with `r: revert` when it falls short of the trial beyond
-noise, and saying the fix's gain has gone when the job is no faster than before the fix, until
-the user reverts. `TrialView` is the state; the panel draws it.
+(a `Holding`), after the check's word as every surface says it (`holds`, `no longer holds`:
+`model.rounds.holding_words`), in the warning colour with `r: revert` when it no longer holds,
+until the user reverts. `TrialView` is the state; the panel draws it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from textual.widgets import Static
 
 from torchtop.model.rounds import (
     FAILED,
+    NO_LONGER_HOLDS,
     estimate_claim,
+    holding_words,
     outcome_text,
     outcome_words,
     predicted_text,
@@ -194,13 +196,14 @@ def since_text(view: TrialView) -> Text:
         if view.revert.cancelled:
             return Text("revert cancelled: torchtop is quitting", style=MUTED)
         return Text(f"reverted by you: the job runs without the fix again ({figures})", MUTED)
-    if view.gain_gone:
-        # The warning first: a narrow terminal cuts the end of the line.
-        warning = "⚠ the fix's gain has gone: no faster than before it · r: revert"
-        return Text(f"{warning} · {figures}", SHORT_STYLE)
+    holding = view.holding
+    if holding is None:
+        return Text("")
+    said = holding_words(holding.holds, holding.gain_gone)
     if view.falls_short:
-        return Text(f"⚠ falls short beyond noise · r: revert · {figures}", SHORT_STYLE)
-    return Text(figures, style="" if view.holding and view.holding.holds else MUTED)
+        # The warning first: a narrow terminal cuts the end of the line.
+        return Text(f"⚠ {said} · r: revert · {figures}", SHORT_STYLE)
+    return Text(f"{said} · {figures}", style="" if holding.holds else MUTED)
 
 
 class TrialPanel(Static):
@@ -245,8 +248,7 @@ class TrialPanel(Static):
         elif view.revert is not None and not view.revert.cancelled:
             self.border_title, self.border_subtitle = "Trial · kept, then reverted by you", ""
         elif view.falls_short and view.kept_and_running:
-            since = "gain gone" if view.gain_gone else "falls short"
-            self.border_title = f"Trial · {outcome_word(outcome)} · {since} since relaunch"
+            self.border_title = f"Trial · {outcome_word(outcome)} · {NO_LONGER_HOLDS}"
             self.border_subtitle = "r: revert"
         else:
             self.border_title, self.border_subtitle = f"Trial · {outcome_word(outcome)}", ""
