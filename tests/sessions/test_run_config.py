@@ -4,6 +4,9 @@ broken or missing file as one line naming it."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,14 +54,57 @@ def test_the_file_in_the_working_folder_turns_the_original_command_into_the_tune
     )
 
 
-def test_no_command_runs_the_files_command_and_another_command_runs_as_given(
-    folder: Path,
-) -> None:
+def test_no_command_runs_the_files_command(folder: Path) -> None:
     assert resolve_config(None, False, [], folder).command == TUNED_COMMAND
+
+
+def test_the_folders_file_is_not_applied_to_another_command(folder: Path) -> None:
     other = resolve_config(None, False, ["python", "eval.py"], folder)
+    assert (other.path, other.command) == (None, ("python", "eval.py"))
+    assert (other.tuned.env, other.tuned.overrides) == ({}, {})
+    (line,) = other.announcement()
+    assert "not applying ./torchtop.toml: it was tuned for `python train.py`" in line
+    assert "--config torchtop.toml" in line
+
+
+def test_config_applies_the_file_to_another_command_without_rewriting_it(folder: Path) -> None:
+    other = resolve_config(str(folder / "torchtop.toml"), False, ["python", "eval.py"], folder)
     assert other.command == ("python", "eval.py")
-    assert "another one" in other.announcement()[0]
     assert other.tuned.env["OMP_NUM_THREADS"] == "1"
+    assert "the file's command is for another one" in other.announcement()[0]
+
+
+SEES = """\
+import json, os, sys
+seen = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "TORCHTOP_OVERRIDES")}
+open(sys.argv[1], "w").write(json.dumps(seen))
+"""
+
+
+def test_a_script_beside_the_tuned_one_runs_with_nothing_of_its_file(tmp_path: Path) -> None:
+    """`torchtop.toml` tuned for slow.py; `run -- python train.py` in the same folder once took
+    its environment and overrides, said only as "(the file's command is for another one)"."""
+    (tmp_path / "torchtop.toml").write_text(
+        'command = ["python", "slow.py", "--workers", "3"]\n'
+        'original_command = ["python", "slow.py"]\n'
+        '[env]\nOMP_NUM_THREADS = "3"\n[overrides]\n"dataloader.num_workers" = 3\n'
+    )
+    (tmp_path / "train.py").write_text(SEES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCHTOP_", "OMP_"))}
+    torchtop = [sys.executable, "-m", "torchtop", "run", "--headless", "--run-dir", "run"]
+    result = subprocess.run(
+        [*torchtop, "--", sys.executable, "train.py", "seen.json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert seen == {"OMP_NUM_THREADS": None, "TORCHTOP_OVERRIDES": None}
+    said = [line for line in result.stderr.splitlines() if "torchtop.toml" in line]
+    assert len(said) == 1 and "tuned for `python slow.py`" in said[0], said
 
 
 def test_no_config_applies_nothing_even_with_a_file_in_the_folder(folder: Path) -> None:

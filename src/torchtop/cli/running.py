@@ -37,7 +37,8 @@ def register_run(verbs: Verbs) -> None:
     run.add_argument(
         "--config",
         metavar="FILE",
-        help="a torchtop.toml to apply (default: ./torchtop.toml when present; tune writes it)",
+        help="a torchtop.toml to apply, whatever command it was tuned for (default: "
+        "./torchtop.toml when it was tuned for this command; tune writes it)",
     )
     run.add_argument(
         "--no-config", action="store_true", help="apply no torchtop.toml, even ./torchtop.toml"

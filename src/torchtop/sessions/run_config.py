@@ -4,9 +4,15 @@
 reproduces the tuned job: `--config FILE`, else `./torchtop.toml` when present, unless
 `--no-config`. The file's `[env]` is set and its `[overrides]` are passed to the agent. Its
 `command` replaces the user's when the user gave none, or gave the command tune was given
-(`original_command`): another command runs as given (the file was tuned for a different
-one, and rewriting it would surprise). What was applied is announced on stderr, in two lines,
-so that a run never silently differs from the command typed.
+(`original_command`).
+
+The file in the working folder is keyed to its command: it was tuned for one script, and the
+folder may hold others (`slow.py` tuned, `train.py` beside it), whose speed its settings say
+nothing of. So another command runs as given with nothing of the file applied, and one line
+says so and how to apply it anyway: `--config FILE`, which applies the file's environment and
+overrides to whatever command it is given (the command itself is never rewritten to another).
+What was applied is announced on stderr, in two lines, so that a run never silently differs
+from the command typed.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ class RunConfig:
     """The file as read (empty when none applies): `run` starts the job with its `env` and
     `overrides`."""
     command_note: str = ""
+    passed_over: Tuned | None = None
+    """The working folder's file, not applied: it was tuned for another command."""
 
     def plan(self, base: LaunchPlan) -> LaunchPlan:
         """The plan the job was launched with, for trials and relaunches from the dashboard."""
@@ -40,6 +48,12 @@ class RunConfig:
         return replace(base, env=env, overrides={**base.overrides, **self.tuned.overrides})
 
     def announcement(self) -> list[str]:
+        if self.passed_over is not None:
+            tuned_for = shlex.join(self.passed_over.original_command or self.passed_over.command)
+            return [
+                f"torchtop: not applying ./{TUNED_FILE}: it was tuned for `{tuned_for}`, not "
+                f"this command (`--config {TUNED_FILE}` applies it anyway)"
+            ]
         if self.path is None:
             return []
         tuned = self.tuned
@@ -69,8 +83,16 @@ def resolve_config(
         if not path.is_file():
             return RunConfig(None, given)
     tuned = load_tuned(path)
+    if option is None and not _keyed_to(tuned, given):
+        return RunConfig(None, given, passed_over=tuned)
     runs, note = _command(tuned, given)
     return RunConfig(path, runs, tuned, note)
+
+
+def _keyed_to(tuned: Tuned, given: tuple[str, ...]) -> bool:
+    """Whether the folder's file speaks for `given`: its own command, the one tune was given,
+    or none (`run` alone runs the file's); a file that names no command speaks for any."""
+    return not given or not tuned.command or given in (tuned.command, tuned.original_command)
 
 
 def _command(tuned: Tuned, given: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
