@@ -17,7 +17,13 @@ from tests.exporters.scrape import one, scrape, values
 from tests.fake_run import FakeRun
 from torchtop.assess.snapshot import Snapshot
 from torchtop.diagnosis.rules import load_rules
-from torchtop.exporters.metrics import METRICS, RunMetrics, metric_name, snapshot_families
+from torchtop.exporters.metrics import (
+    LONG_RUN_METRICS,
+    METRICS,
+    RunMetrics,
+    metric_name,
+    snapshot_families,
+)
 from torchtop.exporters.metrics_server import serve_metrics
 from torchtop.jobs.job import Output, start
 from torchtop.live.watch import LiveMonitor
@@ -56,8 +62,9 @@ def test_every_metric_of_the_catalogue_comes_from_a_tick_with_steps_and_a_gpu(
     _with_gpu_sample(fake_run)
     snapshot = _tick(fake_run)
     families = snapshot_families(snapshot, "run-a", "node-a", 1234.5)
-    # MFU needs a profiler window with shapes and a peak: tests/exporters/test_metrics_mfu.py
-    assert {metric_name(f) for f in families} == set(METRICS) - {"torchtop_mfu"}
+    # MFU needs a profiler window with shapes and a peak: tests/exporters/test_metrics_mfu.py;
+    # the long run's, memory that grows or stalls that recur: tests/assess/test_long_run_jobs.py
+    assert {metric_name(f) for f in families} == set(METRICS) - {"torchtop_mfu", *LONG_RUN_METRICS}
     by_name = {metric_name(f): f for f in families}
     for family in families:
         spec = METRICS[metric_name(family)]

@@ -95,6 +95,48 @@ METRICS: dict[str, str] = {
     "memory_batch_factor_max": "the largest multiple of the current batch predicted to fit in "
     "device memory (activations grow with the batch; weights and optimizer state do not)",
     "rss_peak_bytes": "the training process's highest resident set at a step end (live), bytes",
+    # The long run (`assess.long_run`): over every step, not the newest windows.
+    "rss_growth_bytes_per_step": "steady growth of the host RSS over the run (Theil-Sen "
+    "slope over step numbers, `analysis.growth`), bytes a step; None where it does not grow",
+    "rss_growth_bytes_per_hour": "the same at the run's step rate, bytes an hour",
+    "rss_growth_seconds_to_limit": "seconds until the host RSS reaches the nearest known "
+    "limit at this rate; None where no limit is known",
+    "rss_growth_rank": "the process whose host RSS grows fastest",
+    "rss_growth_first_step": "the first step of the growing series",
+    "rss_growth_last_step": "the last step of the growing series",
+    "rss_growth_rate": "the growth in words: per step, per hour, time to the limit",
+    "rss_growth_where": "the job's line most stacks sampled while it grew were in",
+    "cuda_growth_bytes_per_step": "steady growth of the device allocated memory (Theil-Sen "
+    "slope over step numbers, `analysis.growth`), bytes a step; None where it does not grow",
+    "cuda_growth_bytes_per_hour": "the same at the run's step rate, bytes an hour",
+    "cuda_growth_seconds_to_limit": "seconds until it fills the device's capacity at this rate; "
+    "None where the capacity is not known",
+    "cuda_growth_rank": "the process whose device allocated memory grows fastest",
+    "cuda_growth_first_step": "the first step of the growing series",
+    "cuda_growth_last_step": "the last step of the growing series",
+    "cuda_growth_rate": "the growth in words: per step, per hour, time to the limit",
+    "cuda_growth_where": "the job's line most stacks sampled while it grew were in",
+    "cuda_fragmentation_bytes": "device memory the caching allocator reserves above the step's "
+    "peak allocated (median over the newest quarter of the run), bytes",
+    "cuda_fragmentation_share": "that over the memory reserved (0-1)",
+    "stall_period_steps": "steps between stalls that recur on a schedule (`analysis.stalls`); "
+    "None where no slow steps recur",
+    "stall_period_s": "seconds between those stalls (median)",
+    "stall_count": "stalls (one that spills into the next step counted once)",
+    "stall_cost_s": "the time a stall adds to its step (mean), seconds",
+    "stall_share_lost": "the stalls' added time over the run's step time (0-1)",
+    "stall_typical_step_s": "the median step's wall time, seconds",
+    "stall_samples": "main-thread stacks sampled during the stalls",
+    "stall_where": "the job's line most stacks sampled during the stalls were in",
+    "stall_in_checkpoint": "the stalls' stacks save a checkpoint (torch.save, a save function)",
+    "stall_in_evaluation": "the stalls' stacks run an evaluation",
+    "stall_in_dataloader": "the stalls' stacks start a DataLoader's iterator (its workers)",
+    "stall_in_logging": "the stalls' stacks log (logging, print, TensorBoard, wandb)",
+    "drift_fall_share": "how far steps/s fell from the first third of the run to the last "
+    "(0-1, `analysis.drift`); None where it held its speed",
+    "drift_early_steps_per_s": "steps/s over the first third of the run (bucket medians)",
+    "drift_late_steps_per_s": "steps/s over the last third of the run (bucket medians)",
+    "drift_since_step": "the first step of the first bucket under the midpoint of the two rates",
     # Copies.
     "htod_bytes_per_step": "host-to-device bytes copied per step",
     "htod_gb_per_s": "achieved host-to-device bandwidth, GB/s",

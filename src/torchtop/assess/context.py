@@ -10,9 +10,11 @@ building its own) with `read_context`, the one function here that looks outside.
 from __future__ import annotations
 
 import os
+import resource
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchtop.advice.machine import Machine, cached_machine
@@ -41,6 +43,10 @@ class Context:
     cpu_peak: Peak | None = None
     """This machine's measured CPU peak, read by the launcher before the job started (never
     measured while it runs): a CPU-only job's MFU is counted against it; None: no MFU."""
+    memory_limits: tuple[tuple[str, int], ...] = ()
+    """The host memory limits a job started from here inherits, by name (`cgroup memory.max`,
+    `RLIMIT_AS`): the time a growing job has left (`assess.long_run`); physical RAM is the
+    run's own host samples'."""
 
 
 def read_context(environ: Mapping[str, str] = os.environ, frames: bool = False) -> Context:
@@ -51,7 +57,49 @@ def read_context(environ: Mapping[str, str] = os.environ, frames: bool = False) 
         hostname=socket.gethostname(),
         frames=_frame_patterns() if frames else None,
         no_step_hint_s=float(environ.get(NO_STEP_HINT_VARIABLE, NO_STEP_HINT_S)),
+        memory_limits=read_memory_limits(),
     )
+
+
+def read_memory_limits(cgroup_root: Path = Path("/sys/fs/cgroup")) -> tuple[tuple[str, int], ...]:
+    """This process's cgroup memory limit and address-space limit, where set: what a job it
+    starts inherits."""
+    limits: list[tuple[str, int]] = []
+    cgroup = _cgroup_limit(cgroup_root)
+    if cgroup is not None:
+        limits.append(cgroup)
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        limits.append(("RLIMIT_AS", soft))
+    return tuple(limits)
+
+
+def _cgroup_limit(root: Path) -> tuple[str, int] | None:
+    """The memory limit of this process's own cgroup (`/proc/self/cgroup`: v2's unified
+    `memory.max`, v1's memory controller's `memory.limit_in_bytes`); None where unlimited or
+    unreadable. v1 writes "unlimited" as a huge number, kept out at 2**60."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) < 3:
+            continue
+        place = parts[2].lstrip("/")
+        if parts[0] == "0" and not parts[1]:
+            file = root / place / "memory.max"
+        elif "memory" in parts[1].split(","):
+            file = root / "memory" / place / "memory.limit_in_bytes"
+        else:
+            continue
+        try:
+            text = file.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2**60:
+            return f"cgroup {file.name}", int(text)
+    return None
 
 
 def with_frames(context: Context) -> Context:

@@ -35,6 +35,7 @@ from torchtop.assess.ending import died_of_memory, ending_note, job_exit
 from torchtop.assess.live_memory import live_memory, live_memory_metrics, with_nvml
 from torchtop.assess.live_modules import live_module_tree
 from torchtop.assess.loader_cpu import loader_cpu_metrics
+from torchtop.assess.long_run import long_run, with_long_run_findings, with_places
 from torchtop.assess.node_share import ddp_metrics, node_machine, node_metrics
 from torchtop.assess.nodes import node_reports
 from torchtop.assess.rank_cache import RankCache, RankEntry, evidence_steps, rank_verdict
@@ -240,8 +241,12 @@ def assess(
     rank_reports = _rank_reports(state, entries, tree, cache)
     judged = judged_metrics([(r.analysis.label, r.standing) for r in rank_reports])
     job = replace(job, metrics={**job.metrics, **judged})
+    # Memory growth, periodic stalls and drift: over every step, not the newest windows.
+    whole = long_run(state, context)
+    job = replace(job, metrics={**job.metrics, **whole.metrics})
     verdict = diagnose(tree, job.metrics, evidence_steps(job, first))
-    verdict = _resolved(verdict, state, job.metrics, context)
+    verdict = with_long_run_findings(verdict, tree, job.metrics)
+    verdict = with_places(_resolved(verdict, state, job.metrics, context), whole.places)
     steps = job.metrics.get("steps_count")
     needed = tree.settings.live_min_steps
     if isinstance(steps, int) and steps < needed:
@@ -274,6 +279,7 @@ def assess(
         exit=ending,
         out_of_memory=died_of_memory(ending, job),
         settings=recorded_settings(state),
+        timeline=whole.timeline,
     )
 
 

@@ -7,20 +7,37 @@ journals alone (no parsing of records, only sizes), the way `assess.ranks` tells
 records: a journal that has steps and stopped growing `silent_after_s` ago while another one
 that steps grew since. Each silence is named once; a journal that grows again is watched anew.
 
+A step that runs long (a checkpoint save every 40 steps, an evaluation) is where the long
+run's stalls are located (`assess.long_run`), and a dump every few seconds seldom falls inside
+one. `SilenceWatch.newly_slow` names, once per quiet spell, a rank whose journal has been
+quiet (by its file's modification time) for `SLOW_FACTOR` times its usual quiet at a tick and
+at least `SLOW_MIN_S`: the agent writes its steps every 50 ms or each step, whichever is
+longer, so a journal of short steps that stops growing is inside a long step. Its usual quiet
+is the lower quartile of its recent ones: stalls may take half the ticks (a 1 s checkpoint
+every second of steps), and a median among them would call the stalls usual.
+
 `StacksSchedule` is the stacks sampler's function: a full dump of the job every `every_s`,
-and between them a dump of only the newly silent ranks.
+and between them a dump of only the newly silent ranks, or else of the ranks inside a long
+step.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from torchtop.runs.records import StacksSample, Unavailable
 
+SLOW_MIN_S = 0.25
+SLOW_FACTOR = 4.0
+SLOW_HISTORY = 30
+"""Ticks of quiet remembered per journal for its usual quiet (their lower quartile)."""
+SLOW_AFTER_TICKS = 5
+"""No long step is named before this many ticks of a journal's steps were seen."""
 STEP_MARK = b'"kind":"step"'
 READ_FOR_STEP_BYTES = 1 << 20
 """A journal is read (its new bytes) for a first step record at most this far."""
@@ -34,6 +51,12 @@ class _Journal:
     steps: bool = False
     named: bool = False
     """Named silent already, since it last grew."""
+    modified_t: float = 0.0
+    """Its modification time (Unix time), as of the last scan."""
+    quiet_s: deque[float] = field(default_factory=lambda: deque(maxlen=SLOW_HISTORY))
+    """Its quiet at each of the recent scans since it had steps."""
+    named_slow: bool = False
+    """Named inside a long step already, since it last grew."""
 
 
 class SilenceWatch:
@@ -47,9 +70,10 @@ class SilenceWatch:
         silent_after_s: float,
         peers: Callable[[], Iterable[Path]] = tuple,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.own, self.silent_after_s = own, silent_after_s
-        self._peers, self._clock = peers, clock
+        self._peers, self._clock, self._wall = peers, clock, wall
         self._journals: dict[Path, _Journal] = {}
 
     def newly_silent(self) -> list[int]:
@@ -74,20 +98,40 @@ class SilenceWatch:
                 found.append(int(path.stem.removeprefix("agent-")))
         return found
 
+    def newly_slow(self) -> list[int]:
+        """The pids of this node's ranks that are inside a step far longer than their usual,
+        each named once until its journal grows again."""
+        now_t = self._wall()
+        found = []
+        for path, journal in self._scan(self.own, self._clock()):
+            if not journal.steps:
+                continue
+            quiet = max(now_t - journal.modified_t, 0.0)
+            usual = sorted(journal.quiet_s)[len(journal.quiet_s) // 4] if journal.quiet_s else 0
+            ready = len(journal.quiet_s) >= SLOW_AFTER_TICKS
+            journal.quiet_s.append(quiet)
+            if ready and not journal.named_slow and quiet >= max(SLOW_MIN_S, SLOW_FACTOR * usual):
+                journal.named_slow = True
+                found.append(int(path.stem.removeprefix("agent-")))
+        return found
+
     def _scan(self, folder: Path, now_s: float) -> list[tuple[Path, _Journal]]:
         seen = []
         for path in sorted(folder.glob("agent-*.jsonl")):
             if not path.stem.removeprefix("agent-").isdigit():
                 continue
             try:
-                size = path.stat().st_size
+                status = path.stat()
             except OSError:
                 continue
+            size = status.st_size
             journal = self._journals.setdefault(path, _Journal(grew_s=now_s))
+            journal.modified_t = status.st_mtime
             if size != journal.size:
                 if not journal.steps:
                     journal.steps = _has_step(path, journal.size, size)
                 journal.size, journal.grew_s, journal.named = size, now_s, False
+                journal.named_slow = False
             seen.append((path, journal))
         return seen
 
@@ -128,4 +172,5 @@ class StacksSchedule:
         if self._full_s is None or now_s - self._full_s >= self.every_s:
             self._full_s = now_s
             return self.stacks.sample()
-        return None
+        slow = self.silence.newly_slow()
+        return self.stacks.sample(only=slow) if slow else None

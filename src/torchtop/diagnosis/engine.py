@@ -91,6 +91,15 @@ def diagnose(tree: RuleTree, metrics: Metrics, units: Sequence[StepCost] = ()) -
     )
 
 
+def standing_findings(tree: RuleTree, metrics: Metrics, ids: Sequence[str]) -> tuple[Finding, ...]:
+    """The findings of the rules `ids` that held (their parents too), whatever the verdict:
+    the long run's (memory growth, stalls on a schedule) are read over every step, not from
+    the step's breakdown, so a verdict left unknown for thin profiler evidence keeps them."""
+    fired = fired_rules(tree, metrics)
+    shares = recoverable_shares(tree, fired, metrics)
+    return tuple(_finding(tree, tree.rules[r], metrics, shares) for r in fired if r in ids)
+
+
 def _unexplained(
     tree: RuleTree,
     verdict: str,

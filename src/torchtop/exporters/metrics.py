@@ -33,7 +33,7 @@ from prometheus_client.core import (
 
 from torchtop.analysis.metric_names import CLASSES
 from torchtop.assess.snapshot import Snapshot
-from torchtop.model.analysis import RankAnalysis
+from torchtop.model.analysis import Metrics, RankAnalysis
 from torchtop.model.report import RankReport, Report
 from torchtop.report.contract import BREAKDOWN_KEYS, steps_per_s
 from torchtop.runs.records import GpuDevice
@@ -107,6 +107,24 @@ METRICS: dict[str, MetricSpec] = {
     "torchtop_gpu_temperature_celsius": MetricSpec(
         "gauge", GPU_LABELS, "GPU temperature, nvidia-smi temperature.gpu."
     ),
+    "torchtop_memory_growth_bytes_per_second": MetricSpec(
+        "gauge",
+        (*RUN_LABELS, "memory"),
+        "Steady memory growth over the run (host: the resident set; device: allocated), at the "
+        "run's step rate; absent where memory does not grow steadily.",
+    ),
+    "torchtop_memory_seconds_to_limit": MetricSpec(
+        "gauge",
+        (*RUN_LABELS, "memory"),
+        "Seconds until that growth reaches the nearest known limit at this rate.",
+    ),
+    "torchtop_stall_lost_ratio": MetricSpec(
+        "gauge",
+        RUN_LABELS,
+        "Share of the run's step time (0-1) lost to stalls that recur every N steps; absent "
+        "where no slow steps recur.",
+    ),
+    "torchtop_stall_period_steps": MetricSpec("gauge", RUN_LABELS, "Steps between those stalls."),
     "torchtop_update_timestamp_seconds": MetricSpec(
         "gauge", RUN_LABELS, "Unix time of the tick these values come from; stale if it stops."
     ),
@@ -164,6 +182,7 @@ def snapshot_families(snapshot: Snapshot, run: str, node: str, now_s: float) -> 
             reading = read(device)
             if reading is not None:
                 _gauge(families, name).add_metric([run, node, str(device.index)], reading)
+    _add_long_run(families, snapshot.report.job.metrics, [run, node])
     _gauge(families, "torchtop_update_timestamp_seconds").add_metric([run, node], now_s)
     return [family for family in families.values() if family.samples]
 
@@ -232,6 +251,35 @@ def _add_rank(families: Mapping[str, Metric], analysis: RankAnalysis, labels: li
     mfu = analysis.efficiency.mfu if analysis.efficiency is not None else None
     if mfu is not None:
         _gauge(families, "torchtop_mfu").add_metric(labels, mfu)
+
+
+LONG_RUN_GAUGES = {
+    "torchtop_stall_lost_ratio": "stall_share_lost",
+    "torchtop_stall_period_steps": "stall_period_steps",
+}
+MEMORY_FAMILIES = {"host": "rss_growth", "device": "cuda_growth"}
+LONG_RUN_METRICS = (
+    *LONG_RUN_GAUGES,
+    "torchtop_memory_growth_bytes_per_second",
+    "torchtop_memory_seconds_to_limit",
+)
+"""Present only once the whole run shows memory growing or stalls recurring."""
+
+
+def _add_long_run(families: Mapping[str, Metric], metrics: Metrics, labels: list[str]) -> None:
+    """The long run's figures (`assess.long_run`), where they were found."""
+    for name, key in LONG_RUN_GAUGES.items():
+        value = _number(metrics.get(key))
+        if value is not None:
+            _gauge(families, name).add_metric(labels, value)
+    for memory, family in MEMORY_FAMILIES.items():
+        per_hour = _number(metrics.get(f"{family}_bytes_per_hour"))
+        if per_hour is not None:
+            rate = _gauge(families, "torchtop_memory_growth_bytes_per_second")
+            rate.add_metric([*labels, memory], per_hour / 3600)
+        left = _number(metrics.get(f"{family}_seconds_to_limit"))
+        if left is not None:
+            _gauge(families, "torchtop_memory_seconds_to_limit").add_metric([*labels, memory], left)
 
 
 def _new_families() -> dict[str, Metric]:

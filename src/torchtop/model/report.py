@@ -9,6 +9,7 @@ from torchtop.model.attach import AttachTarget, SamplerCost
 from torchtop.model.findings import Verdict
 from torchtop.model.memory import OutOfMemory
 from torchtop.model.settings import JobSettings
+from torchtop.model.timeline import Timeline
 from torchtop.model.trial_entry import TrialEntry
 
 
@@ -185,6 +186,8 @@ class Report(msgspec.Struct, frozen=True):
     """`attach` without an agent: what its native stack sampler costs now (the header)."""
     settings: JobSettings | None = None
     """What a recorded run ran with (its launch and its agent's settings); None for a trace."""
+    timeline: Timeline | None = None
+    """The whole run in buckets of time (steps/s, memory, stalls); None for a trace."""
 
 
 class SkippedTrace(msgspec.Struct, frozen=True):

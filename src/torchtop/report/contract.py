@@ -24,6 +24,7 @@ from torchtop.model.trace import TraceInfo
 from torchtop.model.trial_entry import TrialEntry, entry_json
 from torchtop.report.communication import messages_json, overlap_json
 from torchtop.report.efficiency import efficiency_json
+from torchtop.report.long_run import long_run_fields, timeline_json
 from torchtop.report.memory import memory_json, modules_json, out_of_memory_json
 from torchtop.report.relaunch import relaunch_json
 from torchtop.report.settings import settings_json
@@ -112,6 +113,8 @@ def report_to_json(report: Report) -> Document:
         document["out_of_memory"] = out_of_memory_json(report.out_of_memory)
     if report.settings is not None:
         document["settings"] = settings_json(report.settings)
+    if report.timeline is not None:
+        document["timeline"] = timeline_json(report.timeline)
     return document
 
 
@@ -324,6 +327,7 @@ def finding_json(finding: Finding) -> dict[str, object]:
         "predicted_gain": finding.predicted_gain,
         "recoverable_share": finding.recoverable_share,
         "gain_text": gain_text(finding),
+        **long_run_fields(finding),
     }
 
 

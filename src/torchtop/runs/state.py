@@ -23,6 +23,7 @@ import numpy as np
 from torchtop.model.report import LastStack, StackLine
 from torchtop.runs.journal import JournalReader, read_record
 from torchtop.runs.layout import RunLayout
+from torchtop.runs.long_series import MemorySeries, StackMarks
 from torchtop.runs.memory_tally import MemoryTally
 from torchtop.runs.records import (
     Bye,
@@ -87,25 +88,37 @@ class StepWalls:
     """Every timed step of one process: its number and wall time, in arrays grown in chunks.
 
     float32 keeps a wall to 7 significant digits (0.1 us in a 1 s step); sums are taken in
-    float64, so a million steps' total is as exact as the walls themselves."""
+    float64, so a million steps' total is as exact as the walls themselves. Each step's end
+    time is kept too (float64, 8 bytes more a step): the long run's stalls are placed in time,
+    where the stack samples taken during them are found."""
 
     CHUNK = 4096
 
     def __init__(self) -> None:
         self._numbers = np.empty(self.CHUNK, dtype=np.int32)
         self._walls = np.empty(self.CHUNK, dtype=np.float32)
+        self._ends = np.empty(self.CHUNK, dtype=np.float64)
         self.count = 0
 
-    def append(self, number: int, wall_s: float) -> None:
+    def append(self, number: int, wall_s: float, end_t: float = np.nan) -> None:
         if self.count == len(self._walls):
             # Doubling keeps appends amortised O(1) over millions of steps.
             size = 2 * len(self._walls)
             self._numbers = np.resize(self._numbers, size)
             self._walls = np.resize(self._walls, size)
+            self._ends = np.resize(self._ends, size)
         # Numbers only place the warm-up cut: past 2**31 steps they may saturate.
         self._numbers[self.count] = max(min(number, STEP_NUMBER_MAX), -STEP_NUMBER_MAX)
         self._walls[self.count] = wall_s
+        self._ends[self.count] = end_t
         self.count += 1
+
+    def columns_since(self, first_step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The numbers, walls (s, float64) and end times of the steps from `first_step` on."""
+        numbers = self._numbers[: self.count]
+        kept = numbers >= first_step
+        walls = self._walls[: self.count][kept].astype(np.float64)
+        return numbers[kept].astype(np.int64), walls, self._ends[: self.count][kept]
 
     def since(self, first_step: int) -> np.ndarray:
         """The wall times (s) of the steps numbered `first_step` or later, oldest first."""
@@ -150,6 +163,8 @@ class ProcessState:
     """Its main thread in the newest stack dump that had it (`samples/stacks.jsonl`)."""
     memory: MemoryTally = field(default_factory=MemoryTally)
     """Its memory over the whole run, from the steps' figures (`runs.memory_tally`)."""
+    memory_series: MemorySeries = field(default_factory=MemorySeries)
+    """Its memory at step ends over the whole run, thinned evenly (`runs.long_series`)."""
     modules_started: ModulesStarted | None = None
     """Its newest module timing period's start; `module_times` is newer once it is done."""
     module_times: ModuleTimes | None = None
@@ -268,6 +283,9 @@ class RunState:
     stack_samples: dict[int, int] = field(default_factory=dict)
     """Main-thread stack samples per pid over the whole run, past the dump buffer: a
     restarted rank's earlier process keeps its count."""
+    stack_marks: StackMarks = field(default_factory=StackMarks)
+    """The main threads' sampled stacks with their times, past the dump buffer: where the
+    long run's stalls were (`runs.long_series`)."""
 
     @property
     def launch(self) -> RunRecord:
@@ -357,9 +375,17 @@ def _keep_last_stacks(state: RunState, record: StacksSample) -> None:
     for dumped in record.processes:
         process = state.processes.get(dumped.pid)
         thread = main_thread(dumped.pid, dumped.threads)
-        if process is not None and thread is not None:
-            frames = tuple(StackLine(f.function, f.file, f.line) for f in thread.frames)
-            process.last_stack = LastStack(record.t, bounded_frames(frames))
+        if thread is None:
+            continue
+        frames = bounded_frames(frames_of(thread))
+        if process is not None:
+            process.last_stack = LastStack(record.t, frames)
+        if dumped.role != "worker":
+            state.stack_marks.add(record.t, dumped.pid, frames)
+
+
+def frames_of(thread: StackThread) -> tuple[StackLine, ...]:
+    return tuple(StackLine(f.function, f.file, f.line) for f in thread.frames)
 
 
 def bounded_frames(frames: tuple[StackLine, ...]) -> tuple[StackLine, ...]:
@@ -403,12 +429,13 @@ def _apply_agent_record(
     if isinstance(record, Step):
         if record.wall_s is not None and record.wall_s >= 0:
             process.steps.append(_step(pid, record, record.wall_s))
-            process.walls.append(record.step, record.wall_s)
+            process.walls.append(record.step, record.wall_s, record.t)
             waited_s = record.backward_s if isinstance(record.backward_s, float) else 0.0
             busy_s = record.wall_s - waited_s
             process.blocks.add(record.step, record.wall_s, busy_s, record.t)
             process.steps_seen += 1
         process.memory.add(record)
+        process.memory_series.add(record)
     elif isinstance(record, Hello):
         process.hello = record
     elif isinstance(record, Settings):
