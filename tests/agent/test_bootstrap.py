@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.agent.running import bootstrap_only_env, run_job
 from torchtop.jobs.env import job_environment
+from torchtop.runs.layout import RunLayout
 
 NO_TORCH = """
 import argparse, sys
@@ -81,3 +83,24 @@ def test_an_agent_that_cannot_start_leaves_the_job_alone(tmp_path: Path) -> None
     assert job.returncode == 5, job.stderr
     assert job.stdout == "trained 2 steps\nlast line from the job\n"
     assert job.stderr == ""
+
+
+INTERRUPTED = "try:\n    raise KeyboardInterrupt\nfinally:\n    print('cleaned up')\n"
+
+
+def test_a_keyboard_interrupt_after_torchtops_stop_is_one_line_and_still_a_sigint(
+    tmp_path: Path,
+) -> None:
+    run_dir = tmp_path / "run"
+    RunLayout(run_dir).stop_request.parent.mkdir(parents=True)
+    RunLayout(run_dir).stop_request.touch()
+    job = run_job(run_dir, ["-c", INTERRUPTED])
+    assert (job.returncode, job.stdout) == (-signal.SIGINT, "cleaned up\n")
+    assert job.stderr == "stopped by torchtop (SIGINT)\n"
+
+
+def test_a_keyboard_interrupt_of_the_jobs_own_keeps_its_traceback(tmp_path: Path) -> None:
+    job = run_job(tmp_path / "run", ["-c", INTERRUPTED])  # no stop was asked
+    assert job.returncode == -signal.SIGINT
+    assert job.stderr.startswith("Traceback (most recent call last):")
+    assert job.stderr.endswith("KeyboardInterrupt\n")

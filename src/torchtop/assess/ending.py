@@ -35,6 +35,7 @@ def job_exit(state: RunState, source_kind: str) -> JobExit | None:
         signal=record.signal,
         stderr_tail=tuple(tail),
         log=record.log if isinstance(record.log, str) else None,
+        duration_s=record.duration_s if isinstance(record.duration_s, float | int) else None,
     )
     failed = first_failed(state)
     if failed is None or failed.bye is None or record.how == "stopped":

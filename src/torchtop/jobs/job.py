@@ -12,7 +12,8 @@ ignored SIGINT would turn into a SIGTERM that skips the job's cleanup. `start_pl
 same for a `LaunchPlan`: its command, working directory, whole environment, overrides and the
 fixes applied on the way to it.
 
-`Job.stop` is SIGINT to the group (a KeyboardInterrupt lets the job's own cleanup run), then
+`Job.stop` is SIGINT to the group (a KeyboardInterrupt lets the job's own cleanup run; the
+stop is marked first, `RUN/requests/stop`, so the job says it in one line, not a traceback), then
 SIGTERM, then SIGKILL, each after a grace period; then the survivors of the tree listed before
 the first signal are killed (`jobs.processes`). `Job.record_exit` writes how the job ended, as
 its parent saw it: in `exit.json` with the last lines of its stderr, and as the `bye` of its
@@ -149,6 +150,7 @@ class Job:
         tree = []
         if self.process.poll() is None:
             self.stopped_by_us = True
+            _ask_to_stop(self.layout)
             tree = job_tree(self.pid)
             for sig in STOP_SIGNALS:
                 if self.process.poll() is not None:
@@ -192,6 +194,16 @@ class Job:
         """The status a shell would report for the job: its code, or 128 + the signal."""
         status = self.process.wait()
         return status if status >= 0 else 128 - status
+
+
+def _ask_to_stop(layout: RunLayout) -> None:
+    """Say, before the first signal, that what follows is torchtop's stop: the job's processes
+    then end an uncaught KeyboardInterrupt with one line, not a traceback that reads as a crash
+    (`agent/bootstrap/sitecustomize.py`). Nothing else of the job changes: its cleanup runs and
+    it exits by SIGINT as before. A folder that cannot take the mark costs only the quiet end."""
+    with contextlib.suppress(OSError):
+        layout.stop_request.parent.mkdir(parents=True, exist_ok=True)
+        layout.stop_request.touch()
 
 
 def line_by_line(env: Mapping[str, str] | None) -> dict[str, str]:

@@ -144,10 +144,21 @@ class JobExit(msgspec.Struct, frozen=True):
     """That rank's own uncaught error, as it printed it to stderr (its agent's record): the
     cause, where the job's stderr tail is its launcher's summary."""
 
+    duration_s: float | None = None
+    """How long the job ran, from its start to its end, as torchtop saw it."""
+
     @property
     def failed(self) -> bool:
         """It ended by itself, and not well: a non-zero status or a signal."""
         return self.how in ("crashed", "killed")
+
+    def headline(self) -> str:
+        """`the job crashed with exit status 1`; a stop is torchtop's, not the job's failure:
+        `the job was stopped by torchtop after 5 s` (its SIGINT is how it was asked)."""
+        if self.how == "stopped":
+            after = "" if self.duration_s is None else f" after {self.duration_s:.0f} s"
+            return f"the job was stopped by torchtop{after}"
+        return f"the job {self.how} with {self.words()}"
 
     def words(self) -> str:
         """`exit status 1`, `signal SIGABRT`, `status 0`: how it ended, in a few words."""

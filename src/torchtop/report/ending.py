@@ -35,11 +35,15 @@ def memory_line(found: OutOfMemory | None) -> list[str]:
 
 
 def exit_lines(ending: JobExit | None, heading: str = "EXIT  ") -> list[str]:
-    """`EXIT  crashed with exit status 1; full output in RUN/job.log`, the stderr tail indented,
-    and a blank line; nothing for a job that ended well, was stopped, or runs."""
+    """`EXIT  the job crashed with exit status 1; its whole output is in RUN/job.log`, the
+    stderr tail indented, and a blank line; for a job torchtop stopped, that line alone (what
+    it wrote as it was stopped is no error of its own); nothing for a job that ended well or
+    runs."""
+    if ending is not None and ending.how == "stopped":
+        return [f"{heading}{ending.headline()}", ""]
     if ending is None or not ending.failed:
         return []
-    head = f"{heading}the job {ending.how} with {ending.words()}"
+    head = f"{heading}{ending.headline()}"
     if ending.log is not None:
         # Where stdout went to the terminal, the file holds its stderr alone.
         what = "stderr" if Path(ending.log).name == "stderr.log" else "whole output"

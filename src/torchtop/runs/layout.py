@@ -12,6 +12,8 @@ RUN/
                            of the job's stderr)
   requests/window          touched to ask the agents for a profiler window
   requests/modules         touched to ask the agents to time each module's forward a while
+  requests/stop            touched as torchtop starts stopping the job: its KeyboardInterrupt
+                           is then a stop, said in one line, not a traceback
   stdout.log, stderr.log   the job's output, where torchtop captured it (trials, relaunches)
   job.log                  the job's output while the dashboard covers the terminal
   job.log.stderr           where in job.log each piece of its stderr was copied (byte ranges)
@@ -77,6 +79,13 @@ class RunLayout(msgspec.Struct, frozen=True):
     def modules_request(self) -> Path:
         """Touched (never deleted) to ask every agent to time its modules for a few steps."""
         return self.root / "requests" / "modules"
+
+    @property
+    def stop_request(self) -> Path:
+        """Touched as torchtop starts to stop the job (`jobs.job.Job.stop`): the job's processes
+        then tell an uncaught KeyboardInterrupt as the stop it is, in one line, not a traceback
+        (`agent/bootstrap/sitecustomize.py` spells the same path: it cannot import this)."""
+        return self.root / "requests" / "stop"
 
     @property
     def stdout_log(self) -> Path:

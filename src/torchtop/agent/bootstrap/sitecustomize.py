@@ -11,7 +11,9 @@ it starts: torchrun's workers, spawned DataLoader workers, subprocesses. It:
   their loader's `exec_module`, so that right after the job imports `torch` the agent attaches
   (`torchtop.agent.hooks.attach()`), and right after it imports `argparse` the script's options
   start being recorded (a script may parse its command line before importing torch). A
-  process that never imports torch never loads the agent and writes nothing.
+  process that never imports torch never loads the agent and writes nothing;
+- tells a KeyboardInterrupt that torchtop's own stop caused in one line, not a traceback
+  (`_stop_told`): a `--for` stop, Ctrl-C or `q` must not read as the job's crash.
 
 Whatever fails here is written once as a `note` in the process's event file and the job goes on.
 It runs in every Python process the command starts, so it imports only `os` and `sys` (both
@@ -165,11 +167,42 @@ def _start_cpus() -> set[int] | None:
 _START_CPUS: set[int] | None = None
 
 
+STOP_REQUEST = ("requests", "stop")
+"""Under the run folder: touched by torchtop as it starts to stop the job (`RunLayout.stop_request`,
+which this module cannot import)."""
+
+
+def _stop_told(previous: Callable[..., Any]) -> Callable[..., Any]:
+    """`sys.excepthook`, but for a KeyboardInterrupt that torchtop's stop caused (it touched
+    `RUN/requests/stop` before its SIGINT): one line, not a traceback that reads as a crash.
+    Only the printing changes: the job's `finally` blocks have run by now, and the process still
+    ends by SIGINT. Any other exception, or a KeyboardInterrupt of the job's own (Ctrl-C in its
+    terminal, no stop asked), goes to `previous` whole."""
+
+    def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        if issubclass(kind, KeyboardInterrupt) and _stop_requested():
+            try:
+                sys.stderr.write("stopped by torchtop (SIGINT)\n")
+                sys.stderr.flush()
+            except Exception:  # a closed stderr: nothing to say it on
+                pass
+            return
+        previous(kind, value, tb)
+
+    return hook
+
+
+def _stop_requested() -> bool:
+    run_dir = os.environ.get(RUN_DIR_ENV)
+    return run_dir is not None and os.path.exists(os.path.join(run_dir, *STOP_REQUEST))
+
+
 def _start() -> None:
     global _START_CPUS
     if os.environ.get(RUN_DIR_ENV):
         _START_CPUS = _start_cpus()
         sys.meta_path.insert(0, _ImportWatcher(_WATCHED))
+        sys.excepthook = _stop_told(sys.excepthook)
     _chain_to_hidden_sitecustomize()
 
 
