@@ -1,6 +1,6 @@
 """`run`'s dashboard stays once the job has ended: a job that crashed shows how it ended and
-its traceback's last lines, one that ended well its final figures, until `q`; without `stay`
-(`--for`, and the other live verbs) the dashboard still closes by itself."""
+its traceback's last lines (every box whole at 80x24), one that ended well its final figures,
+until `q`; without `stay` (`--for`, and the other live verbs) the dashboard closes by itself."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import RULES_DIR, WORKLOADS
+from tests.tui.boxes import broken_boxes, screen_lines
 from tests.tui.conftest import wait_until
 from tests.workloads.crashes import LAST_LINE
 from torchtop.diagnosis.rules import load_rules
@@ -35,9 +36,13 @@ def dashboard(tmp_path: Path, command: list[str], stay: bool) -> Dashboard:
 
 async def test_a_crashed_job_stays_on_screen_with_its_traceback_until_q(tmp_path: Path) -> None:
     app = dashboard(tmp_path, CRASHES, stay=True)
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         panel = app.query_one(JobEndPanel)
         await wait_until(pilot, lambda: panel.display, "job end panel", 120)
+        await pilot.pause()
+        screen = screen_lines(app)
+        assert broken_boxes(screen) == [], "\n".join(screen)  # at 80x24 too, every box whole
+        assert LAST_LINE in "\n".join(screen)  # the cause on screen, whatever folded for it
         shown = str(panel.render())
         assert "the job crashed with exit status 1" in shown
         assert LAST_LINE in shown and str(tmp_path / "run" / "job.log") in shown

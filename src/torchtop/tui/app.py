@@ -44,6 +44,7 @@ from torchtop.tui.apply import (
     TrialUpdate,
     why_not_applied,
 )
+from torchtop.tui.arrange import arrange
 from torchtop.tui.dashscreen import DashboardScreen
 from torchtop.tui.details import FixDetailsScreen
 from torchtop.tui.frame import Frame, FrameBuilder, offline_frame
@@ -62,6 +63,7 @@ from torchtop.tui.widgets.devices import DevicesPanel
 from torchtop.tui.widgets.efficiency import EfficiencyPanel
 from torchtop.tui.widgets.filterbar import FilterBar
 from torchtop.tui.widgets.fixlist import FixChosen, FixList
+from torchtop.tui.widgets.folded import FoldedLine
 from torchtop.tui.widgets.header import JobHeader
 from torchtop.tui.widgets.jobend import JobEndPanel
 from torchtop.tui.widgets.keysfooter import KeysFooter
@@ -159,12 +161,16 @@ class Dashboard(App[Report | None]):
         self._final_lock = asyncio.Lock()
         self.output_dir = output_dir
         self.why_no_output = why_no_output or NO_OUTPUT
+        self.opened: str | None = None
+        """The section the user unfolded (`f`): the last to give way."""
+        self.folded: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield JobHeader(id="header")
         with Horizontal(id="top"):
             yield VerdictPanel(id="verdict", classes="panel")
             yield StepTimePanel(id="steptime", classes="panel")
+        yield FoldedLine(id="top-folded")
         with Horizontal(id="middle"):
             yield FixList(id="fixes", classes="panel")
             if self.recorded:
@@ -181,8 +187,11 @@ class Dashboard(App[Report | None]):
             yield EfficiencyPanel(id="efficiency", classes="panel")  # hidden without shapes
             yield MemoryPanel(id="memory", classes="panel")  # hidden without a memory section
             yield ModulesPanel(id="modules", classes="panel")  # hidden without module calls
+        yield FoldedLine(id="bottom-folded")
         yield TrialPanel(id="trial")
+        yield FoldedLine(id="trial-folded")
         yield JobEndPanel(id="jobend")
+        yield FoldedLine(id="jobend-folded")
         yield FilterBar()
         yield ClockFooter(self.started_s) if self.clock else KeysFooter()
 
@@ -329,18 +338,29 @@ class Dashboard(App[Report | None]):
         self.arrange_bottom()
 
     def arrange_bottom(self) -> None:
-        """The bottom row shows when it has something to show. On a short terminal it gives
-        its rows to a trial in progress, so that the fix list keeps its own; once the trial is
-        over, the trial panel keeps only its outcome and the bottom row comes back, thinner,
-        so that its panels can be reached again."""
-        bottom = self.query_one("#bottom")
+        """Every section sized to the terminal, the least needed folded to a line where they
+        cannot all fit (`tui.arrange`). On a short terminal a trial that is over keeps only
+        its outcome."""
+        screen = self.query_one("#bottom").screen
         trial = self.query_one(TrialPanel)
-        short = not bottom.screen.has_class("-tall")
+        short = not screen.has_class("-tall")
         over = trial.view is not None and trial.view.outcome is not None and not self.trial_running
         trial.brief = short and over
-        bottom.set_class(short and trial.display, "-squeezed")
-        hidden = trial.display and short and not over
-        bottom.display = any(c.display for c in bottom.children) and not hidden
+        bars = 1 if self.query_one(FilterBar).display else 0
+        folded = arrange(screen, self.opened, bars)
+        if bool(folded) != bool(self.folded):
+            self.folded = folded
+            self.refresh_bindings()
+        self.folded = folded
+
+    def on_reshaped(self) -> None:
+        self.arrange_bottom()
+
+    def action_unfold(self) -> None:
+        """`f`: the next folded section is shown; another gives way for it if one must."""
+        if self.folded:
+            self.opened = self.folded[0]
+            self.arrange_bottom()
 
     def on_resize(self) -> None:
         self.call_after_refresh(self.arrange_bottom)  # the -tall breakpoint may have moved
@@ -350,6 +370,8 @@ class Dashboard(App[Report | None]):
         # active nor shown. During a trial, `a` is shown dimmed: one trial at a time.
         if action == "pause":
             return self.live
+        if action == "unfold":
+            return bool(self.folded)
         if action == "apply":
             return None if self.applier is not None and self.trial_running else self.can_apply
         if action == "why_no_apply":

@@ -17,6 +17,7 @@ from textual.widgets import Input
 
 from torchtop.tui.rowscreen import RowScreen
 from torchtop.tui.widgets.filterbar import FilterBar, FilterClosed
+from torchtop.tui.widgets.folded import UNFOLD_KEY, Reshaped
 from torchtop.tui.widgets.listpanel import FilterAsked, ListPanel, RowChosen
 
 
@@ -30,8 +31,8 @@ class DashboardScreen(Screen[None]):
         # Where nothing can be applied `a` is not offered, but pressed it says why.
         Binding("a", "app.why_no_apply", "Apply", show=False),
         Binding("r", "app.revert", "Revert"),
-        # In the help (`?`), not the footer: the footer's two rows at 80 columns are full.
-        Binding("m", "app.time_modules", "Modules", show=False),
+        Binding("m", "app.time_modules", "Modules"),
+        Binding(UNFOLD_KEY, "app.unfold", "Unfold"),
     ]
 
     def __init__(self, id: str | None = None) -> None:
@@ -41,6 +42,7 @@ class DashboardScreen(Screen[None]):
     def on_filter_asked(self, message: FilterAsked) -> None:
         self.filtering = message.panel
         self.query_one(FilterBar).open(message.panel.TITLE, message.panel.filter_text)
+        self.post_message(Reshaped())  # the bar takes a row from the sections
 
     def on_input_changed(self, message: Input.Changed) -> None:
         if message.input.id == "filter" and self.filtering is not None:
@@ -49,6 +51,7 @@ class DashboardScreen(Screen[None]):
     def on_filter_closed(self, message: FilterClosed) -> None:
         bar = self.query_one(FilterBar)
         bar.display = False
+        self.post_message(Reshaped())
         panel, self.filtering = self.filtering, None
         if panel is not None:
             if not message.kept:

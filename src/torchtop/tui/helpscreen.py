@@ -37,6 +37,7 @@ KEYS = (
     ("r", "after a kept fix: take it back"),
     ("m", "live: time each module's forward for a few steps"),
     ("o", "the job's own output, followed (`run`, `demo`)"),
+    ("f", "a panel folded for room: show it (another folds)"),
     ("e (output)", "the job's stderr lines alone, or all again"),
     ("k (output)", "torchrun's lines of one rank, then the next"),
     ("left / right", "Step time, offline: pick a step"),

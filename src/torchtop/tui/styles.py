@@ -25,9 +25,6 @@ JobHeader {
 #bottom {
     height: 6;
 }
-#bottom.-squeezed {
-    height: 5;
-}
 .panel {
     width: 1fr;
     height: 1fr;

@@ -1,16 +1,17 @@
-"""The footer: every active key, wrapped onto a second row rather than cut at the edge.
+"""The footer: every active key on one row, shortened rather than wrapped or cut at the edge.
 
 Textual's footer is one row that scrolls sideways: at 80 columns the app's own keys (`? Help`,
 `q Quit`, `p Pause`), which come last, fell off the edge once a panel or a kept fix added its
-keys. This one lays the same clickable keys out in as many rows as they need (two at 80
-columns at most), in the order Textual gives them (the focused panel's first, the app's last).
-`trailer` is any widget to end the last row with (the run clock), with its width; it is told
-the room the keys leave on one row, so it can be shorter where they leave little.
+keys; a second row took a line from the panels. This one keeps one row: where the keys do not
+fit, the trailer (the run clock) goes first, then the keys that are not the focused panel's
+lose their words, from the right, `q Quit` and `? Help` last, so that every key stays on
+screen and the focused panel's keys keep theirs. `trailer` is any widget to end the row with
+(the run clock), with its width; it is told the room the keys leave, so it can be shorter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from dataclasses import dataclass
 
 from rich.cells import cell_len
 from textual.app import ComposeResult
@@ -27,8 +28,7 @@ KEY_GAP = 1
 class KeysFooter(Footer):
     DEFAULT_CSS = """
     KeysFooter {
-        height: auto;
-        max-height: 3;
+        height: 1;
         layout: vertical;
     }
     KeysFooter HorizontalGroup.keys-row {
@@ -42,38 +42,38 @@ class KeysFooter(Footer):
         self._width = 0
 
     def trailer(self, room: int) -> tuple[Widget, int] | None:
-        """What ends the last row, and its width; `room`: the cells the keys leave on a row."""
+        """What ends the row, and its width; `room`: the cells the keys leave on it."""
         return None
 
-    def shown_bindings(self) -> list[tuple[Binding, bool, str]]:
-        """One binding per action, as Textual's footer shows them, in its order."""
-        seen: dict[str, tuple[Binding, bool, str]] = {}
-        for _, binding, enabled, tooltip in self.screen.active_bindings.values():
+    def shown_keys(self) -> list[Key]:
+        """One key per action, as Textual's footer shows them, in its order."""
+        seen: dict[str, Key] = {}
+        for _, (node, binding, enabled, tooltip) in self.screen.active_bindings.items():
             if binding.show and binding.action not in seen:
-                seen[binding.action] = (binding, enabled, tooltip)
+                own = node is not self.app and node is not self.screen
+                seen[binding.action] = Key(binding, enabled, tooltip, own)
         return list(seen.values())
 
     def compose(self) -> ComposeResult:
-        shown = self.shown_bindings() if self._bindings_ready else []
-        keys = [
-            (
-                FooterKey(
-                    binding.key,
-                    self.app.get_key_display(binding),
-                    binding.description,
-                    binding.action,
-                    disabled=not enabled,
-                    tooltip=tooltip,
-                ).data_bind(compact=Footer.compact),
-                cell_len(self.app.get_key_display(binding)) + 1 + cell_len(binding.description),
-            )
-            for binding, enabled, tooltip in shown
-        ]
+        keys = self.shown_keys() if self._bindings_ready else []
         width = self._width or self.app.size.width
-        trailer = self.trailer(width - sum(cells + KEY_GAP for _, cells in keys))
-        items: list[tuple[Widget, int]] = [*keys, *([trailer] if trailer else [])]
-        for row in rows_of(items, width):
-            yield HorizontalGroup(*row, classes="keys-row")
+        cells = [key_cells(self.app.get_key_display(key.binding), key.words) for key in keys]
+        trailer = self.trailer(width - sum(c + KEY_GAP for c in cells))
+        if trailer is not None and sum(c + KEY_GAP for c in cells) + trailer[1] > width:
+            trailer = None
+        words = shortened(keys, [self.app.get_key_display(k.binding) for k in keys], width)
+        row: list[Widget] = [
+            FooterKey(
+                key.binding.key,
+                self.app.get_key_display(key.binding),
+                said,
+                key.binding.action,
+                disabled=not key.enabled,
+                tooltip=key.tooltip,
+            ).data_bind(compact=Footer.compact)
+            for key, said in zip(keys, words, strict=True)
+        ]
+        yield HorizontalGroup(*row, *([trailer[0]] if trailer else []), classes="keys-row")
 
     def on_resize(self, event: Resize) -> None:
         if event.size.width != self._width:
@@ -81,15 +81,39 @@ class KeysFooter(Footer):
             self.call_after_refresh(self.recompose)
 
 
-def rows_of(items: list[tuple[Widget, int]], width: int) -> Iterator[list[Widget]]:
-    """`items` (each with its width) in rows no wider than `width`, in order."""
-    row: list[Widget] = []
-    used = 0
-    for widget, cells in items:
-        if row and used + cells > width:
-            yield row
-            row, used = [], 0
-        row.append(widget)
-        used += cells + KEY_GAP
-    if row:
-        yield row
+@dataclass(frozen=True)
+class Key:
+    binding: Binding
+    enabled: bool
+    tooltip: str
+    own: bool
+    """The focused panel's own key (the first in the row): it keeps its words."""
+
+    @property
+    def words(self) -> str:
+        return self.binding.description
+
+
+LAST_SHORTENED = ("quit", "help")
+"""The app's keys whose words go last: how to leave, and where every key is explained."""
+
+
+def key_cells(display: str, words: str) -> int:
+    return cell_len(display) + (1 + cell_len(words) if words else 0)
+
+
+def shortened(keys: list[Key], displays: list[str], width: int) -> list[str]:
+    """Each key's words, or none where the row would be wider than `width`: the keys that
+    are not the focused panel's lose theirs from the right, `LAST_SHORTENED` last."""
+    words = [key.words for key in keys]
+    others = [i for i in reversed(range(len(keys))) if not keys[i].own]
+    order = sorted(others, key=lambda i: keys[i].binding.action in LAST_SHORTENED)
+    for index in order:
+        if row_cells(displays, words) <= width:
+            break
+        words[index] = ""
+    return words
+
+
+def row_cells(displays: list[str], words: list[str]) -> int:
+    return sum(key_cells(d, w) + KEY_GAP for d, w in zip(displays, words, strict=True)) - KEY_GAP

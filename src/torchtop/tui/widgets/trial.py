@@ -40,6 +40,7 @@ from torchtop.model.trials import (
 )
 from torchtop.tui.palette import MUTED
 from torchtop.tui.revert import holding_line
+from torchtop.tui.widgets.folded import Reshaped
 from torchtop.tui.widgets.trialclock import TrialClock
 
 KEPT_STYLE = "bold #5fc75f"
@@ -237,10 +238,11 @@ class TrialPanel(Static):
             running = view.clock.running_words(now_s) if view.clock is not None else "running"
             self.border_title = f"Trial · {running}"
         self.update(brief_text(view) if self.brief else trial_text(view, now_s))
+        self.post_message(Reshaped())  # a longer line may need another row
 
     def watch_view(self, view: TrialView | None) -> None:
-        self.display = view is not None
         if view is None:
+            self.display = False  # shown by the app's arrangement (`tui.arrange`), or folded
             return
         outcome = view.outcome
         if outcome is None:

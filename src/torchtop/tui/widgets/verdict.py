@@ -102,11 +102,20 @@ def proof(verdict: Verdict, width: int, roomy: bool) -> list[Text]:
 
 
 def chain_line(finding: Finding, width: int) -> Text:
-    """`HIGH dataloader › dataloader-starved`; the root left out when the whole does not fit."""
+    """`HIGH dataloader › dataloader-starved`; where the whole does not fit, the nodes nearest
+    the root give way to `…` until the rest does (the matched rule, the last, always stays), so
+    the path is never cut, nor wrapped, in the middle."""
     word = SEVERITY_WORD.get(finding.severity, finding.severity)
     text = Text(f"{word:<5}", style=SEVERITY_COLOUR.get(finding.severity, ""))
-    chain = " › ".join(finding.chain)
-    if len(text) + len(chain) > width and len(finding.chain) > 1:
-        chain = "… › " + " › ".join(finding.chain[1:])
-    text.append(chain, style="bold")
+    text.append(chain_path(finding.chain, width - len(text)), style="bold")
     return text
+
+
+def chain_path(chain: tuple[str, ...], width: int) -> str:
+    """`a › b › c`, or `… › b › c`, `… › c`: the last nodes that fit in `width` cells."""
+    whole = " › ".join(chain)
+    for start in range(1, len(chain)):
+        if len(whole) <= width:
+            break
+        whole = "… › " + " › ".join(chain[start:])
+    return whole
