@@ -17,6 +17,8 @@ import pytest
 
 from tests.conftest import WORKLOADS
 from torchtop.cli import main
+from torchtop.report.diff_memory import memory_section
+from torchtop.report.memory import size_words
 
 TORCHTOP = [sys.executable, "-m", "torchtop"]
 RUN_FOR_S = "120"  # a bound only: each job ends by itself after STEPS steps
@@ -113,3 +115,18 @@ def test_the_launch_keeps_the_speed_variables_of_the_environment_and_no_secret(
     assert launch["env"]["OMP_NUM_THREADS"] == "1"
     assert "TORCH_FAKE_TOKEN" not in launch["env"]
     assert not any(name.startswith("TORCHTOP_") for name in launch["env"])
+
+
+def test_the_memory_peaks_compared_are_the_host_peaks_analyze_prints(
+    capsys: pytest.CaptureFixture[str], two_runs: tuple[Path, Path]
+) -> None:
+    memory = json.loads(diff(capsys, *map(str, two_runs), "--format", "json"))["changes"]["memory"]
+    assert memory["available"] and memory["device"] == "host", memory
+    (row,) = memory_section(memory).rows
+    assert row[0] == "host peak resident set"
+    for side, folder, figure in zip(("a", "b"), two_runs, row[1:3], strict=True):
+        assert main(["analyze", str(folder)]) == 0
+        printed = capsys.readouterr().out.split("MEMORY host\n")[1].splitlines()[0]
+        # analyze's own words for the host, and the same figure in the diff's row
+        assert printed.startswith(f"  peak {figure} resident set"), (printed, figure)
+        assert figure == size_words(memory[f"{side}_peak_bytes"])

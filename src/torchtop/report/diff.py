@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from torchtop.model.diff import DiffSide, Document
 from torchtop.report.diff_efficiency import efficiency_change
+from torchtop.report.diff_memory import memory_change
 from torchtop.report.diff_moved import moved_change
 from torchtop.report.diff_names import names_change
 from torchtop.report.diff_noise import noise_judgement
@@ -99,26 +100,6 @@ def verdict_change(a: Document, b: Document) -> Document:
         "b_confidence": b.get("confidence"),
         "findings_new": [r for r in rules_b if r not in rules_a],
         "findings_gone": [r for r in rules_a if r not in rules_b],
-    }
-
-
-def memory_change(a: Document, b: Document) -> Document:
-    """The peak device memory allocated on each side, where both reports measured it."""
-    peak_a = a.get("metrics", {}).get("memory_peak_bytes")
-    peak_b = b.get("metrics", {}).get("memory_peak_bytes")
-    if peak_a is None or peak_b is None:
-        missing = " and ".join(s for s, p in (("A", peak_a), ("B", peak_b)) if p is None)
-        return {
-            "available": False,
-            "why": f"no memory peak in {missing} (traces recorded with profile_memory=True "
-            "have one)",
-        }
-    return {
-        "available": True,
-        "a_peak_bytes": peak_a,
-        "b_peak_bytes": peak_b,
-        "change_bytes": peak_b - peak_a,
-        "ratio": ratio(peak_b, peak_a),
     }
 
 

@@ -8,6 +8,7 @@ from pathlib import PurePath
 from torchtop.model.diff import DiffSection, Document
 from torchtop.report.diff_cause_text import moved_section, noise_note, settings_section
 from torchtop.report.diff_efficiency import efficiency_section
+from torchtop.report.diff_memory import memory_section
 
 TOP_ROWS = 10
 NAME_WIDTH = 48
@@ -114,18 +115,6 @@ def names_section(names: Document, kind: str, top: int) -> DiffSection:
     return DiffSection(title, header, rows, note)
 
 
-def memory_section(memory: Document) -> DiffSection:
-    if not memory["available"]:
-        return DiffSection("memory peak", note=memory["why"])
-    row = (
-        "peak allocated",
-        _bytes(memory["a_peak_bytes"]),
-        _bytes(memory["b_peak_bytes"]),
-        f"{memory['change_bytes'] / 2**20:+.1f} MiB",
-    )
-    return DiffSection("memory peak", ("", "A", "B", "change"), (row,))
-
-
 def communication_section(comm: Document) -> DiffSection:
     share = comm["share"]
     rows = [("share of step", _share(share["a"]), _share(share["b"]), _points(share["change"]))]
@@ -213,10 +202,6 @@ def _num(value: float | None) -> str:
 
 def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
-
-
-def _bytes(value: float) -> str:
-    return f"{value / 2**20:.1f} MiB"
 
 
 def _total_ms(stat: Document | None) -> str:

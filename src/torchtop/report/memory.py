@@ -112,7 +112,7 @@ def memory_text(job: RankAnalysis) -> list[str]:
         if d.batch_factor_max is not None:
             lines.append(f"  {_headroom_words(d)}")
         lines += [
-            f"  {_size(a.alive_at_peak_bytes):>9} alive at peak  {_size(a.bytes):>9} in "
+            f"  {size_words(a.alive_at_peak_bytes):>9} alive at peak  {size_words(a.bytes):>9} in "
             f"{a.count}x  {a.name}"
             for a in d.top_allocators[:TEXT_ALLOCATORS]
         ]
@@ -151,9 +151,10 @@ def memory_markdown(job: RankAnalysis) -> list[str]:
     lines.append("|---|---:|---:|---:|---|---:|")
     for d in job.memory:
         lines.append(
-            f"| {_where(d)} | {_size(d.peak_allocated_bytes)} | {_size(d.peak_reserved_bytes)} "
+            f"| {_where(d)} | {size_words(d.peak_allocated_bytes)} "
+            f"| {size_words(d.peak_reserved_bytes)} "
             f"| {d.peak_step if d.peak_step is not None else '-'} | {d.peak_phase or '-'} "
-            f"| {_size(d.headroom_bytes)} |"
+            f"| {size_words(d.headroom_bytes)} |"
         )
     lines.append("")
     lines += [f"- {_where(d)}: {_headroom_words(d)}" for d in job.memory if d.batch_factor_max]
@@ -204,15 +205,17 @@ def _where(d: DeviceMemory) -> str:
 
 def _peak_words(d: DeviceMemory) -> str:
     what = "resident set" if d.device == "host" else "allocated"
-    words = f"peak {_size(d.peak_allocated_bytes)} {what}"
+    words = f"peak {size_words(d.peak_allocated_bytes)} {what}"
     if d.peak_reserved_bytes is not None:
-        words += f", {_size(d.peak_reserved_bytes)} reserved"
+        words += f", {size_words(d.peak_reserved_bytes)} reserved"
     if d.peak_step is not None:
         words += f", in step {d.peak_step}" + (f"'s {d.peak_phase}" if d.peak_phase else "")
     if d.capacity_bytes:
-        words += f"; {d.peak_allocated_bytes / d.capacity_bytes:.0%} of {_size(d.capacity_bytes)}"
+        words += (
+            f"; {d.peak_allocated_bytes / d.capacity_bytes:.0%} of {size_words(d.capacity_bytes)}"
+        )
     if d.nvml_used_peak_bytes is not None:
-        words += f"; NVML saw {_size(d.nvml_used_peak_bytes)} used"
+        words += f"; NVML saw {size_words(d.nvml_used_peak_bytes)} used"
     return words
 
 
@@ -220,12 +223,12 @@ def _headroom_words(d: DeviceMemory) -> str:
     factor = d.batch_factor_max or 0.0
     fits = f"{factor:.1f}x" if factor < 100 else "over 100x"
     return (
-        f"headroom {_size(d.headroom_bytes)}: a batch up to {fits} the current one is "
-        f"predicted to fit ({ASSUMPTION}; {_size(d.persistent_bytes)} stays)"
+        f"headroom {size_words(d.headroom_bytes)}: a batch up to {fits} the current one is "
+        f"predicted to fit ({ASSUMPTION}; {size_words(d.persistent_bytes)} stays)"
     )
 
 
-def _size(count: float | int | None) -> str:
+def size_words(count: float | int | None) -> str:
     if count is None:
         return "-"
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
