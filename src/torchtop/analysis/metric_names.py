@@ -137,6 +137,8 @@ METRICS: dict[str, str] = {
     "drift_early_steps_per_s": "steps/s over the first third of the run (bucket medians)",
     "drift_late_steps_per_s": "steps/s over the last third of the run (bucket medians)",
     "drift_since_step": "the first step of the first bucket under the midpoint of the two rates",
+    "drift_with": "what the host and GPU samples show changed with it (SM clock, temperature, "
+    "other processes' CPU, resident set), in words",
     # Copies.
     "htod_bytes_per_step": "host-to-device bytes copied per step",
     "htod_gb_per_s": "achieved host-to-device bandwidth, GB/s",

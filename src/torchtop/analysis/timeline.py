@@ -39,30 +39,34 @@ def timeline(
     bucket_s = max(MIN_BUCKET_S, span_s / MAX_BUCKETS)
     count = max(1, math.ceil(span_s / bucket_s))
     index = np.minimum(((ends_t - started) / bucket_s).astype(np.int64), count - 1)
-    times, series = memory
-    memory_index = np.minimum(((times - started) / bucket_s).astype(np.int64), count - 1)
+    # Sums by bucket in one pass each: a run of a million steps is read every live tick.
+    steps = np.bincount(index, minlength=count)
+    totals = np.bincount(index, weights=walls_s, minlength=count)
+    stalls = np.bincount(index, weights=stalled.astype(np.float64), minlength=count)
     buckets = [
-        _bucket(k, bucket_s, walls_s[index == k], int(stalled[index == k].sum()))
+        TimelineBucket(
+            start_s=round(k * bucket_s, 3),
+            end_s=round((k + 1) * bucket_s, 3),
+            steps=int(steps[k]),
+            steps_per_s=float(steps[k] / totals[k]) if totals[k] > 0 else None,
+            stalls=int(stalls[k]),
+        )
         for k in range(count)
     ]
+    times, series = memory
     for name, values in series.items():
-        for k, bucket in enumerate(buckets):
-            inside = values[(memory_index == k) & ~np.isnan(values)]
-            if len(inside):
-                buckets[k] = _with(bucket, name, float(inside.max()))
+        peaks = _peaks(times, values, started, bucket_s, count)
+        buckets = [
+            b if np.isnan(peak) else msgspec.structs.replace(b, **{name: float(peak)})
+            for b, peak in zip(buckets, peaks, strict=True)
+        ]
     return Timeline(started_at=started, bucket_s=bucket_s, buckets=tuple(buckets))
 
 
-def _bucket(k: int, bucket_s: float, walls_s: Floats, stalls: int) -> TimelineBucket:
-    total = float(walls_s.sum())
-    return TimelineBucket(
-        start_s=round(k * bucket_s, 3),
-        end_s=round((k + 1) * bucket_s, 3),
-        steps=len(walls_s),
-        steps_per_s=len(walls_s) / total if total > 0 else None,
-        stalls=stalls,
-    )
-
-
-def _with(bucket: TimelineBucket, name: str, value: float) -> TimelineBucket:
-    return msgspec.structs.replace(bucket, **{name: value})
+def _peaks(times: Floats, values: Floats, started: float, bucket_s: float, count: int) -> Floats:
+    """The highest of `values` read in each bucket; NaN where none was."""
+    read = ~np.isnan(values) & ~np.isnan(times)
+    index = np.clip(((times[read] - started) / bucket_s).astype(np.int64), 0, count - 1)
+    peaks = np.full(count, np.nan)
+    np.fmax.at(peaks, index, values[read])
+    return peaks

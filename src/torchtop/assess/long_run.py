@@ -20,6 +20,7 @@ from torchtop.analysis.drift import falling_rate
 from torchtop.analysis.stalls import Stalls, periodic_stalls
 from torchtop.analysis.timeline import timeline
 from torchtop.assess.context import Context
+from torchtop.assess.long_run_drift import changed_with
 from torchtop.assess.long_run_growth import growth_metrics
 from torchtop.assess.long_run_where import cause, place
 from torchtop.diagnosis.engine import standing_findings
@@ -51,7 +52,7 @@ def long_run(state: RunState, context: Context) -> LongRun:
     stalls = periodic_stalls(numbers, walls)
     spans = stall_spans(stalls, numbers, walls, ends)
     metrics, places = stall_metrics(stalls, spans, state.stack_marks, main.pid)
-    metrics.update(drift_metrics(walls, numbers))
+    metrics.update(drift_metrics(walls, numbers, ends, state, main.pid))
     grown, grown_places = growth_metrics(state, context, spans)
     metrics.update(grown)
     places.update(grown_places)
@@ -104,16 +105,19 @@ def _median_gap(times: np.ndarray) -> float | None:
     return round(float(np.median(np.diff(known))), 3) if len(known) > 1 else None
 
 
-def drift_metrics(walls: np.ndarray, numbers: np.ndarray) -> Metrics:
+def drift_metrics(
+    walls: np.ndarray, numbers: np.ndarray, ends: np.ndarray, state: RunState, pid: int
+) -> Metrics:
     drift = falling_rate(walls)
     if drift is None:
         return {"drift_fall_share": None}
-    first = drift.first_slow_bucket * drift.bucket_steps
+    first = min(drift.first_slow_bucket * drift.bucket_steps, len(numbers) - 1)
     return {
         "drift_fall_share": round(drift.fall, 4),
         "drift_early_steps_per_s": round(drift.early_per_s, 3),
         "drift_late_steps_per_s": round(drift.late_per_s, 3),
-        "drift_since_step": int(numbers[min(first, len(numbers) - 1)]),
+        "drift_since_step": int(numbers[first]),
+        "drift_with": changed_with(state, pid, float(ends[first])),
     }
 
 
