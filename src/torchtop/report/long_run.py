@@ -1,6 +1,7 @@
-"""The long run in the JSON report: the `timeline` section, and the contract's named fields of
-a long-run finding (`bytes_per_step` and `seconds_to_limit` of memory growth, `period_steps`,
-`period_s` and `share_lost` of periodic stalls), taken from its evidence."""
+"""The long run in the report: the JSON `timeline` section, the contract's named fields of a
+long-run finding (`bytes_per_step` and `seconds_to_limit` of memory growth, `period_steps`,
+`period_s` and `share_lost` of periodic stalls), taken from its evidence, and the timeline in
+the text report as a few sparklines, one character a bucket."""
 
 from __future__ import annotations
 
@@ -51,3 +52,49 @@ def timeline_json(timeline: Timeline) -> dict[str, object]:
 
 def _rounded(value: object) -> object:
     return round(value, 4) if isinstance(value, float) else value
+
+
+SPARKS = "▁▂▃▄▅▆▇█"
+MEMORY_ROWS = (
+    ("rss_bytes", "rss"),
+    ("cuda_allocated_bytes", "allocated"),
+    ("cuda_reserved_bytes", "reserved"),
+)
+
+
+def timeline_text(timeline: Timeline | None) -> list[str]:
+    """Steps/s, the stalls and memory over the run, a line each; [] without a timeline."""
+    if timeline is None or len(timeline.buckets) < 2:
+        return []
+    buckets = timeline.buckets
+    span = buckets[-1].end_s
+    rates = [b.steps_per_s for b in buckets]
+    lines = [
+        f"OVER THE RUN  {span:.0f} s, {timeline.bucket_s:.3g} s a column",
+        f"  {'steps/s':<10}{_sparks(rates)}  {_range(rates, '{:.3g}')}",
+    ]
+    if any(b.stalls for b in buckets):
+        marks = "".join("!" if b.stalls else " " for b in buckets)
+        lines.append(f"  {'stalls':<10}{marks}  {sum(b.stalls for b in buckets)}")
+    for field, label in MEMORY_ROWS:
+        values = [getattr(b, field) for b in buckets]
+        if any(v is not None for v in values):
+            mib = [None if v is None else v / 2**20 for v in values]
+            lines.append(f"  {label:<10}{_sparks(mib)}  {_range(mib, '{:.0f} MiB')}")
+    return [*lines, ""]
+
+
+def _sparks(values: list[float | None]) -> str:
+    known = [v for v in values if v is not None]
+    low, high = min(known), max(known)
+    steps = len(SPARKS) - 1
+    return "".join(
+        " " if v is None else SPARKS[round((v - low) / (high - low) * steps) if high > low else 0]
+        for v in values
+    )
+
+
+def _range(values: list[float | None], form: str) -> str:
+    """The first and last measured values: where the run began and where it ended up."""
+    known = [v for v in values if v is not None]
+    return f"{form.format(known[0])} -> {form.format(known[-1])}"
