@@ -16,13 +16,15 @@ from textual.widgets import OptionList, Static
 from tests.tui.conftest import LiveApp, advance
 from torchtop.advice.machine import Machine
 from torchtop.advice.plan import initial_plan, plan_fix
-from torchtop.model.findings import Fix
+from torchtop.model.findings import Finding, Fix
 from torchtop.model.report import Report
 from torchtop.model.trials import Measured, Proposal, Stage, TrialEvent, TrialOutcome
 from torchtop.runs.records import CliOption, LoaderSettings, Settings, ThreadSettings
 from torchtop.tui.app import Dashboard
 from torchtop.tui.apply import NEW_STYLE, OLD_STYLE, ApplyScreen, proposal_text
-from torchtop.tui.details import FixDetailsScreen
+from torchtop.tui.details import FixDetailsScreen, details_text
+from torchtop.tui.ranking import RankedFix
+from torchtop.tui.widgets.fixlist import fix_prompt
 from torchtop.tui.widgets.trial import TrialView, trial_text
 
 TWO_CORES = Machine(logical_cores=2, physical_cores=2)
@@ -70,6 +72,24 @@ def test_an_override_fix_shows_the_same_command_and_the_override_the_agent_appli
     assert "new command: python train.py --num-workers 0\n" in text
     assert "overrides (the agent applies them inside the job, and says so there):" in text
     assert "  dataloader.num_workers = 2\n" in text
+
+
+def test_a_fix_the_rule_calls_an_override_is_named_once_by_the_route_its_plan_takes() -> None:
+    """The rule says `override`; the script has `--num-workers`, so the plan rewrites it. The
+    details said "[override]", "applies as override: the agent changes a library default" and
+    then "(arg) option --num-workers: 0 -> 2"; now the kind is said once, as applied."""
+    planned = proposal(WORKERS, OPTION)
+    finding = Finding("starved", "dataloader", "high", "t", "m", "w", {}, (WORKERS,), ("r",))
+    ranked = RankedFix(WORKERS, finding, 0.3, 0.3)
+    details = details_text(ranked, COMMAND, [], planned).plain
+    assert "override" not in details and "(arg)" not in details
+    assert details.count("applies as arg: ") == 1
+    assert "  option --num-workers: 0 -> 2" in details
+    listed = fix_prompt(1, ranked, planned).plain
+    assert "override" not in listed and listed.startswith("1 HIGH arg dataloader.num_workers = 2")
+    # Without the option, the plan overrides, and says so the same way.
+    details = details_text(ranked, COMMAND, [], proposal(WORKERS)).plain
+    assert details.count("applies as override: ") == 1 and "arg" not in details.split("\n")[2]
 
 
 def test_a_code_fix_is_shown_as_its_patch_and_said_to_be_never_applied() -> None:
@@ -193,7 +213,7 @@ async def test_the_list_shows_the_value_applying_a_fix_would_really_set(
     assert planned is not None and planned.after is not None
     value = planned.after.fixes[-1].value
     assert value != 4  # resolved from the rule's 4 for this job (else the test shows nothing)
-    assert line.startswith(f"1 HIGH override dataloader.num_workers = {value} ")
+    assert line.startswith(f"1 HIGH arg dataloader.num_workers = {value} ")
     assert f"option --num-workers: 0 -> {value}" in preview
     assert f"new command: python train.py --num-workers {value}" in details
 
@@ -236,5 +256,5 @@ async def test_without_an_applier_the_list_shows_the_value_the_report_resolved(
         reported = app.latest.fixes[0].fix.value
     assert reported == 5
     assert line.startswith("1 HIGH override dataloader.num_workers = 5 ")
-    assert details.startswith("dataloader.num_workers = 5 ")
+    assert details.startswith("dataloader.num_workers = 5\n")
     assert "not applicable" not in line

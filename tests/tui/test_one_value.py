@@ -87,9 +87,9 @@ async def test_every_surface_shows_the_one_resolved_worker_count(live_app: LiveA
         after = modal.proposal.after
     fix = report.verdict.findings[0].fixes[0]
     assert (fix.knob, fix.value) == (KNOB, 5)  # the rule's 4, sized for the measured wait
-    assert line.startswith(f"1 HIGH override {KNOB} = 5 ")
+    assert line.startswith(f"1 HIGH arg {KNOB} = 5 ")  # as the plan applies it: the option
     assert "option --num-workers: 0 -> 5" in preview
-    assert details.startswith(f"{KNOB} = 5 ")
+    assert details.startswith(f"{KNOB} = 5\n")
     assert title == f"Apply · {KNOB} = 5"
     assert "option --num-workers: 0 -> 5" in body
     assert f"fix: {KNOB} = 5" in progress_line(report, report.verdict, 10.0)

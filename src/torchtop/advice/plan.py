@@ -133,7 +133,8 @@ def _apply(
         overrides=overrides,
         fixes=(*base.fixes, applied),
         route=applied.route,
-        description=f"{applied.knob} = {new_text} ({applied.route}): {applied.description}",
+        # The kind is in `changes` (`option --num-workers: 0 -> 4`), said once.
+        description=f"{applied.knob} = {new_text}: {applied.description}",
         changes=(change,),
     )
 

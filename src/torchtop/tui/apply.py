@@ -88,6 +88,16 @@ def planned_value(proposal: Proposal) -> object:
     return proposal.fix.value
 
 
+def planned_route(fix: Fix, proposal: Proposal | None) -> str:
+    """How the fix will be applied: the plan's route (`arg` where the script has the option,
+    though the rule says `override`), else the rule's own: the one kind every surface names."""
+    if proposal is not None and proposal.after is not None:
+        for applied in reversed(proposal.after.fixes):
+            if applied.knob == fix.knob:
+                return applied.route
+    return fix.apply
+
+
 def proposal_text(proposal: Proposal, explain: bool = True) -> Text:
     """The change, line by line: old lines red, new lines green; or why it cannot be applied.
     `explain`: end with what applying does (the modal; the fix list's preview leaves it out)."""

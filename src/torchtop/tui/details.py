@@ -21,7 +21,7 @@ from textual.widgets import Footer, Static
 from torchtop.advice.patches import code_patch
 from torchtop.model.findings import format_value, gain_text
 from torchtop.model.trials import Proposal
-from torchtop.tui.apply import PATCH_STYLE, planned_value, proposal_text
+from torchtop.tui.apply import PATCH_STYLE, planned_route, planned_value, proposal_text
 from torchtop.tui.change import Options, describe_change
 from torchtop.tui.charts import metric_text
 from torchtop.tui.palette import (
@@ -77,10 +77,14 @@ def details_text(
     fix, finding = ranked.fix, ranked.finding
     text = Text()
     value = fix.value if proposal is None else planned_value(proposal)
-    text.append(f"{fix.knob} = {format_value(value)}", style="bold")
-    text.append(f"   [{fix.apply}]\n", style=APPLY_COLOUR.get(fix.apply, ""))
+    text.append(f"{fix.knob} = {format_value(value)}\n", style="bold")
     text.append(f"{fix.description}\n")
-    text.append(f"applies as {fix.apply}: {APPLY_MEANING.get(fix.apply, '')}\n", style=MUTED)
+    # The kind once, as the plan applies it (the rule's `override` goes through the script's
+    # own option where it has one).
+    route = planned_route(fix, proposal)
+    text.append("applies as ", style=MUTED)
+    text.append(route, style=APPLY_COLOUR.get(route, ""))
+    text.append(f": {APPLY_MEANING.get(route, '')}\n", style=MUTED)
     section(text, "The change")
     text.append_text(change_text(ranked, command, options, proposal))
     section(text, "Finding")

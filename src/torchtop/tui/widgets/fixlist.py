@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 
 from torchtop.model.findings import Fix, format_value, gain_short
 from torchtop.model.trials import Proposal
-from torchtop.tui.apply import planned_value
+from torchtop.tui.apply import planned_route, planned_value
 from torchtop.tui.details import change_text
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import APPLY_COLOUR, MUTED, SEVERITY_COLOUR, SEVERITY_WORD
@@ -47,7 +47,8 @@ def fix_prompt(
     value, refused = shown_value(fix, proposal)
     text = Text(f"{number} ", style=MUTED)
     text.append(SEVERITY_WORD.get(severity, severity), style=SEVERITY_COLOUR.get(severity))
-    text.append(f" {fix.apply}", style=APPLY_COLOUR.get(fix.apply, ""))
+    route = planned_route(fix, proposal)  # as applying it would, not as the rule first said
+    text.append(f" {route}", style=APPLY_COLOUR.get(route, ""))
     change = Text(f"{fix.knob} = {format_value(value)}", style=MUTED if refused else "bold")
     gain = Text(gain_short(ranked.finding), style=MUTED)
     if refused:
