@@ -5,7 +5,8 @@ how long it has run and that `q` ends it.
 reading the fix; now it stays, so its footer says both that it is still running and how to
 leave. The clock is the dashboard's own (since it opened), read each second, not the job's
 uptime (the header's "up"), which restarts when a trial relaunches the job. Where the keys leave
-too little room on the row (80 columns), it is only `running 0:17`: `q Quit` is in the keys.
+too little room on the row (80 columns), it is only `running 0:17`: `q Quit` is in the keys;
+where they leave none, it gives way to them (the header's LIVE and "up" say the job runs).
 """
 
 from __future__ import annotations
