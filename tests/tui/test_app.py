@@ -45,6 +45,21 @@ async def test_the_verdict_turns_from_unknown_to_dataloader_once_it_has_held(
         assert panel_text(app, "#verdict").startswith("DATALOADER · 80% recoverable\n")
 
 
+async def test_when_the_run_ends_the_fixes_listed_are_those_of_the_final_verdict_shown(
+    live_app: LiveApp,
+) -> None:
+    # Two ticks: the live verdict has not held long enough to show; the final report's has.
+    app = live_app("loader", ticks=2, stay=True)
+    async with app.run_test(size=NARROW) as pilot:
+        await advance(pilot, 2)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        options = app.query_one("#fix-options", OptionList)
+        first = str(options.get_option_at_index(0).prompt)
+        assert panel_text(app, "#verdict").startswith("DATALOADER")
+    assert "dataloader.num_workers" in first, first
+
+
 async def test_an_unknown_verdict_says_what_is_still_missing(live_app: LiveApp) -> None:
     app = live_app("comm")
     async with app.run_test(size=NARROW) as pilot:

@@ -50,6 +50,7 @@ from torchtop.tui.details import FixDetailsScreen
 from torchtop.tui.frame import Frame, FrameBuilder, offline_frame
 from torchtop.tui.helpscreen import HelpScreen
 from torchtop.tui.outputscreen import OutputScreen
+from torchtop.tui.ranking import rank_fixes
 from torchtop.tui.revert import HoldingUpdate, RevertDone, Reverter, RevertScreen
 from torchtop.tui.styles import CSS
 from torchtop.tui.ticking import (
@@ -565,7 +566,10 @@ class Dashboard(App[Report | None]):
     async def show_final(self) -> None:
         report = await self.final_report()
         if self.latest is not None:
-            frame = replace(self.latest, report=report, verdict=report.verdict, finished=True)
+            # The fixes of the verdict now shown, not of the last live one (hysteresis may not
+            # have shown any verdict yet): the list and the verdict beside it agree.
+            verdict, fixes = report.verdict, rank_fixes(report.verdict)
+            frame = replace(self.latest, report=report, verdict=verdict, fixes=fixes, finished=True)
             self.latest = frame
             self.show(frame)
         self.query_one(JobEndPanel).ending = report.exit

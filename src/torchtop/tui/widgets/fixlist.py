@@ -24,7 +24,7 @@ from torchtop.tui.apply import planned_route, planned_value
 from torchtop.tui.details import change_text
 from torchtop.tui.frame import Frame
 from torchtop.tui.palette import APPLY_COLOUR, MUTED, SEVERITY_COLOUR, SEVERITY_WORD
-from torchtop.tui.ranking import RankedFix
+from torchtop.tui.ranking import RankedFix, why_no_fix
 from torchtop.tui.widgets.panel import FOCUS_MARK
 
 
@@ -164,6 +164,4 @@ class FixList(Vertical):
 
 
 def empty_reason(frame: Frame) -> str:
-    if frame.verdict.bottleneck == "unknown":
-        return "no fix until there is a verdict"
-    return "nothing to fix: no finding suggests a change"
+    return why_no_fix(frame.verdict)
