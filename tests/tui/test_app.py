@@ -24,6 +24,7 @@ from torchtop.tui.frame import offline_frame
 from torchtop.tui.helpscreen import HelpScreen
 from torchtop.tui.ticking import FrameMessage
 from torchtop.tui.widgets.panel import Panel
+from torchtop.tui.widgets.stacks import StacksPanel
 from torchtop.tui.widgets.steptime import StepTimePanel
 
 NARROW = (80, 24)
@@ -58,6 +59,22 @@ async def test_when_the_run_ends_the_fixes_listed_are_those_of_the_final_verdict
         first = str(options.get_option_at_index(0).prompt)
         assert panel_text(app, "#verdict").startswith("DATALOADER")
     assert "dataloader.num_workers" in first, first
+
+
+async def test_p_after_the_run_ended_leaves_the_header_saying_finished(
+    live_app: LiveApp,
+) -> None:
+    """Once the job has ended nothing more comes: the header must not claim a pause."""
+    app = live_app("loader", ticks=2, stay=True)
+    async with app.run_test(size=NARROW) as pilot:
+        await advance(pilot, 2)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "FINISHED" in panel_text(app, "JobHeader")
+        await pilot.press("p")
+        await pilot.pause()
+        header = panel_text(app, "JobHeader")
+    assert "FINISHED" in header and "PAUSED" not in header, header
 
 
 async def test_an_unknown_verdict_says_what_is_still_missing(live_app: LiveApp) -> None:
@@ -334,15 +351,20 @@ async def test_one_rank_keeps_the_ranks_table_hidden(live_app: LiveApp) -> None:
         assert app.query_one("#bottom").display
 
 
-async def test_the_hot_stacks_list_the_users_own_code_first(live_app: LiveApp) -> None:
+async def test_the_hot_stacks_count_each_sample_once_at_the_users_own_line(
+    live_app: LiveApp,
+) -> None:
     app = live_app("loader")
     async with app.run_test(size=LARGE) as pilot:
         await advance(pilot, 8)
-        stacks = panel_text(app, "#stacks").splitlines()
-    library = [i for i, line in enumerate(stacks) if "modules/linear.py" in line]
-    mine = [i for i, line in enumerate(stacks) if "ada/train.py" in line or "ada/model.py" in line]
-    assert library and mine
-    assert max(mine) < min(library)
+        whole, *rows = [line for line in panel_text(app, "#stacks").splitlines() if line.strip()]
+        details = [row.whole for row in app.query_one("#stacks", StacksPanel).shown]
+        counted = app.latest.hot.samples if app.latest is not None else 0
+    assert counted > 0 and whole == f"% of {counted} samples, each at your innermost line"
+    assert rows and all("ada/train.py" in row or "ada/model.py" in row for row in rows)
+    assert sum(int(row.split("%")[0]) for row in rows) == 100
+    # The library's frames the time goes to, under a line of the user's, in its details.
+    assert any("modules/linear.py" in text for text in details)
 
 
 async def test_the_step_history_shows_the_change_when_a_profiler_window_arrives(

@@ -79,12 +79,12 @@ class JobHeader(Panel):
     def _state(self, frame: Frame) -> tuple[str, str]:
         if self.finishing:
             return "FINISHING", "bold #e0b000"
+        if frame.live and frame.finished:  # nothing more comes: a pause would hold nothing
+            return "FINISHED", "bold #9a9a9a"
         if self.paused:
             return "PAUSED", "bold reverse #e0b000"
         if not frame.live:
             return "OFFLINE", "bold #5f87ff"
-        if frame.finished:
-            return "FINISHED", "bold #9a9a9a"
         return "LIVE", "bold #5fc75f"
 
     def _title(self, frame: Frame, width: int) -> Text:
