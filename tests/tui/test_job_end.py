@@ -16,10 +16,10 @@ from tests.workloads.crashes import LAST_LINE
 from torchtop.diagnosis.rules import load_rules
 from torchtop.jobs.job import Output, start
 from torchtop.live.watch import LiveMonitor
-from torchtop.model.report import Report
+from torchtop.model.report import JobExit, Report
 from torchtop.tui.app import Dashboard
 from torchtop.tui.ticking import IntervalPacer
-from torchtop.tui.widgets.jobend import JobEndPanel
+from torchtop.tui.widgets.jobend import JobEndPanel, job_end_text
 
 pytestmark = pytest.mark.slow
 JOBS = WORKLOADS
@@ -72,3 +72,13 @@ async def test_without_stay_the_dashboard_closes_when_the_job_ends(tmp_path: Pat
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: not app.is_running, "the dashboard to close", 60)
     assert isinstance(app.return_value, Report)
+
+
+def test_a_job_torchtop_stopped_reads_as_a_stop_not_as_its_signal() -> None:
+    """`--for`, a trial's end or `q` stop the job with SIGINT: the panel says it was torchtop."""
+    stopped = JobExit(how="stopped", signal="SIGINT", duration_s=12.4)
+    text = job_end_text(stopped).plain
+    assert text.startswith("the job was stopped by torchtop after 12 s"), text
+    assert "SIGINT" not in text
+    crashed = job_end_text(JobExit(how="crashed", status=1, stderr_tail=("boom",))).plain
+    assert crashed.startswith("the job crashed with exit status 1"), crashed

@@ -29,7 +29,7 @@ ENDED_STYLE = "bold #9a9a9a"
 def job_end_text(ending: JobExit, tail_shown: int = TAIL_SHOWN) -> Text:
     """`the job crashed with exit status 1 · its whole output: RUN/job.log · q: quit`, then the
     stderr tail where it failed: its last `tail_shown` lines (a traceback ends with its cause)."""
-    head = f"the job {ending.how} with {ending.words()}"
+    head = ending.headline()
     if not ending.failed:
         return Text.assemble(
             (head, ENDED_STYLE), ("; the figures above are final · q: quit", MUTED)
