@@ -124,4 +124,4 @@ def test_the_text_report_holds_each_kept_fix_against_its_relaunch(report: Report
         f"     {why}",
         "     not reverted: the job ran on with the fix",
     ]
-    assert section[-1] == "     reverted by the user at T: RUN/jobs/02"
+    assert section[-1] == "     reverted by you at T: RUN/jobs/02"

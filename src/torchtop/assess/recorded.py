@@ -3,7 +3,8 @@
 After a fix tried from the dashboard the job runs on in `RUN/jobs/NN/` (`runs.segments`):
 `run_folder_report` assesses the newest segment whose agent reported steps (the job as it now
 runs), or the one `--segment` names (0: RUN as started), lists every trial of the run
-(decided or cancelled) and notes the segments and which one is shown.
+(decided or cancelled, with its revert) and notes the segments and which one is shown; where
+the job as it now runs has no verdict yet, `assess.session` gives the session's.
 """
 
 from __future__ import annotations

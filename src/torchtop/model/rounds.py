@@ -26,6 +26,9 @@ FAILED = "failed"
 """A run of the trial failed: reverted, undecided."""
 CANCELLED = "cancelled"
 
+REVERTED_BY_YOU = "reverted by you"
+"""A kept fix the user took back (`r`), on the trial panel and in the report alike."""
+
 HOLDS = "holds"
 NO_LONGER_HOLDS = "no longer holds"
 NOT_JUDGED = "not judged yet"

@@ -11,7 +11,13 @@ from collections.abc import Iterable
 from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Finding, format_value, gain_text
 from torchtop.model.report import RankReport, RankStanding, Report
-from torchtop.model.rounds import claim_text, holding_words, outcome_words, predicted_text
+from torchtop.model.rounds import (
+    REVERTED_BY_YOU,
+    claim_text,
+    holding_words,
+    outcome_words,
+    predicted_text,
+)
 from torchtop.model.trial_entry import TrialEntry
 from torchtop.report import communication
 from torchtop.report.contract import breakdown_steps, steps_per_s
@@ -305,7 +311,7 @@ def _since_relaunch(trial: TrialEntry, style: _Style) -> list[str]:
             lines.append(f"     {since.reason}")
     if trial.reverted is not None:
         reverted = trial.reverted
-        lines.append(f"     reverted by the user at {reverted.at}: {reverted.run_dir}")
+        lines.append(f"     {REVERTED_BY_YOU} at {reverted.at}: {reverted.run_dir}")
     elif since is not None and since.holds is False:
         lines.append("     not reverted: the job ran on with the fix")
     return lines

@@ -4,7 +4,9 @@ revert (`RUN/jobs/NN/`), and every trial tried on it (`RUN/trials/NN.json`, and
 
 `analyze RUN` and `view RUN` read the job as it now runs: the newest segment whose agent
 reported steps (`offline`). Segment 0 is RUN itself (the job as started); segment N is
-`RUN/jobs/NN/`.
+`RUN/jobs/NN/`. A `tune` folder has no segments: its job ran in `RUN/baseline/` and its trials'
+runs (`is_tune_folder`). The trials carry the user's reverts (`RUN/reverts.jsonl`), as the live
+report's entries do.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from pathlib import Path
 
 import msgspec
 
-from torchtop.model.trial_entry import TrialEntry, TrialRuns
-from torchtop.runs.layout import RunLayout
+from torchtop.model.trial_entry import Reverted, TrialEntry, TrialRuns
+from torchtop.runs.journal import JournalReader
+from torchtop.runs.layout import RunLayout, is_run_folder
+from torchtop.runs.records import Revert
 
 _CANCELLED = "-cancelled"
 
@@ -43,7 +47,30 @@ def trial_entries(root: Path) -> tuple[TrialEntry, ...]:
         except (OSError, msgspec.DecodeError):
             continue
         found.append(_without_steps(entry))
-    return tuple(sorted(found, key=lambda e: e.number))
+    return _with_reverts(root, sorted(found, key=lambda e: e.number))
+
+
+def is_tune_folder(path: Path) -> bool:
+    """A folder `tune` recorded: its baseline is a run folder, and it is none itself."""
+    return not is_run_folder(path) and is_run_folder(RunLayout(path).baseline_dir)
+
+
+def _with_reverts(root: Path, entries: list[TrialEntry]) -> tuple[TrialEntry, ...]:
+    """Each entry with the revert of its fix, and the figures it was reverted on."""
+    reverts = {
+        r.trial: r
+        for r in JournalReader(RunLayout(root).reverts).read_new(final=True)
+        if isinstance(r, Revert)
+    }
+    return tuple(_reverted(e, reverts[e.number]) if e.number in reverts else e for e in entries)
+
+
+def _reverted(entry: TrialEntry, revert: Revert) -> TrialEntry:
+    back = Reverted(
+        at=revert.at, run_dir=revert.run_dir or "", from_run_dir=revert.from_run_dir or ""
+    )
+    since = revert.since_relaunch or entry.since_relaunch
+    return msgspec.structs.replace(entry, reverted=back, since_relaunch=since)
 
 
 def _without_steps(entry: TrialEntry) -> TrialEntry:

@@ -28,6 +28,7 @@ from torchtop.model.analysis import RankAnalysis
 from torchtop.model.findings import Verdict
 from torchtop.model.report import JobReports, RankReport, Report, SkippedTrace
 from torchtop.runs.layout import RunLayout, is_run_folder
+from torchtop.runs.segments import is_tune_folder
 from torchtop.traces import find_trace_files
 from torchtop.traces.logdir import choose_run
 from torchtop.traces.reader import ProgressSink
@@ -75,15 +76,25 @@ def analyze_jobs(
     """A report per job among the traces at `paths` (one for a run folder), and the run
     folder's state when the one path is a run folder: `view` shows both, and the folder is
     read once. A run folder is read as the job now runs (`run_folder`); `segment` picks
-    another of its jobs (0: as started)."""
+    another of its jobs (0: as started). A `tune` folder is read as the job as tuned, with its
+    trials (`assess.session`), as a run folder is."""
     tree = rules or load_rules()
+    if len(paths) == 1 and run is None and segment is None and is_tune_folder(Path(paths[0])):
+        from torchtop.assess.session import tune_folder_report  # only for tune folders
+
+        tuned, state = tune_folder_report(Path(paths[0]), tree)
+        if tuned is not None:  # else its traces, as before
+            return JobReports((tuned,)), state
     if len(paths) == 1 and is_run_folder(root := Path(paths[0])) and run is None:
         # Only for run folders: traces skip their import.
         from torchtop.assess.recorded import run_folder_report
+        from torchtop.assess.session import with_session_verdict
         from torchtop.runs.identity import node_folders
 
         report, state = run_folder_report(root, tree, segment)
         if report is not None:
+            if segment is None:  # the session's verdict where the job now has none yet
+                report = with_session_verdict(report, root, state.layout.root, tree)
             return JobReports((report,)), state
         traces = [str(RunLayout(f).traces_dir) for f in node_folders(root) or [root]]
         return _analyze_traces(traces, tree, progress, True, reader), state

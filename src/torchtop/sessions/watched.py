@@ -32,6 +32,7 @@ import msgspec
 
 from torchtop.advice.machine import Machine, this_machine
 from torchtop.advice.plan import initial_plan, plan_fix
+from torchtop.assess.session import with_session_verdict
 from torchtop.jobs.env import PERIODIC
 from torchtop.jobs.job import Job, Output, start_plan
 from torchtop.live.collect import Collectors, start_collectors
@@ -147,16 +148,21 @@ class WatchedJob:
         return True
 
     def with_trials(self, report: Report) -> Report:
-        """`report` with the trials decided here, as the contract's `trials` entries."""
+        """`report` with the trials decided here, as the contract's `trials` entries; where the
+        job as it now runs has no verdict yet (quit right after a revert), the session's: the
+        newest folder of the run that ran the same settings (`assess.session`)."""
         if not self.trials:
             return report
         self.since_relaunch()
-        return msgspec.structs.replace(
+        report = msgspec.structs.replace(
             report,
             trials=tuple(
                 self.tracker.entry(t, trial_entry(t, with_steps=False)) for t in self.trials
             ),
         )
+        now = self.job.layout.root
+        tree, context = self.monitor.tree, self.monitor.context
+        return with_session_verdict(report, self.run_root, now, tree, context)
 
     def since_relaunch(self) -> Holding | None:
         """The job with a kept fix, judged against its trial so far; None when none runs."""

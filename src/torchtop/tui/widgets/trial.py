@@ -24,6 +24,7 @@ from textual.widgets import Static
 from torchtop.model.rounds import (
     FAILED,
     NO_LONGER_HOLDS,
+    REVERTED_BY_YOU,
     estimate_claim,
     holding_words,
     outcome_text,
@@ -196,7 +197,7 @@ def since_text(view: TrialView) -> Text:
     if view.revert is not None:
         if view.revert.cancelled:
             return Text("revert cancelled: torchtop is quitting", style=MUTED)
-        return Text(f"reverted by you: the job runs without the fix again ({figures})", MUTED)
+        return Text(f"{REVERTED_BY_YOU}: the job runs without the fix again ({figures})", MUTED)
     holding = view.holding
     if holding is None:
         return Text("")
@@ -248,7 +249,8 @@ class TrialPanel(Static):
         if outcome is None:
             self.border_subtitle = "q: quit (ends the trial)"
         elif view.revert is not None and not view.revert.cancelled:
-            self.border_title, self.border_subtitle = "Trial · kept, then reverted by you", ""
+            self.border_title = f"Trial · {outcome_word(outcome)} · {REVERTED_BY_YOU}"
+            self.border_subtitle = ""
         elif view.falls_short and view.kept_and_running:
             self.border_title = f"Trial · {outcome_word(outcome)} · {NO_LONGER_HOLDS}"
             self.border_subtitle = "r: revert"
