@@ -1,24 +1,15 @@
 """`torchtop analyze PATH...`: its options, and the offline report on saved traces or a run
-folder (`sessions.offline`), or the traces written back with torchtop's tracks
-(`sessions.annotated`)."""
+folder, or the traces written back with torchtop's tracks: `torchtop.analyze`, printed."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from torchtop.cli.options import Verbs, cluster_option, one_job_option, rules_option, segment_option
 from torchtop.cli.shared import EXIT_OK, file_progress, load_tree, warn_damaged
-from torchtop.errors import EXIT_INTERRUPTED, InputError
-
-if TYPE_CHECKING:
-    from torchtop.diagnosis.rules import RuleTree
-    from torchtop.fanout import FileReader
-    from torchtop.model.report import JobReports
-    from torchtop.sessions.offline import ProgressFactory
+from torchtop.errors import EXIT_INTERRUPTED
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 EXAMPLES = """examples:
@@ -97,39 +88,30 @@ def _analyze_paths(args: argparse.Namespace) -> int:
 
     if args.cluster is None:  # a big trace starts being read while the analysis is imported
         start_early(args.paths)
-    elif args.annotate is not None:
-        raise InputError("--cluster", "not with --annotate (each copy is written here)")
-    from torchtop.cluster import trace_reader
-    from torchtop.report.jobs import render_jobs
+    from torchtop.api.analyzing import analyze
 
     tree = load_tree(args.rules)
-    with file_progress() as progress, trace_reader(args.cluster) as reader:
-        jobs = _analyze_or_annotate(args, tree, progress, reader)
-    warn_damaged(jobs)
-    sys.stdout.write(render_jobs(jobs, args.format, colour=_colour(args.color)))
-    return EXIT_OK
-
-
-def _analyze_or_annotate(
-    args: argparse.Namespace, tree: RuleTree, progress: ProgressFactory, reader: FileReader
-) -> JobReports:
-    if args.annotate is None:
-        from torchtop.sessions.offline import analyze_jobs
-
-        return analyze_jobs(
-            args.paths, tree, progress, args.run, args.one_job, args.segment, reader
-        )[0]
-    from torchtop.model.report import JobReports
-    from torchtop.sessions.annotated import annotate_paths
-
-    report, written = annotate_paths(args.paths, Path(args.annotate), tree, progress)
-    for path in written:
+    with file_progress() as progress:
+        report = analyze(
+            args.paths,
+            rules=tree,
+            run=args.run,
+            segment=args.segment,
+            one_job=args.one_job,
+            cluster=args.cluster,
+            annotate=args.annotate,
+            progress=progress,
+        )
+    for path in report.annotated:
         print(
             f"torchtop: annotated trace written to {path} (open it in ui.perfetto.dev "
             "or chrome://tracing)",
             file=sys.stderr,
         )
-    return JobReports((report,))
+    assert report.model is not None  # analysed here, not read from JSON
+    warn_damaged(report.model)
+    sys.stdout.write(report.render(args.format, colour=_colour(args.color)))
+    return EXIT_OK
 
 
 def _colour(choice: str) -> bool:

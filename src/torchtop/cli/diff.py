@@ -1,11 +1,13 @@
-"""`torchtop diff A B`: its options, and what changed from A to B (`sessions.diff`)."""
+"""`torchtop diff A B`: its options, and what changed from A to B (`torchtop.diff`), side by
+side in a terminal (`tui.diffscreen`)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from torchtop.cli.options import Verbs, cluster_option, rules_option
-from torchtop.cli.shared import load_tree
+from torchtop.cli.shared import EXIT_OK, load_tree
 
 EXAMPLES = """examples:
   torchtop diff before.json.gz after.json.gz    two traces (or folders of ranks)
@@ -33,7 +35,13 @@ def register(verbs: Verbs) -> None:
 
 
 def diff_command(args: argparse.Namespace) -> int:
-    from torchtop.sessions.diff import diff_session
+    from torchtop.api.diffing import diff
 
-    tree = load_tree(args.rules)
-    return diff_session(args.a, args.b, args.format, tree, args.cluster)
+    comparison = diff(args.a, args.b, rules=load_tree(args.rules), cluster=args.cluster)
+    if args.format is None and sys.stdout.isatty():
+        from torchtop.tui.diffscreen import run_diff
+
+        run_diff(comparison.changes)
+        return EXIT_OK
+    sys.stdout.write(comparison.render(args.format or "text"))
+    return EXIT_OK

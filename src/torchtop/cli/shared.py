@@ -10,8 +10,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchtop.errors import InputError
-
 if TYPE_CHECKING:
     from torchtop.diagnosis.rules import RuleTree
     from torchtop.model.report import JobReports
@@ -21,12 +19,9 @@ EXIT_BAD_INPUT = 2
 
 
 def load_tree(folder: str | None) -> RuleTree:
-    from torchtop.diagnosis.rules import RuleError, load_rules
+    from torchtop.api.analyzing import rule_tree
 
-    try:
-        return load_rules(Path(folder) if folder else None)
-    except RuleError as exc:
-        raise InputError("rules", str(exc)) from None
+    return rule_tree(folder)
 
 
 def after_dashes(words: list[str]) -> list[str]:

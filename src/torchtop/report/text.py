@@ -31,7 +31,7 @@ from torchtop.report.straggler_text import no_straggler_line, straggler_words
 from torchtop.report.windows import windows_line
 
 BAR_WIDTH = 60
-_GLYPHS = {
+GLYPHS = {
     "kernel": ("K", "32"),
     "memcpy": ("M", "33"),
     "memset": ("S", "33"),
@@ -162,16 +162,22 @@ def _coverage(job: RankAnalysis) -> list[str]:
     return [f"  step figures over {count} steps; breakdown from {covered} {source}"]
 
 
-def _bar(breakdown: dict[str, float], style: _Style) -> str:
-    exact = {c: max(breakdown.get(c, 0.0), 0.0) * BAR_WIDTH for c in _GLYPHS}
+def bar_counts(breakdown: dict[str, float]) -> dict[str, int]:
+    """How many of the bar's cells each category gets (also the notebook view's bar)."""
+    exact = {c: max(breakdown.get(c, 0.0), 0.0) * BAR_WIDTH for c in GLYPHS}
     counts = {c: int(v) for c, v in exact.items()}
     # Largest remainders get the cells lost to rounding, so the bar is always full width.
     missing = max(BAR_WIDTH - sum(counts.values()), 0)
     for category in sorted(exact, key=lambda c: exact[c] - counts[c], reverse=True)[:missing]:
         counts[category] += 1
+    return counts
+
+
+def _bar(breakdown: dict[str, float], style: _Style) -> str:
+    counts = bar_counts(breakdown)
     cells = "".join(
         style((glyph if not style.colour else "█") * counts[c], colour)
-        for c, (glyph, colour) in _GLYPHS.items()
+        for c, (glyph, colour) in GLYPHS.items()
         if counts[c]
     )
     return f"[{cells}]"
@@ -180,7 +186,7 @@ def _bar(breakdown: dict[str, float], style: _Style) -> str:
 def _legend(breakdown: dict[str, float], style: _Style) -> str:
     ranked = sorted(breakdown.items(), key=lambda item: item[1], reverse=True)
     return "  ".join(
-        f"{style(_GLYPHS[c][0], _GLYPHS[c][1])} {c} {share:.1%}"
+        f"{style(GLYPHS[c][0], GLYPHS[c][1])} {c} {share:.1%}"
         for c, share in ranked
         if share >= 0.0005
     )

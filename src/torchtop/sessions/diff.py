@@ -1,5 +1,5 @@
-"""`torchtop diff A B`: each side read into its JSON report, the changes worked out, then the
-side-by-side screen in a terminal, or the text, Markdown or JSON on stdout.
+"""`torchtop diff A B`'s sides: each read into its JSON report, for `torchtop.diff` (which
+works out the changes; the CLI prints them or shows them side by side).
 
 A side is a trace, a folder of ranks, a run folder (a trial's `before-1`/`after-1` among them),
 or a JSON report written by `--report`/`--format json`: told apart by the report's opening
@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
-from torchtop.cluster import trace_reader
 from torchtop.diagnosis.rules import RuleTree
 from torchtop.errors import InputError
 from torchtop.fanout import FileReader, read_files
 from torchtop.model.diff import DiffSide, Document
 from torchtop.report.contract import report_to_json
-from torchtop.report.diff import diff_document
-from torchtop.report.diff_text import render_diff_markdown, render_diff_text
 from torchtop.sessions.offline import analyze_paths
 
 REPORT_START = re.compile(rb'^\s*\{\s*"schema"\s*:\s*"torchtop\.report/')
@@ -53,24 +49,3 @@ def _read_report(path: Path) -> Document:
     if not isinstance(document, dict) or not isinstance(document.get("source"), dict):
         raise InputError(str(path), "not a torchtop JSON report (no `source`)")
     return document
-
-
-def diff_session(
-    a: str, b: str, output_format: str | None, tree: RuleTree, cluster: str | None = None
-) -> int:
-    """`output_format` None: the screen when stdout is a terminal, else the text. `cluster`:
-    the Dask cluster that reads both sides' trace files (`--cluster`), opened once."""
-    with trace_reader(cluster) as reader:
-        document = diff_document(load_side(a, tree, reader), load_side(b, tree, reader))
-    if output_format is None and sys.stdout.isatty():
-        from torchtop.tui.diffscreen import run_diff
-
-        run_diff(document["changes"])
-        return 0
-    if output_format == "json":
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-    elif output_format == "markdown":
-        sys.stdout.write(render_diff_markdown(document["changes"]))
-    else:
-        sys.stdout.write(render_diff_text(document["changes"]))
-    return 0
