@@ -29,6 +29,8 @@ METRICS: dict[str, str] = {
     "step_cv": "step time standard deviation over its mean",
     "has_step_markers": "the trace has ProfilerStep#N markers (else it is one step)",
     "trace_truncated": "the trace file was cut off; only its whole events were analysed",
+    "trace_set_aside_share": "events set aside in reading (wrong type, impossible time) over "
+    "those read (0-1)",
     # The device.
     "has_gpu": "the trace shows GPU activity",
     "gpu_utilization": "kernel busy time over the steps' span (0-1), averaged over GPUs",

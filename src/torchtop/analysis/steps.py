@@ -11,6 +11,8 @@ spanning its CPU operators.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import msgspec
 import numpy as np
 import numpy.typing as npt
@@ -69,6 +71,22 @@ def host_steps(trace: TraceData) -> tuple[Floats, Floats, list[int], bool]:
     lo = min(float(s.start_us.min()) for s in everything)
     hi = max(float(s.end_us.max()) for s in everything)
     return np.array([lo]), np.array([hi]), [0], False
+
+
+def repeated_numbers(numbers: list[int]) -> str | None:
+    """A note when step numbers repeat at different times (exact repeats are dropped in
+    reading, `traces.duplicates`): the file joins several profiles, or the loop's count
+    restarted. Each is still its own step."""
+    seen = Counter(n for n in numbers if n >= 0)
+    repeats = sorted(n for n, count in seen.items() if count > 1)
+    if not repeats:
+        return None
+    shown = ", ".join(f"#{n} x{seen[n]}" for n in repeats[:3])
+    more = f" and {len(repeats) - 3} more" if len(repeats) > 3 else ""
+    return (
+        f"step numbers repeat ({shown}{more}) at different times: the file may join several "
+        "profiles; each is counted as its own step"
+    )
 
 
 def _step_number(name: str) -> int:

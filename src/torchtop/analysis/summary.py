@@ -25,7 +25,7 @@ from torchtop.analysis.idle import idle_metrics
 from torchtop.analysis.memory import memory_metrics, memory_profile, pooled_memory
 from torchtop.analysis.modules import module_tree
 from torchtop.analysis.step_stats import step_stats
-from torchtop.analysis.steps import find_steps
+from torchtop.analysis.steps import StepWindows, find_steps, repeated_numbers
 from torchtop.analysis.vocabulary import median
 from torchtop.model.analysis import Metrics, RankAnalysis, StepCost
 from torchtop.traces.data import TraceData
@@ -79,6 +79,7 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
     metrics: Metrics = {
         "has_step_markers": steps.has_markers,
         "trace_truncated": trace.info.truncated,
+        "trace_set_aside_share": trace.info.set_aside_share(),
     }
     metrics.update(gpu)
     metrics.update(idle)
@@ -109,7 +110,7 @@ def analyze_trace(trace: TraceData) -> RankAnalysis:
         top_kernels=device.top_kernels(trace),
         top_ops=top_ops,
         copies=device.copy_stats(trace),
-        notes=_notes(trace, steps.has_markers, steps.dropped_tail),
+        notes=_notes(trace, steps),
         python_calls=() if trace.python is None else (trace.python,),
         communication=communication,
         totals=totals,
@@ -165,10 +166,11 @@ def _with_step_metrics(
     return result
 
 
-def _notes(trace: TraceData, has_markers: bool, dropped_tail: int) -> tuple[str, ...]:
+def _notes(trace: TraceData, steps: StepWindows) -> tuple[str, ...]:
     notes = []
     info = trace.info
-    if not has_markers:
+    dropped_tail = steps.dropped_tail
+    if not steps.has_markers:
         notes.append("no ProfilerStep# markers: the whole trace is treated as one step")
     if dropped_tail:
         notes.append(
@@ -182,12 +184,10 @@ def _notes(trace: TraceData, has_markers: bool, dropped_tail: int) -> tuple[str,
                 "the trace lists GPUs but none of its GPU events was read (Kineto writes them "
                 "after the CPU operators): the figures see the host side only"
             )
-    if info.dropped_corrupt:
-        notes.append(
-            f"dropped {info.dropped_corrupt} corrupt event(s) (negative or day-long durations)"
-        )
-    if info.dropped_malformed:
-        notes.append(f"dropped {info.dropped_malformed} malformed event(s)")
+    notes.extend(info.set_aside())
+    repeated = repeated_numbers(steps.numbers)
+    if repeated:
+        notes.append(repeated)
     if info.repaired:
         notes.append("repaired invalid JSON (unquoted N/A or NaN, invalid UTF-8)")
     notes.extend(info.notes)

@@ -10,7 +10,7 @@ recovers at least `min_recoverable_share`; else the job is bound by its work its
 `cpu` on a CPU-only job). Confidence is the chance that much more evidence of the same job
 keeps the verdict: the margin to the next decision (the runner-up stall, or the threshold)
 against its uncertainty over the evidence units (`diagnosis/confidence.py`), lowered for a
-truncated trace (`[confidence]` in `rules/_verdict.toml`). With no
+truncated trace or one with events set aside (`[confidence]` in `rules/_verdict.toml`). With no
 usable evidence it is `unknown`, with the reason.
 """
 
@@ -20,7 +20,7 @@ import string
 from collections.abc import Mapping, Sequence
 
 from torchtop.diagnosis.confidence import margin_confidence
-from torchtop.diagnosis.rules import Rule, RuleTree, offered_fixes
+from torchtop.diagnosis.rules import Rule, RuleTree, VerdictSettings, offered_fixes
 from torchtop.model.analysis import Metrics, StepCost
 from torchtop.model.findings import Finding, Verdict, gain_bound, severity_for_gain
 
@@ -180,6 +180,15 @@ def _work_class(tree: RuleTree, fired: list[str], metrics: Metrics) -> str | Non
     return None
 
 
+def _damaged(metrics: Metrics, settings: VerdictSettings) -> bool:
+    """Whether the trace lost evidence in reading: cut off, or events set aside past the
+    share `[confidence]` allows."""
+    set_aside = metrics.get("trace_set_aside_share")
+    if isinstance(set_aside, int | float) and set_aside >= settings.confidence.set_aside_share:
+        return True
+    return bool(metrics.get("trace_truncated"))
+
+
 def _decide(
     tree: RuleTree,
     shares: dict[str, float | None],
@@ -203,7 +212,7 @@ def _decide(
     threshold = settings.min_recoverable_share
     top_class, top = stalls[0] if stalls else ("", 0.0)
     # Device events come last in a Kineto file, so a cut-off file loses them first.
-    factor = settings.confidence.truncated_trace if metrics.get("trace_truncated") else 1.0
+    factor = settings.confidence.truncated_trace if _damaged(metrics, settings) else 1.0
     if top >= threshold:
         # The nearest other decision: the runner-up stall, or the work class at the threshold.
         runner_class, runner_up = stalls[1] if len(stalls) > 1 else ("", 0.0)

@@ -82,6 +82,9 @@ class Confidence(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     min_unit_spread: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.02
     """The least spread per step assumed of a margin measured over steps."""
     truncated_trace: _Share = 0.7
+    set_aside_share: _Share = 0.01
+    """Events set aside in reading (a field of the wrong type, an impossible time) past this
+    share of those read: the evidence is damaged as a cut file's is (`truncated_trace`)."""
 
 
 class RankPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -25,8 +25,14 @@ class TraceInfo(msgspec.Struct, frozen=True):
     backend: str | None = None
     events_total: int = 0
     dropped_corrupt: int = 0
-    """Events dropped as impossible: negative durations or durations longer than a day."""
+    """Events dropped at impossible times: negative durations or durations longer than a day,
+    timestamps not finite or beyond 2**53 µs (285 years after the epoch)."""
     dropped_malformed: int = 0
+    """Events dropped for a field of the wrong type (a list for `args`, text for `ts`, ...)."""
+    malformed_fields: tuple[tuple[str, int], ...] = ()
+    """`dropped_malformed` by the field of the wrong type (`event`: not a JSON object)."""
+    dropped_duplicate: int = 0
+    """Events dropped as exact repeats of an earlier one (a trace written more than once)."""
     truncated: bool = False
     lost_bytes: int = 0
     """The bytes after the last whole event that were read but formed no whole event."""
@@ -40,6 +46,34 @@ class TraceInfo(msgspec.Struct, frozen=True):
     """The `.gz` ends before its gzip trailer, the part that records the full size."""
     last_event_s: float | None = None
     """A truncated file's last event read: its start, in seconds from the trace's first."""
+
+    def set_aside_share(self) -> float:
+        """The events dropped as malformed or corrupt over those read (duplicates, read twice,
+        are not lost evidence)."""
+        lost = self.dropped_malformed + self.dropped_corrupt
+        return lost / max(self.events_total + self.dropped_malformed, 1)
+
+    def set_aside(self) -> tuple[str, ...]:
+        """What was dropped in reading, one line per cause, each naming its count."""
+        notes = []
+        if self.dropped_malformed:
+            fields = ", ".join(f"{name} {count}" for name, count in self.malformed_fields)
+            detail = f" ({fields})" if fields else ""
+            notes.append(
+                f"dropped {self.dropped_malformed} malformed event(s) with a field of the wrong "
+                f"type{detail}"
+            )
+        if self.dropped_corrupt:
+            notes.append(
+                f"dropped {self.dropped_corrupt} corrupt event(s) at impossible times (a "
+                "timestamp not finite or past 2**53 µs, a duration negative or over a day)"
+            )
+        if self.dropped_duplicate:
+            notes.append(
+                f"dropped {self.dropped_duplicate} duplicate event(s): the file holds its events "
+                "more than once (its steps repeat at the same times); each is counted once"
+            )
+        return tuple(notes)
 
     def truncation(self) -> str | None:
         """What a truncated file lost, in words that claim only what the file tells."""

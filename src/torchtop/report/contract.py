@@ -393,6 +393,8 @@ def _trace_info(info: TraceInfo) -> dict[str, object]:
         "lost_bytes": info.lost_bytes,
         "dropped_corrupt": info.dropped_corrupt,
         "dropped_malformed": info.dropped_malformed,
+        "dropped_duplicate": info.dropped_duplicate,
+        "malformed_fields": dict(info.malformed_fields),
     }
     if info.truncated:  # what was read of a cut file (docs/report.md)
         entry.update(

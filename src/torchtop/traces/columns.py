@@ -17,6 +17,7 @@ import numpy as np
 from torchtop.model.analysis import PythonCalls
 from torchtop.traces.data import (
     NO_ID,
+    Bools,
     Copies,
     Floats,
     Ints,
@@ -36,6 +37,7 @@ from torchtop.traces.schema import (
     MetadataEvent,
     SpanEvent,
 )
+from torchtop.traces.set_aside import TS_LIMIT_US, add_counts, count_causes
 from torchtop.traces.shapes import ShapeKey, ShapeTable
 
 ONE_DAY_US = 86_400e6
@@ -155,6 +157,12 @@ class SpanColumns:
         self.pieces[first:] = run[:1]
         self._joined = first + 1
 
+    def take_joined(self) -> dict[str, np.ndarray]:
+        """Every column joined in file order, the builder left without parts (`column`)."""
+        columns = {key: self.column(key) for key in list(self.parts)}
+        self.pieces, self._joined = [], 0
+        return columns
+
     def extend(self, other: SpanColumns, remap: dict[str, Ints]) -> None:
         """Take another builder's parts, translating interned codes through `remap`; the
         other is left without them, so that they go when its columns are made here."""
@@ -271,6 +279,10 @@ class ColumnBuilder:
         self.profiler_span_piece = -1
         self.events_total = 0
         self.dropped_corrupt = 0
+        """Events dropped as impossible: a timestamp not finite or beyond `TS_LIMIT_US`, a
+        duration negative or longer than a day."""
+        self.malformed: dict[str, int] = {}
+        """Events dropped for a time that is missing or not a number, by field."""
         self.min_ts = float("inf")
         self.end: tuple[int, float] | None = None
         """The furthest piece read and the start of its last timed event: where the reading
@@ -290,7 +302,7 @@ class ColumnBuilder:
             memory = [e for e in rest if is_memory_event(e)]
             if memory:
                 columns = memory_columns(memory, floats, ids, self.threads.code_all)  # type: ignore[arg-type]
-                self.memory.add(columns, piece)
+                self.memory.add(self._timed_memory(memory, columns), piece)
             self.events_total -= len(
                 [e for e in rest if isinstance(e, _OWN_TYPES) and e.cat == OWN_CATEGORY]
             )
@@ -313,12 +325,14 @@ class ColumnBuilder:
         if kind == PYTHON:
             self._add_python(events, piece)
             return
-        start = floats(list(map(_TS, events)))
-        dur = floats(list(map(_DUR, events)))
-        dur[np.isnan(dur)] = 0.0
-        valid = np.isfinite(start) & (dur >= 0) & (dur <= ONE_DAY_US)
+        starts, durs = list(map(_TS, events)), list(map(_DUR, events))
+        start, dur = floats(starts), floats(durs)
+        unset = np.isnan(dur)
+        if unset.any():  # a missing duration is 0; one that is not a number stays NaN
+            dur[unset] = [0.0 if durs[i] is None else np.nan for i in np.flatnonzero(unset)]
+        valid = (np.abs(start) <= TS_LIMIT_US) & (dur >= 0) & (dur <= ONE_DAY_US)
         if not valid.all():
-            self.dropped_corrupt += int((~valid).sum())
+            self._set_aside(starts, durs, valid)
             events = [e for e, ok in zip(events, valid.tolist(), strict=True) if ok]
             start, dur = start[valid], dur[valid]
         if not events:
@@ -361,6 +375,22 @@ class ColumnBuilder:
             columns["kind"] = np.array(kinds, dtype=np.int64)
             columns["pageable"] = np.array(pageable, dtype=np.bool_)
         self.kinds[kind].add(columns, piece)
+
+    def _set_aside(self, starts: list[object], durs: list[object] | None, valid: Bools) -> None:
+        """Count the events `valid` leaves out, by cause (the slow path: bad events only)."""
+        fields, impossible = count_causes(starts, durs, np.flatnonzero(~valid).tolist())
+        add_counts(self.malformed, fields)
+        self.dropped_corrupt += impossible
+
+    def _timed_memory(
+        self, events: list[Event], columns: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
+        """The memory events' columns without those at impossible or unreadable times."""
+        valid = np.abs(columns["ts"]) <= TS_LIMIT_US
+        if valid.all():
+            return columns
+        self._set_aside(list(map(_TS, events)), None, valid)
+        return {key: values[valid] for key, values in columns.items()}
 
     def _split_steps(self, columns: dict[str, np.ndarray], kind: int, piece: int) -> None:
         step_codes = [c for c, n in enumerate(self.names.values) if n.startswith(STEP_PREFIX)]
@@ -411,7 +441,7 @@ class ColumnBuilder:
     def _note_end(self, batch: list[Event], piece: int) -> None:
         for event in reversed(batch):
             ts = getattr(event, "ts", None)
-            if isinstance(ts, int | float) and not isinstance(ts, bool):
+            if isinstance(ts, int | float) and not isinstance(ts, bool) and abs(ts) <= TS_LIMIT_US:
                 self.end = (piece, float(ts))
                 return
 
@@ -457,6 +487,7 @@ class ColumnBuilder:
             self.end = other.end
         self.events_total += other.events_total
         self.dropped_corrupt += other.dropped_corrupt
+        add_counts(self.malformed, other.malformed)
         self.min_ts = min(self.min_ts, other.min_ts)
 
     def canonical_order(self) -> None:

@@ -19,6 +19,7 @@ from torchtop.model.trace import DeviceInfo, TraceInfo
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.signedinteger[Any]]
 """Integer columns: int64, or int32 where the reader found every value fits (codes, ids)."""
+Bools = npt.NDArray[np.bool_]
 
 NO_ID = -1
 """Stands for a missing correlation or external id in the int arrays."""

@@ -21,9 +21,12 @@ from torchtop.traces.columns import (
 )
 from torchtop.traces.data import TraceData
 from torchtop.traces.decode import EventStream, TraceFormatError
+from torchtop.traces.duplicates import drop_duplicates
 from torchtop.traces.heap import release_freed_memory
+from torchtop.traces.lenient import NESTED_TOO_DEEP
 from torchtop.traces.parallel import WorkerFailed, open_trace, take_early_start
 from torchtop.traces.schema import DeviceProperties, TraceHeader
+from torchtop.traces.set_aside import add_counts
 from torchtop.traces.spill import spilled
 
 ProgressSink = Callable[[int, int], None]
@@ -78,12 +81,21 @@ def _read(path: Path, on_progress: ProgressSink | None, parallel: bool) -> Trace
         raise InputError(str(path), f"not a readable gzip file ({exc})") from None
     except OSError as exc:
         raise InputError(str(path), exc.strerror or str(exc)) from None
+    except RecursionError:  # msgspec's, on arrays in arrays a thousand deep
+        raise InputError(str(path), NESTED_TOO_DEEP) from None
     if builder.events_total == 0 and not events.stats.truncated:
-        raise InputError(str(path), "the trace holds no events")
+        unread = events.stats.dropped_malformed
+        raise InputError(
+            str(path),
+            f"the trace holds no events it can read ({unread} of the wrong type)"
+            if unread
+            else "the trace holds no events",
+        )
     if events.stats.truncated and builder.events_total == 0:
         raise InputError(str(path), "truncated before its first whole event")
+    duplicates = drop_duplicates(builder)
     builder.canonical_order()
-    return _assemble(path, builder, events, cut)
+    return _assemble(path, builder, events, cut, duplicates)
 
 
 class _Cut(NamedTuple):
@@ -95,7 +107,9 @@ class _Cut(NamedTuple):
     last_ts: float | None
 
 
-def _assemble(path: Path, builder: ColumnBuilder, events: EventStream, cut: _Cut) -> TraceData:
+def _assemble(
+    path: Path, builder: ColumnBuilder, events: EventStream, cut: _Cut, duplicates: int
+) -> TraceData:
     origin = builder.origin()
     header = events.header
     stats = events.stats
@@ -108,7 +122,9 @@ def _assemble(path: Path, builder: ColumnBuilder, events: EventStream, cut: _Cut
         backend=_str_or_none(header.distributedInfo.backend) if header.distributedInfo else None,
         events_total=builder.events_total,
         dropped_corrupt=builder.dropped_corrupt,
-        dropped_malformed=stats.dropped_malformed,
+        dropped_malformed=stats.dropped_malformed + sum(builder.malformed.values()),
+        malformed_fields=_by_field(stats.malformed_fields, builder.malformed),
+        dropped_duplicate=duplicates,
         truncated=stats.truncated,
         lost_bytes=stats.lost_bytes,
         file_bytes=cut.file_bytes if stats.truncated else None,
@@ -144,6 +160,14 @@ def _assemble(path: Path, builder: ColumnBuilder, events: EventStream, cut: _Cut
         op_shape=op_shape,
         shapes=shapes,
     )
+
+
+def _by_field(*counts: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    """The malformed events' counts by field, most first, from the decoder and the columns."""
+    total: dict[str, int] = {}
+    for each in counts:
+        add_counts(total, each)
+    return tuple(sorted(total.items(), key=lambda item: (-item[1], item[0])))
 
 
 def _rank(header: TraceHeader, path: Path) -> int | None:

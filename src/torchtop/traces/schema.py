@@ -146,17 +146,9 @@ class TraceTail(TraceHeader):
 
 NO_ARGS = EventArgs()
 
-EVENT_TYPE: Any = _EVENT_UNION
-"""The type to decode one event to (`msgspec.convert` takes it for the lenient path)."""
+EVENT_DECODER: msgspec.json.Decoder[Event] = msgspec.json.Decoder(_EVENT_UNION)
+"""One event, for the lenient path (`traces.lenient`): an event re-encoded and decoded alone
+costs ~5 µs, where `msgspec.convert` to the union took ~110 µs."""
 EVENT_LIST_DECODER: msgspec.json.Decoder[list[Event]] = msgspec.json.Decoder(list[_EVENT_UNION])
 HEADER_DECODER = msgspec.json.Decoder(TraceHeader)
 TAIL_DECODER = msgspec.json.Decoder(TraceTail)
-
-
-class TraceTailEvents(msgspec.Struct):
-    """The last events alone, for when a key after the array has an unexpected type."""
-
-    traceEvents: list[_EVENT_UNION] = msgspec.field(default_factory=list)
-
-
-TAIL_EVENTS_DECODER = msgspec.json.Decoder(TraceTailEvents)
