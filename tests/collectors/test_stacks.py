@@ -22,6 +22,7 @@ from torchtop.report.nodes import where_last
 from torchtop.runs.journal import JournalWriter
 from torchtop.runs.records import Bye, StacksSample, StackThread
 from torchtop.runs.state import MAX_STACK_FRAMES, load_run
+from torchtop.tui.hotstacks import hot_frames
 
 PY_SPY = find_py_spy()
 pytestmark = pytest.mark.skipif(PY_SPY is None, reason="py-spy is not installed")
@@ -266,3 +267,38 @@ def test_a_rank_dumped_deep_in_an_import_keeps_its_innermost_and_its_own_outer_f
     assert named[0] == ("<module>", f"chain_{depth - 1}.py")  # where it waits
     assert named[-2:] == [("main", "job.py"), ("<module>", "job.py")]  # the job's way there
     assert f"chain_{depth - 1}.py" in where_last(last)
+
+
+# A module that takes its time to import (as torch does), busy at its top level.
+LOADS = 'print("ready", flush=True)\nwhile True:\n    pass\n'
+# A loop whose time is inside the standard library (json), under one line of the job's own.
+ENCODES = """
+import json
+
+def train():
+    print("ready", flush=True)
+    while True:
+        json.dumps(list(range(5000)))
+
+train()
+"""
+
+
+def test_the_hot_stacks_of_real_dumps_start_at_the_training_line_and_add_up_to_100(
+    spawn: Spawn, tmp_path: Path
+) -> None:
+    """One job still importing its modules, one in its loop: the import's samples are set
+    aside, and each loop sample counts once, at the job's own line."""
+    (tmp_path / "loading.py").write_text(LOADS, encoding="utf-8")
+    importing = StackCollector(spawn("import loading\n", name="starting.py").pid)
+    training = StackCollector(spawn(ENCODES, name="encodes.py").pid)
+    records = [dump for _ in range(3) for dump in (*dumps(importing, 1), *dumps(training, 1))]
+    hot = hot_frames(typed(records))
+    assert (hot.samples, hot.importing) == (3, 3)
+    first = hot.frames[0]
+    assert (first.function, Path(first.file).name, first.line, first.user) == (
+        "train", "encodes.py", 7, True
+    )  # fmt: skip
+    assert sum(h.share for h in hot.frames) == pytest.approx(1.0)
+    assert all(h.file.endswith("encodes.py") for h in hot.frames)
+    assert first.inside and "json" in first.inside[0][1]  # where under the line time goes

@@ -357,10 +357,13 @@ async def test_the_hot_stacks_count_each_sample_once_at_the_users_own_line(
     app = live_app("loader")
     async with app.run_test(size=LARGE) as pilot:
         await advance(pilot, 8)
-        whole, *rows = [line for line in panel_text(app, "#stacks").splitlines() if line.strip()]
-        details = [row.whole for row in app.query_one("#stacks", StacksPanel).shown]
+        rows = [line for line in panel_text(app, "#stacks").splitlines() if line.strip()]
+        panel = app.query_one("#stacks", StacksPanel)
+        details = [row.whole for row in panel.shown]
         counted = app.latest.hot.samples if app.latest is not None else 0
-    assert counted > 0 and whole == f"% of {counted} samples, each at your innermost line"
+        caption = str(panel.border_subtitle)
+    # What 100% is, in the border beside the list's place.
+    assert counted > 0 and caption.endswith(f"% of {counted} samples, each at your innermost line")
     assert rows and all("ada/train.py" in row or "ada/model.py" in row for row in rows)
     assert sum(int(row.split("%")[0]) for row in rows) == 100
     # The library's frames the time goes to, under a line of the user's, in its details.

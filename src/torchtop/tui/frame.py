@@ -24,7 +24,7 @@ from torchtop.runs.records import CliOption, GpuSample, HostSample
 from torchtop.runs.state import ProcessState, RunState
 from torchtop.tui.charts import number
 from torchtop.tui.demangle import demangled
-from torchtop.tui.hotstacks import DUMPS_COUNTED, HotFrame, hot_frames
+from torchtop.tui.hotstacks import DUMPS_COUNTED, HotStacks, hot_frames
 from torchtop.tui.noderows import NodeRow, node_rows
 from torchtop.tui.ranking import RankedFix, rank_fixes
 from torchtop.tui.timeline import DEFAULT_CAPACITY, Point, Timeline
@@ -55,7 +55,7 @@ class Frame:
     host: tuple[HostSample, ...] = ()
     gpu: tuple[GpuSample, ...] = ()
     unavailable: Mapping[str, str] = field(default_factory=dict)
-    hot: tuple[HotFrame, ...] = ()
+    hot: HotStacks = field(default_factory=HotStacks)
     recorded: bool = False
     """Whether host and GPU samples were recorded at all (live, or a recorded run folder)."""
     fixes: tuple[RankedFix, ...] = ()
