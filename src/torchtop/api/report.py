@@ -31,13 +31,15 @@ class Report:
 
     def __init__(
         self,
-        text: str,
+        text: str | None,
         model: JobReports | None = None,
         annotated: tuple[Path, ...] = (),
         from_json: bool = False,
     ) -> None:
-        self._text = text
-        self._document: dict[str, Any] = json.loads(text)
+        if text is None and model is None:
+            raise ValueError("a Report needs its JSON text or its model")
+        self._json_text = text
+        self._parsed: dict[str, Any] | None = None
         self.model = model
         """The in-process model behind the report (`JobReports`) when it was analysed here, for
         the CLI's text and Markdown; None when read from JSON. Not part of the stable API."""
@@ -48,12 +50,28 @@ class Report:
         self.file: Path | None = None
         """The JSON file it was read from (`load_report`)."""
 
+    @property
+    def _text(self) -> str:
+        """The JSON text, rendered when first asked for by the CLI's own JSON writer (a text
+        or Markdown report never needs it)."""
+        if self._json_text is None:
+            from torchtop.report.jobs import render_jobs
+
+            assert self.model is not None
+            self._json_text = render_jobs(self.model, "json")
+        return self._json_text
+
+    @property
+    def _document(self) -> dict[str, Any]:
+        """The JSON parsed when first read: the CLI prints the text and never needs it."""
+        if self._parsed is None:
+            self._parsed = json.loads(self._text)
+        return self._parsed
+
     @classmethod
     def from_model(cls, jobs: JobReports, annotated: tuple[Path, ...] = ()) -> Report:
-        """The report on `jobs`, rendered once by the CLI's own JSON writer."""
-        from torchtop.report.jobs import render_jobs
-
-        return cls(render_jobs(jobs, "json"), jobs, annotated)
+        """The report on `jobs`."""
+        return cls(None, jobs, annotated)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report, as `torchtop analyze --format json` prints it (a fresh copy each
@@ -89,9 +107,7 @@ class Report:
             return tuple(Report(t, from_json=self.from_json) for t in texts)
         from torchtop.model.report import JobReports
 
-        return tuple(
-            Report(t, JobReports((r,))) for t, r in zip(texts, self.model.reports, strict=True)
-        )
+        return tuple(Report(None, JobReports((r,))) for r in self.model.reports)
 
     @property
     def schema(self) -> str:
@@ -159,8 +175,8 @@ def load_report(path: str | Path) -> Report:
     `Report`. InputError (one line naming the file) when it is not one."""
     target = Path(path)
     try:
-        text = target.read_text(encoding="utf-8")
-        report = Report(text, from_json=True)
+        report = Report(target.read_text(encoding="utf-8"), from_json=True)
+        _ = report._document  # parsed now, so a file that is not JSON is refused here
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(str(path), f"not a readable JSON report ({exc})") from None
     if not isinstance(report._document, dict) or not str(

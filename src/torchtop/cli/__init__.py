@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -63,6 +62,8 @@ def unknown_verb(argv: Sequence[str], verbs: Sequence[str]) -> str | None:
     word = next((w for w in argv if not w.startswith("-")), None)
     if word is None or word in verbs or word in VERB_ALIASES or argv[: argv.index(word)]:
         return None
+    import difflib  # only for a mistyped verb
+
     close = difflib.get_close_matches(word, verbs, n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else f" (the verbs: {', '.join(verbs)})"
     return f"torchtop: '{word}' is not a verb{hint}"

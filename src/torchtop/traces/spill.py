@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -43,6 +42,10 @@ def spilled(struct: S, folder: str | None = None) -> S:
     }
     if sum(a.nbytes for a in fields.values()) < SPILL_BYTES:
         return struct
+    # Only for a big memory track: tempfile (with shutil and random) costs a small trace's
+    # `analyze` its import.
+    import tempfile
+
     where = folder if folder is not None else tempfile.gettempdir()
     if _in_memory(where):
         return struct
@@ -64,6 +67,8 @@ def drop_pages(struct: msgspec.Struct) -> None:
 
 
 def _written_and_mapped(fields: dict[str, np.ndarray], folder: str) -> dict[str, np.ndarray]:
+    import tempfile
+
     places: dict[str, int] = {}
     with tempfile.TemporaryFile(dir=folder) as file:  # unlinked: gone with its last mapping
         offset = 0
