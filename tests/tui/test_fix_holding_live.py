@@ -162,6 +162,9 @@ async def test_a_kept_fix_whose_gain_has_gone_is_offered_for_revert_and_reverted
     assert entry["since_relaunch"]["holds"] is False
     assert entry["since_relaunch"]["steps"] >= 2 * SPANS.recent_steps
     assert entry["since_relaunch"]["gain_gone"] is True
-    text = render_text(watched.with_trials(app.return_value))
+    session = watched.with_trials(app.return_value)
+    text = render_text(session)
     assert "no longer holds: no faster than before the fix: the last " in text
+    # Quit right after the revert: the session's verdict, not "UNKNOWN" for the new job's steps.
+    assert session.verdict.bottleneck != "unknown", text
     assert not [pid for pid in started_pids(run_dir) if is_alive(pid)]
