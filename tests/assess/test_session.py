@@ -15,8 +15,9 @@ from tests.conftest import RULES_DIR
 from tests.fake_run import FakeRun
 from tests.report.test_trials import trial
 from torchtop.diagnosis.rules import load_rules
-from torchtop.model.report import Report
+from torchtop.model.report import JobReports, Report
 from torchtop.model.trial_entry import FixEntry, entry_json
+from torchtop.report.jobs import render_jobs_text
 from torchtop.report.text import render_text
 from torchtop.runs.journal import JournalWriter, write_record
 from torchtop.runs.layout import RunLayout
@@ -91,5 +92,7 @@ def test_the_session_report_lists_the_trial_and_that_its_kept_fix_was_reverted(
     assert entry.reverted.run_dir == str(RunLayout(reverted).job_dir(2))
     text = render_text(report)
     assert "VERDICT  DATALOADER" in text and "UNKNOWN" not in text
+    # `view` without a terminal prints what `analyze` does, not a table of "1 jobs".
+    assert render_jobs_text(JobReports((report,))) == text
     assert "faster: kept" in text
     assert "reverted by you at 2026-11-29T12:00:00+00:00" in text

@@ -71,6 +71,10 @@ def render_jobs(jobs: JobReports, output_format: str, colour: bool = False) -> s
 
 
 def render_jobs_text(jobs: JobReports, colour: bool = False) -> str:
+    """Several jobs' summary and reports; one job's report alone, as `analyze` prints it (`view`
+    without a terminal said "1 jobs, each analysed on its own" over a run folder's report)."""
+    if len(jobs.reports) == 1:
+        return render_text(jobs.reports[0], colour)
     rows = [_COLUMNS, *summary_rows(jobs)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
     lines = [f"torchtop · {headline(jobs)}", ""]
