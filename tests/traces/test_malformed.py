@@ -298,6 +298,13 @@ def test_the_counts_name_each_cause_exactly(
         n.startswith(f"dropped {trace['dropped_duplicate']} duplicate event(s)") for n in notes
     )
     assert outcome.report["steps"]["count"] == SAMPLE_STEPS
+    # stderr says it too, one line a cause, so no damage goes unseen when the report is a file.
+    said = [line for line in outcome.stderr.splitlines() if line.startswith(f"torchtop: {path}:")]
+    assert [line.split(": ", 2)[2].split(" event(s)")[0] for line in said] == [
+        f"dropped {sum(wrong.values())} malformed",
+        f"dropped {impossible} corrupt",
+        f"dropped {trace['dropped_duplicate']} duplicate",
+    ], outcome.stderr
 
 
 def report_of(case: Case, folder: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:

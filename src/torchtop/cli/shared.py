@@ -50,6 +50,8 @@ def warn_damaged(jobs: JobReports) -> None:
         for info in report.job.infos:
             if info.truncated:
                 print(f"torchtop: {info.path}: {info.truncation()}", file=sys.stderr)
+            for line in info.set_aside():
+                print(f"torchtop: {info.path}: {line}", file=sys.stderr)
 
 
 @contextlib.contextmanager
