@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import OptionList, Static
 
 from tests.tui.conftest import LiveApp, advance, panel_text
@@ -46,15 +47,20 @@ async def test_the_verdict_turns_from_unknown_to_dataloader_once_it_has_held(
         assert panel_text(app, "#verdict").startswith("DATALOADER · 80% recoverable\n")
 
 
+async def to_the_end(app: Dashboard, pilot: Pilot[Any], ticks: int) -> None:
+    """The replay's `ticks`, then its final report shown: the dashboard stays (`stay`)."""
+    await advance(pilot, ticks)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 async def test_when_the_run_ends_the_fixes_listed_are_those_of_the_final_verdict_shown(
     live_app: LiveApp,
 ) -> None:
     # Two ticks: the live verdict has not held long enough to show; the final report's has.
     app = live_app("loader", ticks=2, stay=True)
     async with app.run_test(size=NARROW) as pilot:
-        await advance(pilot, 2)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await to_the_end(app, pilot, 2)
         options = app.query_one("#fix-options", OptionList)
         first = str(options.get_option_at_index(0).prompt)
         assert panel_text(app, "#verdict").startswith("DATALOADER")
@@ -67,9 +73,7 @@ async def test_p_after_the_run_ended_leaves_the_header_saying_finished(
     """Once the job has ended nothing more comes: the header must not claim a pause."""
     app = live_app("loader", ticks=2, stay=True)
     async with app.run_test(size=NARROW) as pilot:
-        await advance(pilot, 2)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await to_the_end(app, pilot, 2)
         assert "FINISHED" in panel_text(app, "JobHeader")
         await pilot.press("p")
         await pilot.pause()
