@@ -41,7 +41,8 @@ def _run_planted(tmp_path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], 
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
-    own = next(json.loads(line) for line in done.stdout.splitlines() if "slow_ms" in line)
+    # Under `--headless` text the job's own output is on stderr, the report on stdout.
+    own = next(json.loads(line) for line in done.stderr.splitlines() if "slow_ms" in line)
     events = next((run_dir / "events").glob("agent-*.jsonl"))
     records = tables(JournalReader(events).read_new(final=True))
     return own, records, json.loads(report_path.read_text())
