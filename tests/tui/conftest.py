@@ -23,6 +23,7 @@ from tests.tui.replay import (
     communication_bound,
     dataloader_bound,
     known_matmuls,
+    leaky_with_checkpoints,
 )
 from torchtop.assess.context import read_context
 from torchtop.model.peak import MEASURED, Peak
@@ -146,10 +147,12 @@ def live_app(tmp_path: Path) -> Iterator[LiveApp]:
 
     def make(name: str = "loader", ticks: int | None = None, **options: object) -> Dashboard:
         scenarios = {"loader": dataloader_bound, "comm": communication_bound,
-                     "matmul": known_matmuls}  # fmt: skip
+                     "matmul": known_matmuls, "leaky": leaky_with_checkpoints}  # fmt: skip
         scenario = scenarios[name]()
         # The matmul job's CPU peak, as `run` would have read it from the cache: a fixed figure.
         context = replace(read_context(), cpu_peak=MATMUL_PEAK) if name == "matmul" else None
+        if name == "leaky":  # the time to its limit from its own samples, not this machine's
+            context = replace(read_context(), memory_limits=())
         replay = Replay(SyntheticRun(tmp_path / "run", scenario), ticks=ticks, context=context)
         replays.append(replay)
         pacer = ManualPacer(replay.elapse)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import msgspec
@@ -51,6 +51,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 MATMUL_WINDOW = Path(__file__).resolve().parent / "data" / "matmul"
 START_T = 1_700_000_000.0
 SITE = "/usr/lib/python3.11/site-packages"
+RSS_BYTES = 1_250_000_000
 
 
 @functools.cache
@@ -81,6 +82,11 @@ class Scenario:
     """Stacks of the main thread, innermost frame first; the dumps cycle through them."""
     window_after_s: float = 4.0
     cpu_count: int = 2
+    leak_bytes: int = 0
+    """Kept every step: the resident set the steps report grows by this much each."""
+    stall_every: int = 0
+    """Every `stall_every`th step takes `stall_s` more (a checkpoint on a schedule); 0: none."""
+    stall_s: float = 0.0
 
 
 def frame(function: str, file: str, line: int) -> StackFrame:
@@ -139,6 +145,12 @@ def dataloader_bound() -> Scenario:
         settings=settings(32, 0, options=True),
         stacks=LOADER_STACKS,
     )
+
+
+def leaky_with_checkpoints() -> Scenario:
+    """The demo's shape with the long run's faults planted: 1 MiB kept a step, and a 1.5 s
+    checkpoint every 40th step."""
+    return replace(dataloader_bound(), leak_bytes=2**20, stall_every=40, stall_s=1.5)
 
 
 def communication_bound() -> Scenario:
@@ -244,21 +256,35 @@ class SyntheticRun:
         for second in range(math.floor(self.now_s) + 1, math.floor(end_s) + 1):
             self.write_samples(second)
         s = self.scenario
-        while (self.steps + 1) * s.step_s <= end_s:
+        while self.step_end_s(self.steps) <= end_s:
             self.write_steps(self.steps)
             self.steps += 1
         self.now_s = end_s
         if not self.windows_written and end_s >= s.window_after_s:
             self.write_windows()
 
+    def stalled(self, step: int) -> bool:
+        every = self.scenario.stall_every
+        return every > 0 and step % every == every - 1
+
+    def step_end_s(self, step: int) -> float:
+        """When step `step` ends: its steps and the stalls up to it."""
+        s = self.scenario
+        stalls = (step + 1) // s.stall_every if s.stall_every else 0
+        return (step + 1) * s.step_s + stalls * s.stall_s
+
     def write_steps(self, step: int) -> None:
         s = self.scenario
         for rank in s.ranks:
             jitter = 1.0 + 0.04 * math.sin(step * 0.7 + rank.pid)
-            self.agent(rank.pid).write(Step(
-                t=START_T + (step + 1) * s.step_s, step=step,
-                wall_s=s.step_s * jitter, data_wait_s=s.data_wait_s * jitter,
-            ))  # fmt: skip
+            wall_s = s.step_s * jitter + (s.stall_s if self.stalled(step) else 0.0)
+            record = Step(
+                t=START_T + self.step_end_s(step), step=step,
+                wall_s=wall_s, data_wait_s=s.data_wait_s * jitter,
+            )  # fmt: skip
+            if s.leak_bytes:
+                record.rss_bytes = RSS_BYTES + s.leak_bytes * step
+            self.agent(rank.pid).write(record)
 
     def write_windows(self) -> None:
         self.windows_written = True
@@ -289,7 +315,7 @@ def wave(second: int, low: float, high: float, period: float = 9.0) -> float:
 def host_record(s: Scenario, second: int, t: float) -> HostSample:
     processes = [
         HostProcess(pid=r.pid, ppid=1, name="python", role="main",
-                    cpu_pct=wave(second + r.pid, 80, 99), rss_bytes=1_250_000_000, threads=12,
+                    cpu_pct=wave(second + r.pid, 80, 99), rss_bytes=RSS_BYTES, threads=12,
                     read_bytes_per_s=0.0, write_bytes_per_s=0.0)
         for r in s.ranks
     ]  # fmt: skip

@@ -80,6 +80,7 @@ from torchtop.tui.widgets.tops import TopsPanel
 from torchtop.tui.widgets.trial import TrialPanel, TrialView
 from torchtop.tui.widgets.trialclock import TrialClock
 from torchtop.tui.widgets.verdict import VerdictPanel
+from torchtop.tui.widgets.wholerun import RunTimelinePanel
 
 NO_OUTPUT = "torchtop did not start this job: its output is where it was started"
 """What `o` says where no output was kept (`attach` says so in its own words)."""
@@ -178,6 +179,8 @@ class Dashboard(App[Report | None]):
                 yield DevicesPanel(classes="panel")
             else:
                 yield TopsPanel(beside_ranks=False, classes="panel")
+        yield RunTimelinePanel(id="timeline", classes="panel")
+        yield FoldedLine(id="timeline-folded")
         with Horizontal(id="bottom"):
             if self.recorded:
                 yield StacksPanel(id="stacks", classes="panel")

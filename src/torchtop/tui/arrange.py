@@ -1,9 +1,10 @@
 """The dashboard's sections sized to the terminal (`tui.layout.fit`), folded where they must be.
 
-Top to bottom: the verdict row, the fix list (it takes what is left), the row of lists, the
-trial and the job's ending, each section followed by the `FoldedLine` that stands for it when
-folded. Called whenever something changes what a section needs (a frame, a trial's progress,
-the job's end, a resize, the filter bar, `f`); it sets heights and what shows, nothing else.
+Top to bottom: the verdict row, the fix list (it takes what is left), the run's timeline, the
+row of lists, the trial and the job's ending, each section followed by the `FoldedLine` that
+stands for it when folded. Called whenever something changes what a section needs (a frame, a
+trial's progress, the job's end, a resize, the filter bar, `f`); it sets heights and what shows,
+nothing else.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from torchtop.tui.widgets.folded import FoldedLine
 from torchtop.tui.widgets.jobend import JobEndPanel
 from torchtop.tui.widgets.panel import FOCUS_MARK
 from torchtop.tui.widgets.trial import TrialPanel
+from torchtop.tui.widgets.wholerun import RunTimelinePanel
 
 HEADER_ROWS = 2
 FOOTER_ROWS = 1
@@ -28,9 +30,11 @@ TRIAL_MOST = 8
 JOBEND_MOST = 11
 JOBEND_LEAST = 5
 """The ending's line and the last lines of the traceback, at fewest three."""
-KEEP = {"bottom": 0, "trial": 1, "jobend": 2, "top": 4}
-"""Which folds first: the lists, then the trial, then the ending, the verdict last."""
-MIDDLE_MORE = Want("middle", 1, 0, 3)
+KEEP = {"bottom": 0, "timeline": 1, "trial": 2, "jobend": 3, "top": 5}
+"""Which folds first: the lists, then the timeline, the trial, the ending, the verdict last."""
+TIMELINE_IDLE_KEEP = -1
+"""The timeline's rank where the long run found nothing: it folds before the lists."""
+MIDDLE_MORE = Want("middle", 1, 0, 4)
 """The fix list's row more than its fewest, for a first fix whole (its prediction too):
 before the job's ending grows past its fewest rows, after the verdict row."""
 BORDERS = 2
@@ -41,6 +45,10 @@ SIDES = 4
 def section_wants(screen: Screen[object], tall: bool) -> list[Want]:
     """What each shown section needs, in the screen's order."""
     wants = [Want("top", TOP_ROWS[tall], TOP_ROWS[0], KEEP["top"])]
+    timeline = screen.query_one(RunTimelinePanel)
+    if rows := timeline.rows(max(screen.size.width - SIDES, 1)):
+        keep = KEEP["timeline"] if timeline.ranked_up() else TIMELINE_IDLE_KEEP
+        wants.append(Want("timeline", rows + BORDERS, rows + BORDERS, keep))
     bottom = screen.query_one("#bottom")
     if any(child.display for child in bottom.children):
         wants.append(Want("bottom", BOTTOM_ROWS[1 + tall], BOTTOM_ROWS[0], KEEP["bottom"]))
