@@ -102,7 +102,8 @@ def test_each_node_has_a_row_of_its_own_newest_counters_and_its_ranks_rate(
 async def test_the_panel_shows_the_nodes_side_by_side_and_the_dead_ranks_last_stack(
     shared_app: Dashboard,
 ) -> None:
-    async with shared_app.run_test(size=(160, 48)):
+    async with shared_app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()  # the sections sized to the screen
         assert shared_app.query_one(NodesPanel).display
         nodes = panel_text(shared_app, "#nodes").splitlines()
         assert nodes[1].split() == ["a", "0,1", "62%", "3.0G", "90%", "10.0", "crashed"]

@@ -34,15 +34,17 @@ def rank_line(item: RankReport, slowest: object, width: int) -> Text:
     if width >= WIDE:
         line.append(f" {verdict.confidence:.2f}")
     line.append(f"{analysis.breakdown.get('communication', 0.0):5.0%}")
-    if is_slowest:
-        line.append("  slowest", style=SLOWEST_STYLE)
-    if item.node is not None:
-        line.append(f"  on {item.node}", style=MUTED)  # a run several nodes' launchers share
+    # How a rank ended comes first: in a narrow panel the end of the line is cut, and a dead
+    # rank's signal matters more than which rank was slowest or its node.
     standing = item.standing
-    if standing is not None and standing.straggler and standing.slower_by is not None:
-        line.append(f"  straggler {standing.slower_by:+.0%}", style=SLOWEST_STYLE)
     if standing is not None and standing.ended is not None:
         line.append(f"  {standing.ended}", style=MUTED)
+    if is_slowest:
+        line.append("  slowest", style=SLOWEST_STYLE)
+    if standing is not None and standing.straggler and standing.slower_by is not None:
+        line.append(f"  straggler {standing.slower_by:+.0%}", style=SLOWEST_STYLE)
+    if item.node is not None:
+        line.append(f"  on {item.node}", style=MUTED)  # a run several nodes' launchers share
     return line
 
 
