@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import resource
 import time
+from pathlib import Path
 
 from tests.collectors.conftest import Spawn, written
 from torchtop.collectors.host import HostCollector, sample_host
@@ -31,9 +33,22 @@ MACHINE_FIELDS = {
 }  # fmt: skip
 PROCESS_FIELDS = {
     "pid", "ppid", "name", "role", "cpu_pct", "rss_bytes", "threads", "read_bytes_per_s",
-    "write_bytes_per_s", "runqueue_wait_pct",
+    "write_bytes_per_s", "runqueue_wait_pct", "vm_bytes", "as_limit_bytes",
 }  # fmt: skip
 RATES = ("disk_read_bytes_per_s", "disk_write_bytes_per_s", "net_recv_bytes_per_s")
+
+
+def vm_size(pid: int) -> int:
+    """VmSize, as /proc/PID/status writes it (kB)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmSize for {pid}")
+
+
+def address_limit() -> int | None:
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def test_the_first_sample_has_the_tree_and_no_rates_yet(spawn: Spawn) -> None:
@@ -54,6 +69,8 @@ def test_the_first_sample_has_the_tree_and_no_rates_yet(spawn: Spawn) -> None:
         assert process["rss_bytes"] > 0 and process["threads"] >= 1
         assert process["cpu_pct"] is None and process["read_bytes_per_s"] is None
         assert process["runqueue_wait_pct"] is None
+        assert process["vm_bytes"] == vm_size(process["pid"])  # a sleeping process: stable
+        assert process["as_limit_bytes"] == address_limit()  # inherited from this process
     # Other processes' CPU is a difference between two samples: none yet.
     assert record["others_cpu_pct"] is None and record["others"] == []
 

@@ -2,15 +2,18 @@
 nearest limit, where it grows, and the caching allocator's fragmentation.
 
 Host memory is the process's resident set at its step ends; its limits are the machine's free
-RAM (the run's newest host sample: total less used), and, on the machine that launched the
-job, the cgroup's limit and RLIMIT_AS it inherited (`Context.memory_limits`), each less the
-process's resident set. Device memory is the caching allocator's allocated bytes at step ends
-(reserved where allocated is not read), against the device's capacity less what is reserved.
+RAM (the run's newest host sample: total less used), the process's own RLIMIT_AS less its
+address space (VmSize), both read by the host sampler, and, on the machine that launched the
+job, the cgroup's limit it inherited (`Context.memory_limits`) less its resident set (and the
+inherited RLIMIT_AS, where the sampler could not read the process's own). Device memory is the
+caching allocator's allocated bytes at step ends (reserved where allocated is not read),
+against the device's capacity less what is reserved.
 The time left is the nearest headroom over the rate per second at the run's step rate.
 """
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 
 from torchtop.analysis.growth import Growth, steady_growth
@@ -96,10 +99,30 @@ def _headroom(
     if newest is not None and newest.mem_used_bytes is not None:
         total, used = float(newest.mem_total_bytes or 0), float(newest.mem_used_bytes)
         room.append((f"physical RAM, {total / 2**30:.1f} GiB", total - used))
+    space = _address_space(state, process.pid)
+    if space is not None and space[1] is not None:
+        room.append((f"RLIMIT_AS, {space[1] / 2**30:.1f} GiB", space[1] - space[0]))
     launched_here = state.launch.host in (None, context.hostname)
     for name, limit in context.memory_limits if launched_here else ():
+        if name == "RLIMIT_AS" and space is not None:
+            continue  # the job's own limit, read above, whether it kept this one or not
         room.append((f"{name}, {limit / 2**30:.1f} GiB", limit - growth.last_bytes))
     return min(room, key=lambda r: r[1], default=None)
+
+
+def _address_space(state: RunState, pid: int) -> tuple[float, int | None] | None:
+    """The process's newest address space (VmSize) and its own RLIMIT_AS (None: unlimited),
+    from the host samples; None where neither was read. RLIMIT_AS bounds the address space,
+    which runs ahead of the resident set (thread stacks, malloc arenas, reserved mappings), so
+    the room under it is counted from there, not from the resident set."""
+    for sample in reversed(state.samples.host):
+        for row in sample.processes:
+            # A process that has exited but not been reaped reads an address space of 0.
+            if row.pid == pid and isinstance(row.vm_bytes, int) and row.vm_bytes > 0:
+                if isinstance(row.as_limit_bytes, msgspec.UnsetType):
+                    return None
+                return float(row.vm_bytes), row.as_limit_bytes
+    return None
 
 
 def _rate_metrics(
@@ -112,11 +135,10 @@ def _rate_metrics(
     if headroom is not None and bytes_per_s:
         seconds = max(headroom[1], 0.0) / bytes_per_s
     hour = f" ({bytes_per_s * 3600 / 2**30:.2f} GiB an hour)" if bytes_per_s else ""
-    oom = (
-        f"; out of memory in ~{seconds / 60:.0f} min at this rate ({headroom[0]})"
-        if seconds is not None and headroom is not None
-        else ""
-    )
+    oom = ""
+    if seconds is not None and headroom is not None:
+        left = f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+        oom = f"; out of memory in ~{left} at this rate ({headroom[0]})"
     return {
         f"{family}_bytes_per_step": round(growth.bytes_per_step, 1),
         f"{family}_bytes_per_hour": round(bytes_per_s * 3600) if bytes_per_s else None,

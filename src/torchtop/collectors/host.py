@@ -223,14 +223,17 @@ def _process_row(
         with process.oneshot():
             # A Process's first cpu_percent() call only starts its clock: 0.0 means nothing.
             cpu_pct = process.cpu_percent(interval=None)
+            memory = process.memory_info()
             row = HostProcess(
                 pid=member.pid,
                 ppid=member.ppid,
                 name=process.name(),
                 role=member.role,
                 cpu_pct=round(cpu_pct, 1) if known else None,
-                rss_bytes=int(process.memory_info().rss),
+                rss_bytes=int(memory.rss),
                 threads=int(process.num_threads()),
+                vm_bytes=int(memory.vms),  # statm's size: /proc/PID/status's VmSize
+                as_limit_bytes=_address_limit(process),
             )
             io = _process_io(process)
     except psutil.NoSuchProcess:
@@ -245,6 +248,15 @@ def _process_row(
         write_bytes_per_s=write_rate,
         runqueue_wait_pct=wait_pct(old_waits if known else None, waits, elapsed_s),
     )
+
+
+def _address_limit(process: psutil.Process) -> int | msgspec.UnsetType | None:
+    """The process's soft RLIMIT_AS (prlimit), None where unlimited; unset where unreadable."""
+    try:
+        soft, _ = process.rlimit(psutil.RLIMIT_AS)
+    except (psutil.AccessDenied, AttributeError, OSError):
+        return msgspec.UNSET
+    return None if soft == psutil.RLIM_INFINITY else int(soft)
 
 
 def _process_io(process: psutil.Process) -> _Io | None:

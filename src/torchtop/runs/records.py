@@ -244,6 +244,13 @@ class HostProcess(Part):
     job's tree only (absent in folders written before it existed)."""
     command: str | msgspec.UnsetType = msgspec.UNSET
     """Its command line, cut short: a process outside the job's tree (`others`) only."""
+    vm_bytes: int | msgspec.UnsetType = msgspec.UNSET
+    """Its address space (`VmSize` of /proc/PID/status), which RLIMIT_AS bounds: a growing
+    process dies when this, not its resident set, meets the limit. A process of the job's tree
+    only (absent in folders written before it existed)."""
+    as_limit_bytes: int | msgspec.UnsetType | None = msgspec.UNSET
+    """Its own RLIMIT_AS (soft), the job's limit whether inherited or set by the job itself;
+    None where unlimited. A process of the job's tree only (absent where unreadable)."""
 
 
 class HostSample(JournalRecord, tag="host"):
