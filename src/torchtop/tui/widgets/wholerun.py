@@ -151,6 +151,8 @@ def subtitle(frame: Frame, timeline: Timeline) -> str:
 
 
 def hours_or_minutes(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
     return f"{seconds / 60:.0f} min" if seconds < 2 * 3600 else f"{seconds / 3600:.1f} h"
 
 
