@@ -94,6 +94,28 @@ def test_random_slow_steps_have_no_period(chance: float) -> None:
     assert periodic_stalls(numbers, walls) is None
 
 
+def test_stalls_on_a_schedule_are_found_among_a_few_lesser_slow_steps() -> None:
+    """The hour-long run's case (docs/benchmarks.md): 24 checkpoints of 1.5 s every 600 steps
+    and 5 steps of 0.1-0.2 s from a busy machine, whose gaps split five of the 600s."""
+    numbers = np.arange(15000, dtype=np.int64)
+    walls = _walls(15000, 0.05)
+    walls[numbers % 600 == 599] += 1.5
+    walls[[1000, 4321, 7777, 9001, 12345]] += [0.06, 0.1, 0.15, 0.08, 0.12]
+    stalls = periodic_stalls(numbers, walls)
+    assert stalls is not None and stalls.period_steps == 600 and stalls.count == 25
+    assert stalls.cost_s == pytest.approx(1.5, abs=0.02)
+    assert 4321 not in stalls.steps and 599 in stalls.steps
+
+
+def test_random_slow_steps_of_two_sizes_have_no_period() -> None:
+    numbers = np.arange(2000, dtype=np.int64)
+    walls = _walls(2000)
+    chance = np.random.default_rng(13).random(2000)
+    walls[chance < 0.02] += 0.4
+    walls[chance > 0.99] += 1.5
+    assert periodic_stalls(numbers, walls) is None
+
+
 def test_two_stalls_are_too_few_for_a_schedule() -> None:
     numbers = np.arange(400, dtype=np.int64)
     walls = _walls()
