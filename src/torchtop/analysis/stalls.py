@@ -70,7 +70,7 @@ def periodic_stalls(numbers: Ints, walls_s: Floats) -> Stalls | None:
         return None
     typical = float(np.median(walls_s))
     stall_of = np.cumsum(first) - 1  # each slow step's stall
-    added = np.bincount(stall_of[slow], weights=walls_s[slow] - typical)
+    added: Floats = np.bincount(stall_of[slow], weights=walls_s[slow] - typical).astype(np.float64)
     for kept in stall_classes(added):
         period = schedule(numbers[first][kept])
         if period is not None:
