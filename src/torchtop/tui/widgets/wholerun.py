@@ -26,7 +26,7 @@ from torchtop.tui.widgets.plots import BUSY, WARM
 LONG_ENOUGH_S = 120.0
 """A run shorter than this, where the long run found nothing, has no timeline worth its rows."""
 LABEL = 8
-VALUE = 18
+VALUE = 21
 NARROW_VALUE = 13
 NARROW = 60
 STALL_MARK = "▲"
