@@ -21,6 +21,7 @@ from torchtop.assess.context import Context
 from torchtop.assess.long_run_where import place
 from torchtop.model.analysis import Metrics
 from torchtop.model.report import StackLine
+from torchtop.runs.records import HostSample
 from torchtop.runs.state import ProcessState, RunState
 from torchtop.runs.step_blocks import FIRST_STEP
 
@@ -95,7 +96,7 @@ def _headroom(
         if capacity is not None:
             room.append(("device capacity", capacity - used))
         return min(room, key=lambda r: r[1], default=None)
-    newest = next((s for s in reversed(state.samples.host) if s.mem_total_bytes), None)
+    newest = _last_alive(state, process.pid)
     if newest is not None and newest.mem_used_bytes is not None:
         total, used = float(newest.mem_total_bytes or 0), float(newest.mem_used_bytes)
         room.append((f"physical RAM, {total / 2**30:.1f} GiB", total - used))
@@ -108,6 +109,15 @@ def _headroom(
             continue  # the job's own limit, read above, whether it kept this one or not
         room.append((f"{name}, {limit / 2**30:.1f} GiB", limit - growth.last_bytes))
     return min(room, key=lambda r: r[1], default=None)
+
+
+def _last_alive(state: RunState, pid: int) -> HostSample | None:
+    """The newest host sample that measured the machine's memory while the process held its
+    own: once it has exited, the RAM it freed is no room it had (an hour-long run's report,
+    from a sample after its end, said 35,100 s to the limit where 31,700 s were left)."""
+    measured = [s for s in reversed(state.samples.host) if s.mem_total_bytes]
+    alive = (s for s in measured if any(p.pid == pid and p.rss_bytes for p in s.processes))
+    return next(alive, measured[0] if measured else None)
 
 
 def _address_space(state: RunState, pid: int) -> tuple[float, int | None] | None:
