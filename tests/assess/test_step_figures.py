@@ -80,8 +80,8 @@ def run_to_the_end(tmp_path: Path, args: list[str]) -> tuple[dict[str, object], 
         capture_output=True, text=True, timeout=240, env=env,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
-    job_line = JOB_LINE.search(result.stdout)
-    assert job_line is not None, result.stdout[-2000:]
+    job_line = JOB_LINE.search(result.stderr)  # the job's stdout, on torchtop's stderr
+    assert job_line is not None, result.stderr[-2000:]
     progress = PROGRESS_RATE.findall(result.stderr)
     assert progress, result.stderr[-2000:]
     report = json.loads(report_path.read_text())

@@ -13,14 +13,13 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psutil
 import pytest
@@ -204,38 +203,42 @@ def attach(pid: int, for_s: str, run_dir: Path) -> tuple[str, Any]:
 
 @contextmanager
 def started(command: list[str], tries: int = 2) -> Iterator[Job]:
-    """`command` in its own session; each rank's `rank R pid P` line read from its stdout
-    (within a minute); it and every process under it killed after. A job whose ranks never
-    tell (its launcher gone, a rendezvous that never completes on a loaded machine) is
-    started once more, on a fresh port where the command names one and in an emptied run
-    folder; its stderr is kept for the failure's message."""
+    """`command` in its own session; each rank's `rank R pid P` line read from its stdout or
+    its stderr, where `torchtop run --headless` puts the job's stdout (within a minute); it
+    and every process under it killed after. A job whose ranks never tell (its launcher gone,
+    a rendezvous that never completes on a loaded machine) is started once more, on a fresh
+    port where the command names one and in an emptied run folder; its stderr is kept for
+    the failure's message."""
     for attempt in range(tries):
         if attempt:
             command = [str(free_port()) if a.isdigit() and command[i - 1] == "--master-port"
                        else a for i, a in enumerate(command)]  # fmt: skip
             if "--run-dir" in command:  # the first try's records are not this job's
                 shutil.rmtree(command[command.index("--run-dir") + 1], ignore_errors=True)
-        with tempfile.TemporaryFile("w+") as errors:
-            process = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=errors, text=True, start_new_session=True,
-            )  # fmt: skip
-            try:
-                ranks = _told_ranks(process)
-                if ranks is None:
-                    errors.seek(0)
-                    said = errors.read()[-2000:]
-                    if attempt + 1 < tries:
-                        continue
-                    raise AssertionError(f"the ranks never told who they are; stderr:\n{said}")
-                yield Job(process, ranks)
-                return
-            finally:
-                end_all(process)
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        errors: list[str] = []
+        try:
+            ranks = _told_ranks(process, errors)
+            if ranks is None:
+                said = "".join(errors)[-2000:]
+                if attempt + 1 < tries:
+                    continue
+                raise AssertionError(f"the ranks never told who they are; stderr:\n{said}")
+            yield Job(process, ranks)
+            return
+        finally:
+            end_all(process)
 
 
-def _told_ranks(process: subprocess.Popen[str]) -> dict[int, int] | None:
+def _told_ranks(process: subprocess.Popen[str], errors: list[str]) -> dict[int, int] | None:
+    """The ranks' pids from the lines of both streams, read on (so that no pipe fills) until
+    the process ends; stderr's lines also kept in `errors`."""
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=_pump, args=(process, lines), daemon=True).start()
+    for stream, kept in ((process.stdout, None), (process.stderr, errors)):
+        threading.Thread(target=_pump, args=(stream, lines, kept), daemon=True).start()
     ranks: dict[int, int] = {}
     while len(ranks) < 2:
         try:
@@ -259,10 +262,12 @@ def end_all(process: subprocess.Popen[Any]) -> None:
     process.wait()
 
 
-def _pump(process: subprocess.Popen[str], lines: queue.Queue[str]) -> None:
-    assert process.stdout is not None
-    for line in process.stdout:
+def _pump(stream: IO[str] | None, lines: queue.Queue[str], kept: list[str] | None) -> None:
+    assert stream is not None
+    for line in stream:
         lines.put(line)
+        if kept is not None:
+            kept.append(line)
 
 
 def stepping(run_dir: Path, ranks: int) -> None:

@@ -24,17 +24,19 @@ URL_LINE = re.compile(r"torchtop: Prometheus metrics on (http://\S+)")
 JOB_RATE = re.compile(r"^step \d+ .* ([\d.]+) steps/s$", re.MULTILINE)
 
 
-def _url(process: subprocess.Popen[str], stderr: list[str]) -> str:
-    """The endpoint the launcher announced; the rest of stderr is kept, so the pipe never fills."""
+def _url(process: subprocess.Popen[str], stderr: list[str]) -> tuple[str, threading.Thread]:
+    """The endpoint the launcher announced, and the thread that keeps the rest of stderr (the
+    job's own lines among it), so the pipe never fills: done once stderr is closed."""
     assert process.stderr is not None
     for line in process.stderr:
         stderr.append(line)
         found = URL_LINE.search(line)
         if found:
-            threading.Thread(
+            reading = threading.Thread(
                 target=lambda: stderr.extend(process.stderr or ()), daemon=True
-            ).start()
-            return found.group(1)
+            )
+            reading.start()
+            return found.group(1), reading
     raise AssertionError("".join(stderr))
 
 
@@ -49,12 +51,12 @@ def test_the_demo_is_scraped_while_it_runs_with_the_token_and_agrees_with_its_re
     ]
     env = {**os.environ, TOKEN_VARIABLE: TOKEN, "TORCHTOP_NODE": "node-a"}
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
     )
     stderr: list[str] = []
     last: list[Sample] = []
     try:
-        url = _url(process, stderr)
+        url, reading = _url(process, stderr)
         with pytest.raises(urllib.error.HTTPError) as refused:
             scrape(url)
         assert refused.value.code == 401
@@ -66,7 +68,9 @@ def test_the_demo_is_scraped_while_it_runs_with_the_token_and_agrees_with_its_re
             if values(samples, "torchtop_step_seconds_count"):
                 last = samples
             time.sleep(1.0)
-        stdout, _ = process.communicate(timeout=120)
+        # Stderr is read on by `reading` alone: `communicate` would take part of it.
+        process.wait(timeout=120)
+        reading.join(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
@@ -80,8 +84,9 @@ def test_the_demo_is_scraped_while_it_runs_with_the_token_and_agrees_with_its_re
     # and close to the rate the job prints itself (steps since its loop began, over the time).
     rate = one(last, "torchtop_steps_per_second", **labels)
     assert rate == pytest.approx(report["steps"]["steps_per_s"], rel=0.25)
-    job_rates = [float(r) for r in JOB_RATE.findall(stdout)]
-    assert job_rates, stdout
+    said = "".join(stderr)  # the job's own stdout, on torchtop's stderr
+    job_rates = [float(r) for r in JOB_RATE.findall(said)]
+    assert job_rates, said[-3000:]
     assert rate == pytest.approx(job_rates[-1], rel=0.4)
     assert report["bottleneck"] == "dataloader"
     assert one(last, "torchtop_verdict", bottleneck="dataloader") == 1.0
@@ -99,7 +104,7 @@ def test_attach_serves_the_attached_process_under_its_pid(tmp_path: Path) -> Non
     stderr: list[str] = []
     found: list[Sample] = []
     try:
-        url = _url(process, stderr)
+        url, _ = _url(process, stderr)
         while process.poll() is None and not values(found, "torchtop_breakdown_ratio"):
             time.sleep(1.0)
             with contextlib.suppress(urllib.error.URLError, ConnectionError):

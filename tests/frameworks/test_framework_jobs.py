@@ -58,14 +58,15 @@ def hf_trainer(tmp_path: Path, *args: str) -> list[str]:
 
 
 def run_headless(tmp_path: Path, command: list[str]) -> tuple[dict[str, Any], str]:
-    """The report of `torchtop run --headless --for S` over the job, and what the job printed."""
+    """The report of `torchtop run --headless --for S` over the job, and what the job printed
+    (on torchtop's stderr, as its stdout is the report)."""
     report = tmp_path / "report.json"
     run = [sys.executable, "-m", "torchtop", "run", "--headless", "--for", "120"]
     run += ["--run-dir", str(tmp_path / "run"), "--report", str(report), "--", *command]
     env = {**os.environ, **WINDOW_EARLY}
     done = subprocess.run(run, capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(report.read_text()), done.stdout
+    return json.loads(report.read_text()), done.stderr
 
 
 def input_bound(tmp_path: Path, framework: str) -> list[str]:

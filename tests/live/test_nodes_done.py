@@ -62,16 +62,17 @@ class Lines:
 
 
 def launcher(run_dir: Path, node: str, node_rank: int, port: int) -> subprocess.Popen[str]:
-    """`torchtop run` of one node's torchrun; its stderr (torchrun's and the launcher's
-    messages) in a file, so the job's lines on stdout are not cut by them."""
+    """`torchtop run` of one node's torchrun: its stderr (a pipe) holds the job's lines, as
+    its stdout is the report; torchrun's and the launcher's messages come there too, each
+    line in one write as the job's own are, so none is cut by another."""
     env = {**os.environ, "TORCHTOP_NODE": node, "SLOW_RANK": str(SLOW_RANK)}
     env |= {"KILL_RANK": str(KILL_RANK), "TORCHTOP_WINDOW_FIRST_STEP": "1000000"}
     job = torchrun(JOB, node_rank, port)
     return subprocess.Popen(
         [*TORCHTOP, "run", "--headless", "--for", "90", "--run-dir", str(run_dir), "--", *job],
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=(run_dir.parent / f"{node}.err").open("w"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         text=True,
     )
 
@@ -118,15 +119,16 @@ def follow(
     node_timeout_s: float,
     watch_timeout_s: float,
 ) -> tuple[list[Lines], Lines]:
-    """Read every launcher's output and the watcher's progress as they come, until all end
-    (killed past their timeouts); the watcher must end with status 0."""
+    """Read every launcher's stderr (the job's output: `run --headless` keeps its stdout for
+    the report) and the watcher's progress as they come, until all end (killed past their
+    timeouts); the watcher must end with status 0."""
     assert watcher.stderr is not None
     progress = Lines(watcher.stderr)
     outputs = []
     try:
         for node in nodes:
-            assert node.stdout is not None
-            outputs.append(Lines(node.stdout))
+            assert node.stderr is not None
+            outputs.append(Lines(node.stderr))
         for node in nodes:
             node.wait(timeout=node_timeout_s)
         watcher.wait(timeout=watch_timeout_s)
