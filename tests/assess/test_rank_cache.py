@@ -136,7 +136,9 @@ def test_a_long_shared_runs_kept_state_does_not_grow(tmp_path: Path) -> None:
     # 8 or 16 ticks: not growth). Each step's busy time kept in blocks of 10 for the straggler
     # judgement (`runs.step_blocks`: 76 bytes a block with its medians, arrays of 256 blocks
     # doubled) adds ~60 KB for 4 ranks crossing 256 blocks here: measured 213 KB in all.
-    assert after - before < 235_000
+    # Each step's end time (8 bytes, for the long run's stalls: `runs.state.Walls`) adds up to
+    # 64 KB for 2000 steps of 4 ranks, in arrays allocated ahead: measured 235 KB in all.
+    assert after - before < 300_000
 
 
 def test_a_nodes_summary_kept_as_figures_is_the_mean_of_its_newest_hour_of_samples(

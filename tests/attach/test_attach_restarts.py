@@ -138,7 +138,7 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
             lines: list[str] = []
-            url = _url(attach, lines)
+            url, reading = _url(attach, lines)
             _sampling(run_dir, {pid for pid, _ in first.values()})
             before = _scraped(url, {pid for pid, _ in first.values()})
             _mid_chunk(run_dir, first[1][0])
@@ -152,7 +152,7 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             job_running = job.poll() is None
         finally:
             end_all(job)
-    time.sleep(0.5)  # the last of stderr, read by `_url`'s thread
+    reading.join(timeout=10)  # the last of stderr, read by `_url`'s thread
     stderr = "".join(lines)
     assert attach.returncode == 0, stderr
     return {
