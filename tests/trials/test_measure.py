@@ -104,4 +104,6 @@ def test_a_measurement_leaves_out_the_warm_up_and_then_captures_a_profiler_windo
 
 def without_rate(output: str) -> str:
     """`output` without the job's `rate: N steps/s` line."""
-    return "".join(line for line in output.splitlines(keepends=True) if not line.startswith("rate:"))
+    return "".join(
+        line for line in output.splitlines(keepends=True) if not line.startswith("rate:")
+    )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from torchtop.report.text import GLYPHS as TEXT_GLYPHS
 from torchtop.report.text import BAR_WIDTH, _bar, _Style
+from torchtop.report.text import GLYPHS as TEXT_GLYPHS
 from torchtop.tui.charts import bar_cells, duration, fit, meter, sparkline, stacked_bar
 from torchtop.tui.palette import CATEGORIES
 
