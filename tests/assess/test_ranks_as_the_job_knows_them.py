@@ -7,8 +7,9 @@ The straggler jobs are 2-rank gloo DDP under `torchtop run --headless` and real 
 rank 1, where planted, 3 ms more (20% slower in its own work). Three runs of each, ~15 s a run
 (five runs of each, 75 s a test, passed when this was written): identical ranks used to be
 named stragglers by +13-18% from their newest 50 steps in two runs of three, from their
-sliver of busy time in a step that is mostly all-reduce. In every run the rank-straggler finding names the rank that
-`ranks[].straggler` names, and none where none is (it used to read the mean step times' spread).
+sliver of busy time in a step that is mostly all-reduce. In every run the rank-straggler
+finding names the rank that `ranks[].straggler` names, and none where none is (it used to read
+the mean step times' spread).
 """
 
 from __future__ import annotations
